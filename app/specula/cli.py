@@ -1,0 +1,73 @@
+"""The ``specula`` command: the desktop app with no arguments, tools otherwise.
+
+Each subcommand lives in its own module under ``specula.commands`` and
+registers itself here; this file only builds the parser and dispatches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from specula import __version__
+
+# name -> (module path, help); modules expose add_arguments(parser) and run(args) -> int.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "info": ("specula.commands.info", "describe a GGUF model (or the system with --system)"),
+    "compat": ("specula.commands.compat", "can DRAFT serve as a draft model for TARGET?"),
+    "chat": ("specula.commands.chat", "chat in the terminal with speculative decoding"),
+    "bench": ("specula.commands.bench", "benchmark plain vs speculative decoding"),
+    "models": ("specula.commands.models", "search, download and manage models"),
+    "serve": ("specula.commands.serve", "OpenAI-compatible local server"),
+}
+
+
+def _load(module: str) -> object | None:
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name == module:
+            return None  # a subcommand that has not been built yet
+        raise
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="specula",
+        description="Specula: local chat with exact speculative decoding. "
+        "With no command, opens the desktop app.",
+    )
+    parser.add_argument("--version", action="version", version=f"specula {__version__}")
+    parser.add_argument("--model", help="target GGUF to load when the app opens")
+    parser.add_argument("--draft", help="draft GGUF to load when the app opens")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, help_text) in SUBCOMMANDS.items():
+        mod = _load(module)
+        if mod is None:
+            continue
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        mod.add_arguments(p)  # type: ignore[attr-defined]
+        p.set_defaults(run=mod.run)  # type: ignore[attr-defined]
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    run: Callable[[argparse.Namespace], int] | None = getattr(args, "run", None)
+    if run is None:
+        from specula.gui.app import run_app
+
+        return run_app(model=args.model, draft=args.draft)
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""`specula info MODEL.gguf` and `specula info --system`."""
+
+from __future__ import annotations
+
+import argparse
+
+from specula.commands._common import fail, print_json
+from specula.core.gguf_meta import GGUFError, ModelInfo, read_model_info
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", nargs="?", help="a GGUF file")
+    p.add_argument("--system", action="store_true", help="describe this machine's backends")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _human_bytes(n: int | None) -> str:
+    if n is None:
+        return "?"
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if size < 1024 or unit == "TB":
+            return f"{size:.0f} {unit}" if unit in ("B", "KB") else f"{size:.2f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+def format_info(info: ModelInfo) -> str:
+    rows = [
+        ("name", info.display_name),
+        ("architecture", info.architecture),
+        ("parameters", f"{info.parameter_count:,} ({info.size_label})" if info.parameter_count else info.size_label),
+        ("quantization", info.quantization),
+        ("file size", _human_bytes(info.file_size)),
+        ("context length", info.context_length),
+        ("layers", info.n_layers),
+        ("embedding size", info.n_embd),
+        ("heads / KV heads", f"{info.n_head} / {info.n_head_kv}"),
+        ("tokenizer", f"{info.tokenizer_model} (pre: {info.tokenizer_pre})"),
+        ("vocab size", info.vocab_size),
+        ("BOS / EOS", f"{info.bos_id} / {info.eos_id}"),
+        ("add BOS / EOS", f"{info.add_bos} / {info.add_eos}"),
+        ("chat template", "yes" if info.has_chat_template else "no"),
+        ("tokenizer fingerprint", info.tokenizer_fingerprint),
+    ]
+    return "\n".join(f"{k:>22}: {v}" for k, v in rows)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.system:
+        try:
+            from specula.core import hardware
+        except ImportError:
+            return fail("system description is not available in this build")
+        report = hardware.describe_system()
+        if args.json:
+            print_json(report.to_dict())
+        else:
+            print(hardware.format_system(report))
+        return 0
+    if not args.model:
+        return fail("give a GGUF file, or --system")
+    try:
+        info = read_model_info(args.model)
+    except GGUFError as exc:
+        return fail(str(exc))
+    if args.json:
+        print_json(info.to_dict())
+    else:
+        print(format_info(info))
+    return 0

@@ -1,0 +1,1 @@
+"""Specula's PySide6 desktop app. Widgets hold no engine logic; see specula.core."""
