@@ -32,7 +32,7 @@ def real_model(name: str) -> Path:
     files = {
         "qwen-1.5b": "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
         "qwen-0.5b": "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-        "gemma": "gemma-3-270m-it-Q4_K_M.gguf",
+        "gemma": "gemma-3-270m-q4_k_m.gguf",
     }
     path = REAL_MODELS_DIR / files[name]
     if not path.exists():

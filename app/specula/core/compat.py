@@ -104,14 +104,16 @@ def check(target: ModelInfo, draft: ModelInfo) -> CompatReport:
     bos_ok = t.add_bos == d.add_bos and (not t.add_bos or t.bos_id == d.bos_id)
     checks.append(_same(
         "bos", B, bos_ok,
-        f"Same BOS handling (add_bos={t.add_bos}, BOS id {t.bos_id}).",
+        (f"Both add BOS id {t.bos_id}." if t.add_bos else
+         f"Neither adds a BOS token (ids {t.bos_id} and {d.bos_id} are not used)."),
         f"BOS differs: target add_bos={t.add_bos} id {t.bos_id}, "
         f"draft add_bos={d.add_bos} id {d.bos_id}.",
     ))
     eos_ok = t.add_eos == d.add_eos and (not t.add_eos or t.eos_id == d.eos_id)
     checks.append(_same(
         "eos", B, eos_ok,
-        f"Same EOS handling (add_eos={t.add_eos}, EOS id {t.eos_id}).",
+        (f"Both add EOS id {t.eos_id}." if t.add_eos else
+         f"Neither appends an EOS token (end of generation: target {t.eos_id}, draft {d.eos_id})."),
         f"EOS differs: target add_eos={t.add_eos} id {t.eos_id}, "
         f"draft add_eos={d.add_eos} id {d.eos_id}.",
     ))

@@ -1,0 +1,50 @@
+"""How to speculate: the user-facing knobs (LM Studio's draft settings and more)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from enum import Enum
+
+
+class Mode(str, Enum):
+    PLAIN = "plain"  # no drafting: one target token per step
+    CHAIN = "chain"  # the draft model proposes a chain of draft_max tokens
+    ADAPTIVE = "adaptive"  # a cost model picks the draft length per step (may pick 0)
+    TREE = "tree"  # the draft proposes a token tree, verified in one decode
+    LOOKUP = "lookup"  # n-gram prompt lookup, no draft model needed
+
+
+@dataclass
+class SpecConfig:
+    """Speculative settings for one reply.
+
+    ``draft_max``/``draft_min``/``p_min`` mirror LM Studio's "Max Draft Size",
+    "Min Draft Size" and "Drafting Probability Cutoff": a draft shorter than
+    ``draft_min`` is discarded, and drafting stops when the draft's top
+    probability falls below ``p_min``.
+    """
+
+    mode: Mode = Mode.CHAIN
+    draft_max: int = 4
+    draft_min: int = 0
+    p_min: float = 0.0
+    tree_budget: int = 12  # nodes in a token tree
+    tree_width: int = 2  # children kept per node
+    lookup_ngram_max: int = 4
+    lookup_ngram_min: int = 1
+    # Relaxed (lossy) acceptance: off by default.
+    relaxed_top_k: int = 0  # accept a draft token within the target's top-k
+    relaxed_ratio: float = 0.0  # or when p_target / p_draft exceeds this
+
+    @property
+    def uses_draft_model(self) -> bool:
+        return self.mode in (Mode.CHAIN, Mode.ADAPTIVE, Mode.TREE)
+
+    @property
+    def lossy(self) -> bool:
+        return self.relaxed_top_k > 0 or self.relaxed_ratio > 0
+
+    def to_dict(self) -> dict[str, object]:
+        d = asdict(self)
+        d["mode"] = self.mode.value
+        return d

@@ -1,0 +1,113 @@
+"""Per-step records and the statistics of one reply, computed in the core."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import psutil
+
+
+@dataclass
+class StepRecord:
+    """One draft -> verify -> accept step."""
+
+    step: int
+    drafted: int  # draft tokens sent to verification (tree: nodes)
+    accepted: int  # draft tokens the target accepted
+    emitted: int  # tokens this step added (accepted + the target's own token)
+    draft_s: float
+    verify_s: float
+    overhead_s: float  # time outside llama_decode (Python: sampling, acceptance, bookkeeping)
+    shape: str = "chain"  # plain | chain | tree | lookup
+    relaxed_accepted: int = 0  # accepted only because of the lossy rule
+
+
+@dataclass
+class GenerationStats:
+    mode: str = "plain"
+    acceptance_rule: str = "greedy"  # greedy | rejection-sampling | sample-and-match | relaxed (lossy)
+    prompt_tokens: int = 0
+    prefill_tokens: int = 0  # prompt tokens actually evaluated (the rest came from the KV cache)
+    prefill_s: float = 0.0
+    ttft_s: float = 0.0
+    total_s: float = 0.0
+    tokens: int = 0
+    steps: int = 0
+    drafted: int = 0
+    accepted: int = 0
+    draft_tokens_emitted: int = 0
+    zero_accept_steps: int = 0
+    relaxed_accepted: int = 0
+    draft_s: float = 0.0
+    verify_s: float = 0.0
+    overhead_s: float = 0.0
+    peak_rss_bytes: int = 0
+    _start_decode: float = field(default=0.0, repr=False)
+
+    @property
+    def decode_s(self) -> float:
+        """Time spent after the first token (the denominator of tok/s)."""
+        return max(self.total_s - self.ttft_s, 0.0)
+
+    @property
+    def tokens_per_s(self) -> float:
+        if self.tokens <= 1:
+            return self.tokens / self.total_s if self.total_s > 0 else 0.0
+        return (self.tokens - 1) / self.decode_s if self.decode_s > 0 else 0.0
+
+    @property
+    def acceptance_rate(self) -> float:
+        return self.accepted / self.drafted if self.drafted else 0.0
+
+    @property
+    def mean_accepted_per_step(self) -> float:
+        """Draft tokens accepted per verification step that drafted something."""
+        spec_steps = self.steps if self.drafted else 0
+        return self.accepted / spec_steps if spec_steps else 0.0
+
+    @property
+    def tokens_per_step(self) -> float:
+        return self.tokens / self.steps if self.steps else 0.0
+
+    @property
+    def overhead_fraction(self) -> float:
+        busy = self.draft_s + self.verify_s + self.overhead_s
+        return self.overhead_s / busy if busy > 0 else 0.0
+
+    def add_step(self, rec: StepRecord) -> None:
+        self.steps += 1
+        self.drafted += rec.drafted
+        self.accepted += rec.accepted
+        self.relaxed_accepted += rec.relaxed_accepted
+        if rec.drafted and rec.accepted == 0:
+            self.zero_accept_steps += 1
+        self.draft_s += rec.draft_s
+        self.verify_s += rec.verify_s
+        self.overhead_s += rec.overhead_s
+
+    def sample_memory(self) -> None:
+        rss = psutil.Process().memory_info().rss
+        self.peak_rss_bytes = max(self.peak_rss_bytes, rss)
+
+    def summary_line(self) -> str:
+        """`42.1 tok/s, 128 tokens, 81% of 96 draft tokens accepted, 3.4 per step, TTFT 0.21 s`."""
+        parts = [f"{self.tokens_per_s:.1f} tok/s", f"{self.tokens} tokens"]
+        if self.drafted:
+            parts.append(
+                f"{self.acceptance_rate:.0%} of {self.drafted} draft tokens accepted"
+            )
+            parts.append(f"{self.mean_accepted_per_step:.1f} per step")
+        parts.append(f"TTFT {self.ttft_s:.2f} s")
+        parts.append(self.mode)
+        return ", ".join(parts)
+
+    def to_dict(self) -> dict[str, object]:
+        d = {k: v for k, v in asdict(self).items() if not k.startswith("_")}
+        d.update(
+            tokens_per_s=self.tokens_per_s,
+            acceptance_rate=self.acceptance_rate,
+            mean_accepted_per_step=self.mean_accepted_per_step,
+            overhead_fraction=self.overhead_fraction,
+            decode_s=self.decode_s,
+        )
+        return d
