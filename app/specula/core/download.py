@@ -23,12 +23,13 @@ import json
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
 
 import requests
+import urllib3
 
 from specula.core import paths
 from specula.core.gguf_split import part_names
@@ -123,6 +124,17 @@ def part_file(final: Path) -> Path:
 
 def sidecar_file(final: Path) -> Path:
     return final.with_name(final.name + SIDECAR_SUFFIX)
+
+
+def _body_chunks(response: requests.Response, size: int) -> Iterator[bytes]:
+    """The body as it arrives (``read1``), so bytes received before a dropped
+    connection are written, not lost in a half-filled fixed-size buffer."""
+    raw = response.raw
+    while True:
+        chunk = raw.read1(size) if hasattr(raw, "read1") else raw.read(size)
+        if not chunk:
+            return
+        yield chunk
 
 
 def _hash_existing(path: Path, size: int, stop: threading.Event) -> hashlib._Hash:
@@ -308,7 +320,7 @@ class Download:
                 raise HubError(ErrorKind.BAD_REPLY, f"the hub answered the wrong range for {what}")
             try:
                 with part.open("ab") as fh:
-                    for chunk in response.iter_content(self.chunk_size):
+                    for chunk in _body_chunks(response, self.chunk_size):
                         if offset + len(chunk) > size:
                             raise HubError(ErrorKind.BAD_REPLY,
                                            f"the hub sent more bytes than {what} has ({size})")
@@ -320,6 +332,8 @@ class Download:
                         self._emit()
                         if self._stop.is_set():
                             raise DownloadCancelled
+                if offset < size:  # the body ended early without an error
+                    raise HubError(ErrorKind.NETWORK, f"the connection broke while fetching {what}")
             except OSError as exc:
                 if exc.errno == errno.ENOSPC:
                     raise HubError(ErrorKind.DISK_FULL,
@@ -327,7 +341,7 @@ class Download:
                                    f"bytes; free some space and run the download again to "
                                    f"resume ({part.name} is kept)") from exc
                 raise translate(exc, what, self.hub.endpoint) from exc
-            except requests.RequestException as exc:
+            except (requests.RequestException, urllib3.exceptions.HTTPError) as exc:
                 raise HubError(ErrorKind.NETWORK, f"the connection broke while fetching {what}") from exc
         return offset, hasher
 
