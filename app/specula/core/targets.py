@@ -36,8 +36,8 @@ def resolve_model(spec: str, *, hub: HubClient | None = None,
     if local.is_file():
         parts = [local.with_name(n) for n in part_names(local.name)]
         info = read_model_info(parts[0] if parts[0].exists() else local)
-        weights = sum(p.stat().st_size for p in parts if p.exists())
-        return ResolvedModel(spec, info, weights, parts[0] if parts[0].exists() else local)
+        on_disk = sum(p.stat().st_size for p in parts if p.exists())
+        return ResolvedModel(spec, info, on_disk, parts[0] if parts[0].exists() else local)
     remote = split_target(spec)
     if remote is None:
         raise HubError(ErrorKind.INVALID, f"{spec} is neither a GGUF file here nor "
@@ -46,7 +46,7 @@ def resolve_model(spec: str, *, hub: HubClient | None = None,
     hub = hub or HubClient()
     first = part_names(filename)[0]
     info = read_remote_info(repo_id, first, hub)
-    weights: int | None = info.file_size
+    weights = info.file_size
     if parse_split(first) is not None:
         sizes = hub.lfs_info(repo_id, part_names(first))
         weights = sum(f.size or 0 for f in sizes.values())
