@@ -76,6 +76,9 @@ class FakeHub:
         self.status_for: dict[str, int] = {}  # path prefix -> status to answer
         self.hostile: dict[str, bytes] = {}  # path prefix -> raw body to answer with 200
         self.ignore_range = False
+        self.stall_after: dict[str, int] = {}  # file path -> bytes sent before stalling (once)
+        self.stalled = threading.Event()  # set when a body stalls
+        self.release = threading.Event()  # set by the test to let a stalled body continue
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
@@ -285,6 +288,9 @@ def _make_handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                     return
                 headers = {**headers, "Content-Range": f"bytes {start}-{end}/{len(data)}"}
                 data, status = data[start : end + 1], 206
+            stall = hub.stall_after.pop(name, None) if self.command == "GET" else None
+            if stall is not None:
+                return self._stalled(status, data, headers, stall)
             drop = hub.drop_after.pop(name, None) if self.command == "GET" else None
             if drop is None or drop - start >= len(data):
                 self._send(status, data, headers, "application/octet-stream")
@@ -299,5 +305,21 @@ def _make_handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             self.wfile.flush()
             self.connection.shutdown(socket.SHUT_RDWR)
             self.close_connection = True
+
+        def _stalled(self, status: int, data: bytes, headers: dict[str, str], stall: int) -> None:
+            """Send ``stall`` bytes, then wait until the test releases the rest."""
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.end_headers()
+            try:
+                self.wfile.write(data[:stall])
+                self.wfile.flush()
+                hub.stalled.set()
+                hub.release.wait(10)
+                self.wfile.write(data[stall:])
+            except OSError:
+                pass  # the client went away (that is what the test wanted)
 
     return Handler
