@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import struct
 from pathlib import Path
 
 import pytest
@@ -171,3 +172,26 @@ def test_target_spec_parsing() -> None:
     assert split_target("Qwen/Qwen2.5-7B-GGUF/sub/q4.gguf") == ("Qwen/Qwen2.5-7B-GGUF", "sub/q4.gguf")
     assert split_target("only/two") is None
     assert split_target("a/b/../c.gguf") is None
+
+
+def _hostile_gguf(string_len: int) -> bytes:
+    # magic, version 3, 1 tensor, 1 key/value, then a key whose length is a lie.
+    return (b"GGUF" + struct.pack("<IQQ", 3, 1, 1) + struct.pack("<Q", string_len)
+            + b"k" * 64)
+
+
+@pytest.mark.parametrize("string_len", [2**62, 60 * 1024 * 1024])
+def test_hostile_remote_header_fails_fast(fake_hub: FakeHub, string_len: int) -> None:
+    fake_hub.add_repo("specula-test/hostile", {"evil.gguf": _hostile_gguf(string_len)})
+    source = RemoteSource("specula-test/hostile", "evil.gguf", use_cache=False)
+    with pytest.raises(GGUFError, match="absurd string length|truncated header"):
+        read_model_info(source)
+    assert source.requests_made <= 1  # refused from the declared size, nothing big fetched
+
+
+def test_truncated_remote_model_is_a_clear_error(fake_hub: FakeHub,
+                                                 hub_models: dict[str, Path]) -> None:
+    data = hub_models["big"].read_bytes()[:5000]
+    fake_hub.add_repo("specula-test/cut", {"cut.gguf": data})
+    with pytest.raises(GGUFError, match="truncated header"):
+        read_remote_info("specula-test/cut", "cut.gguf")
