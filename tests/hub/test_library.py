@@ -137,3 +137,16 @@ def test_a_damaged_index_is_rebuilt(models: Path) -> None:
     assert Library(models).scan().read == 3
     default_index_path().write_text('{"version": 1, "files": {"x": {"size": "big"}}}')
     assert Library(models).scan().read == 3
+
+
+def test_fifty_models_list_from_the_index(tmp_path: Path, tiny: dict[str, Path]) -> None:
+    models = tmp_path / "many"
+    for i in range(50):
+        dest = models / f"org/Repo{i:02d}-GGUF/model-{i:02d}-q4_0.gguf"
+        dest.parent.mkdir(parents=True)
+        os.link(tiny["draft"], dest)  # distinct paths, no 50 copies on disk
+    first = Library(models).scan()
+    assert first.read == 50 and len(first.models) == 50
+    second = Library(models).scan()
+    assert second.read == 0 and second.reused == 50
+    assert all(m.info is not None and m.info.name == "tiny-draft" for m in second.models)

@@ -154,7 +154,12 @@ def _hash_existing(path: Path, size: int, stop: threading.Event) -> hashlib._Has
 
 
 class Download:
-    """One model (a file, or every part of a split one) from the hub into the library."""
+    """One model (a file, or every part of a split one) from the hub into the library.
+
+    A Download runs once: after a pause, a new Download for the same file
+    resumes it (as after an app restart), so a late ``pause()`` from the GUI
+    can never be lost by a reset.
+    """
 
     def __init__(self, repo_id: str, filename: str, *, hub: HubClient | None = None,
                  models_dir: Path | None = None,
