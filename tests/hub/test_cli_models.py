@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from specula.cli import main
-from specula.core.download import part_file
+from specula.core.partial_files import part_file
 from tests.hub.conftest import SMALL_FILE, SMALL_REPO, SPLIT_FIRST, TARGET_FILE, TARGET_REPO
 from tests.hub.fake_hub import FakeHub
 

@@ -10,18 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from specula.core.download import (
-    Download,
-    DownloadProgress,
-    DownloadState,
+from specula.core.download import Download, DownloadProgress, DownloadState
+from specula.core.hub import HubClient
+from specula.core.hub_errors import ErrorKind, HubError
+from specula.core.partial_files import (
     Sidecar,
     incomplete_downloads,
     local_path,
     part_file,
     sidecar_file,
 )
-from specula.core.hub import HubClient
-from specula.core.hub_errors import ErrorKind, HubError
 from tests.hub.conftest import SMALL_REPO, SPLIT_FIRST, TARGET_FILE, TARGET_REPO
 from tests.hub.fake_hub import FakeFile, FakeHub
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from specula.core.download import Sidecar, part_file, sidecar_file
 from specula.core.library import Library, LibraryError, resolve_models_dir
 from specula.core.library_index import default_index_path
+from specula.core.partial_files import Sidecar, part_file, sidecar_file
 
 
 def _put(models: Path, rel: str, src: Path) -> Path:

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import json
 import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
@@ -35,10 +34,9 @@ from specula.core import paths
 from specula.core.gguf_split import part_names
 from specula.core.hub import HubClient, RemoteFile, validate_filename, validate_repo_id
 from specula.core.hub_errors import DownloadCancelled, ErrorKind, HubError, translate
+from specula.core.partial_files import Sidecar, local_path, part_file, sidecar_file
 from specula.core.transfer_stats import SpeedMeter
 
-PART_SUFFIX = ".part"
-SIDECAR_SUFFIX = ".part.json"
 DISK_MARGIN = 16 * 1024 * 1024  # keep a little free space for the index and settings
 
 
@@ -80,50 +78,6 @@ class DownloadResult:
     def to_dict(self) -> dict[str, object]:
         return {"state": self.state.value, "paths": [str(p) for p in self.paths],
                 "resumed_from": self.resumed_from}
-
-
-@dataclass
-class Sidecar:
-    """What an incomplete ``.part`` file is, so a later run can trust and continue it."""
-
-    repo_id: str
-    filename: str
-    size: int
-    sha256: str | None
-    version: int = 1
-
-    @staticmethod
-    def load(path: Path) -> Sidecar | None:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            side = Sidecar(str(data["repo_id"]), str(data["filename"]), int(data["size"]),
-                           data["sha256"] if isinstance(data.get("sha256"), str) else None)
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
-        return side
-
-    def save(self, path: Path) -> None:
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(asdict(self)), encoding="utf-8")
-        tmp.replace(path)
-
-
-def local_path(models_dir: Path, repo_id: str, filename: str) -> Path:
-    """``<models>/<owner>/<repo>/<file>``; names are validated so nothing escapes ``models_dir``."""
-    validate_repo_id(repo_id)
-    validate_filename(filename)
-    path = (models_dir / repo_id / filename).resolve()
-    if not path.is_relative_to(models_dir.resolve()):
-        raise HubError(ErrorKind.INVALID, f"unsafe file name in repository: {filename!r}")
-    return path
-
-
-def part_file(final: Path) -> Path:
-    return final.with_name(final.name + PART_SUFFIX)
-
-
-def sidecar_file(final: Path) -> Path:
-    return final.with_name(final.name + SIDECAR_SUFFIX)
 
 
 def _body_chunks(response: requests.Response, size: int) -> Iterator[bytes]:
@@ -387,17 +341,3 @@ class Download:
         name, index, count = self._current
         self.on_progress(DownloadProgress(self.repo_id, name, index, count, self._done_bytes,
                                           self._total, speed, eta, self.state))
-
-
-def incomplete_downloads(models_dir: Path | None = None) -> list[tuple[Path, Sidecar, int]]:
-    """Every resumable download in the models folder: (final path, sidecar, bytes on disk)."""
-    root = models_dir or paths.default_models_dir()
-    found = []
-    for side in sorted(root.rglob("*" + SIDECAR_SUFFIX)):
-        sidecar = Sidecar.load(side)
-        if sidecar is None:
-            continue
-        final = side.with_name(side.name[: -len(SIDECAR_SUFFIX)])
-        part = part_file(final)
-        found.append((final, sidecar, part.stat().st_size if part.exists() else 0))
-    return found

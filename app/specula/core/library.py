@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from specula.core import paths
-from specula.core.download import incomplete_downloads, part_file, sidecar_file
 from specula.core.gguf_meta import GGUFError, ModelInfo, read_model_info
 from specula.core.gguf_split import group_gguf, is_complete, part_names
 from specula.core.library_index import IndexEntry, LibraryIndex
+from specula.core.partial_files import incomplete_downloads, part_file, sidecar_file
 
 
 class LibraryError(ValueError):
