@@ -206,3 +206,17 @@ def test_a_server_sending_too_many_bytes_never_yields_a_complete_file(
         Download(SMALL_REPO, name, models_dir=tmp_path, hub=HubClient()).run()
     assert err.value.kind is ErrorKind.BAD_REPLY
     assert not (tmp_path / SMALL_REPO / name).exists()
+
+
+def test_resume_when_the_server_ignores_ranges(fake_hub: FakeHub, tmp_path: Path) -> None:
+    fake_hub.drop_after[TARGET_FILE] = 60_000
+    with pytest.raises(HubError):
+        Download(TARGET_REPO, TARGET_FILE, models_dir=tmp_path, max_retries=0).run()
+    fake_hub.ignore_range = True  # answers 200 with the whole file to a Range request
+    seen: list[DownloadProgress] = []
+    result = Download(TARGET_REPO, TARGET_FILE, models_dir=tmp_path, on_progress=seen.append,
+                      progress_interval=0).run()
+    final = tmp_path / TARGET_REPO / TARGET_FILE
+    assert result.state is DownloadState.DONE
+    assert _sha(final) == fake_hub.repos[TARGET_REPO].files[TARGET_FILE].sha256
+    assert seen[-1].downloaded == seen[-1].total

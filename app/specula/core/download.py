@@ -269,7 +269,8 @@ class Download:
         response = self.hub.get(url, what, headers=headers, stream=True)
         with response:
             if offset and response.status_code == 200:
-                offset, hasher = 0, hashlib.sha256()  # the range was ignored: start over
+                self._done_bytes -= offset  # the range was ignored: start over
+                offset, hasher = 0, hashlib.sha256()
                 part.write_bytes(b"")
             elif offset and response.status_code != 206:
                 raise HubError(ErrorKind.BAD_REPLY,
