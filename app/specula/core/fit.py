@@ -98,7 +98,9 @@ def available_ram() -> int:
 
 
 def _gib(n: float) -> str:
-    return f"{n / GiB:.1f} GiB" if n >= GiB / 10 else f"{n / MiB:.0f} MiB"
+    if n >= GiB / 10:
+        return f"{n / GiB:.1f} GiB"
+    return f"{n / MiB:.0f} MiB" if n >= MiB else f"{n / 1024:.0f} KiB"
 
 
 @dataclass

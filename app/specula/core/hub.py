@@ -343,7 +343,7 @@ class HubClient:
         validate_repo_id(repo_id)
         for p in paths:
             validate_filename(p)
-        what = f"file information for {repo_id}"
+        what = f"{repo_id}/{paths[0]}" if len(paths) == 1 else f"{repo_id} ({len(paths)} files)"
         self._guard(what)
         try:
             entries = self.api().get_paths_info(repo_id, paths, revision=revision)
