@@ -9,7 +9,7 @@ what it has not seen (normally just the target's last token).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,7 +36,10 @@ class Proposal:
     top_probs: list[float] = field(default_factory=list)  # the draft's confidence per position
     entropies: list[float] = field(default_factory=list)
     draft_s: float = 0.0  # time in the draft's llama_decode
-    source: str = "draft"
+    source: str = "draft"  # draft | lookup
+    match_len: int = 0  # lookup: length of the matched n-gram
+    n_decodes: int = 0  # draft llama_decode calls this step
+    catchup: int = 0  # tokens the draft had to catch up on before drafting
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -94,10 +97,15 @@ class DraftModelDrafter:
         return self._feed(todo, n, "last" if keep_last else "none")
 
     def propose(
-        self, committed: Sequence[int], k: int, params: SamplingParams, p_min: float,
+        self, committed: Sequence[int], k: int, params: SamplingParams,
+        keep: Callable[[int, float, float], tuple[bool, bool]],
         rng: np.random.Generator, *, want_q: bool,
     ) -> Proposal:
-        """Draft up to ``k`` tokens after ``committed``; stop early below ``p_min``."""
+        """Draft up to ``k`` tokens after ``committed``.
+
+        After each token, ``keep(i, top_prob, entropy)`` says whether to keep it
+        and whether to draft another (the policy's stop rule).
+        """
         prop = Proposal()
         if k <= 0:
             return prop
@@ -106,12 +114,15 @@ class DraftModelDrafter:
         if n < len(self.cache):
             self.ctx.seq_rm(0, n)
             del self.cache[n:]
+        prop.catchup = len(committed) - n
         prop.draft_s += self._feed(list(committed[n:]), n, "last")
+        prop.n_decodes = 1
         pos = len(committed)
         for i in range(k):
             logits = self.ctx.logits(-1)[: self.n_shared]
             top, p_top, entropy = softmax_stats(logits)
-            if p_top < p_min:
+            keep_it, more = keep(i, p_top, entropy)
+            if not keep_it:
                 break
             if params.greedy:
                 tok, q, p_tok = top, None, p_top
@@ -124,13 +135,57 @@ class DraftModelDrafter:
             prop.token_probs.append(p_tok)
             prop.top_probs.append(p_top)
             prop.entropies.append(entropy)
-            if i + 1 < k:
-                prop.draft_s += self._feed([tok], pos + i, "last")
+            if not more or i + 1 >= k:
+                break
+            prop.draft_s += self._feed([tok], pos + i, "last")
+            prop.n_decodes += 1
         return prop
 
-    def accepted(self, committed_len_before: int, n_accepted: int) -> None:
-        """Keep the proposals the target accepted (those the draft evaluated)."""
-        keep = min(committed_len_before + n_accepted, len(self.cache))
+    def trim_to(self, committed: Sequence[int]) -> None:
+        """Drop cached tokens that are not a prefix of ``committed`` (rejected proposals)."""
+        keep = common_prefix(self.cache, committed)
         if keep < len(self.cache):
             self.ctx.seq_rm(0, keep)
             del self.cache[keep:]
+
+
+class PromptLookup:
+    """Propose the continuation of the longest earlier match of the context's last n-gram.
+
+    No model at all: when the reply quotes the prompt (edits, refactors,
+    summaries that quote), the tokens after an earlier occurrence of the last
+    n tokens are a good guess, and verifying them costs one target batch.
+    """
+
+    def __init__(self, ngram_max: int = 4, ngram_min: int = 1) -> None:
+        self.ngram_max = ngram_max
+        self.ngram_min = ngram_min
+
+    def match(self, committed: Sequence[int], k: int) -> tuple[list[int], int]:
+        """(continuation of up to k tokens, matched n-gram length); ([], 0) when none."""
+        n_tok = len(committed)
+        if k <= 0 or n_tok < 2:
+            return [], 0
+        arr = np.asarray(committed, dtype=np.int32)
+        for n in range(min(self.ngram_max, n_tok - 1), self.ngram_min - 1, -1):
+            tail = arr[n_tok - n :]
+            # candidate starts where the first token matches, most recent first
+            starts = np.flatnonzero(arr[: n_tok - n] == tail[0])[::-1]
+            for s in starts:
+                if s + n <= n_tok - 1 and np.array_equal(arr[s : s + n], tail):
+                    cont = arr[s + n : min(s + n + k, n_tok)]
+                    if len(cont):
+                        return [int(t) for t in cont], n
+        return [], 0
+
+    def propose(self, committed: Sequence[int], k: int) -> Proposal:
+        tokens, n = self.match(committed, k)
+        prop = Proposal(source="lookup")
+        for t in tokens:
+            prop.tokens.append(t)
+            prop.q.append(None)  # deterministic: q is one-hot at t (see sampling.accept_draft_token)
+            prop.token_probs.append(1.0)
+            prop.top_probs.append(1.0)
+            prop.entropies.append(0.0)
+        prop.match_len = n
+        return prop

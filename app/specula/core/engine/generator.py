@@ -18,10 +18,10 @@ import numpy as np
 
 from specula.core.engine import sampling
 from specula.core.engine.config import SpecConfig
-from specula.core.engine.drafters import DraftModelDrafter, Proposal, common_prefix
+from specula.core.engine.drafters import DraftModelDrafter, PromptLookup, Proposal, common_prefix
 from specula.core.engine.events import Done, Event, Source, StepEvent, StopReason, TokenEvent
 from specula.core.engine.llama import Batch, Context, ContextFull, DecodeError, Model
-from specula.core.engine.policy import DraftPolicy
+from specula.core.engine.policy import DraftPolicy, Outcome, PlanInput
 from specula.core.engine.sampling import SamplingParams
 from specula.core.engine.stats import GenerationStats, StepRecord
 from specula.core.engine.text import StopFilter, Utf8Stream
@@ -49,6 +49,7 @@ class Generator:
         # When a list, the target's top-2 logit gap of every emitted token is appended
         # (the benchmark explains greedy divergences at near-ties with it).
         self.gaps: list[float] | None = None
+        self.lookup: PromptLookup | None = PromptLookup()
 
     def reset(self) -> None:
         self.ctx.clear()
@@ -95,7 +96,7 @@ class Generator:
         cancel: threading.Event | None = None,
     ) -> Iterator[Event]:
         cancel = cancel or threading.Event()
-        use_draft = self.drafter is not None and policy.name != "plain"
+        use_draft = self.drafter is not None and policy.name in ("chain", "adaptive", "tree")
         stats = GenerationStats(
             mode=policy.name, acceptance_rule=params.acceptance_rule, prompt_tokens=len(prompt)
         )
@@ -123,7 +124,7 @@ class Generator:
             return
         try:
             stats.prefill_tokens = self._prefill(committed, cancel)
-            if use_draft and self.drafter is not None:
+            if use_draft and self.drafter is not None and policy.sync_draft_at_prefill():
                 self.drafter.sync(committed, keep_last=False)
         except Cancelled:
             yield finish(StopReason.CANCELLED)
@@ -152,15 +153,7 @@ class Generator:
                 done_msg = f"The context window ({self.ctx.n_ctx} tokens) is full."
                 break
             left = params.max_tokens - len(generated)
-            k = policy.draft_length(min(room, left - 1)) if use_draft else 0
-            if k > 0 and self.drafter is not None:
-                prop = self.drafter.propose(
-                    committed, k, params, policy.p_min(), rng, want_q=rule == "rejection-sampling"
-                )
-                if len(prop) < spec.draft_min:
-                    prop.truncate(0)
-            else:
-                prop = Proposal()
+            prop = self._propose(committed, min(room, left - 1), params, spec, policy, rng, use_draft)
             verify_tokens = [committed[-1], *prop.tokens]
             self._batch.fill(verify_tokens, n_past, outputs="all")
             t0 = time.perf_counter()
@@ -173,16 +166,14 @@ class Generator:
             verify_s = time.perf_counter() - t0
             self.cache.extend(verify_tokens)
 
-            new, m = self._accept(prop, committed, params, rule, rng)
+            new, m, n_relaxed = self._accept(prop, committed, params, spec, rule, rng)
             keep = n_past + 1 + m
             if keep < len(self.cache):
                 self.ctx.seq_rm(0, keep)
                 del self.cache[keep:]
-            if self.drafter is not None and len(prop):
-                self.drafter.accepted(len(committed), m)
 
             events: list[Event] = []
-            for tok, src, dprob in new:
+            for tok, src, dprob, relaxed in new:
                 if self.model.is_eog(tok):
                     reason = StopReason.EOS
                     break
@@ -190,7 +181,7 @@ class Generator:
                 generated.append(tok)
                 if stats.ttft_s == 0.0:
                     stats.ttft_s = time.perf_counter() - t_start
-                ev = TokenEvent(tok, utf8.feed(self.model.piece(tok)), src, dprob, step)
+                ev = TokenEvent(tok, utf8.feed(self.model.piece(tok)), src, dprob, step, relaxed=relaxed)
                 for out in stops.push(ev):
                     released_text.append(out.text)
                     events.append(out)
@@ -202,20 +193,22 @@ class Generator:
                     break
             if reason is not None:
                 self._trim(committed)
-                if self.drafter is not None:
-                    self.drafter.accepted(0, common_prefix(self.drafter.cache, committed))
+            if self.drafter is not None and prop.source == "draft" and len(prop):
+                self.drafter.trim_to(committed)
             wall = time.perf_counter() - t_step
             rec = StepRecord(
                 step=step, drafted=len(prop), accepted=m, emitted=len(new),
                 draft_s=prop.draft_s, verify_s=verify_s,
                 overhead_s=max(wall - prop.draft_s - verify_s, 0.0),
-                shape="chain" if len(prop) else "plain",
+                shape=prop.source if len(prop) else "plain",
+                draft_decodes=prop.n_decodes, catchup=prop.catchup,
+                relaxed_accepted=n_relaxed,
             )
             stats.add_step(rec)
-            stats.draft_tokens_emitted += sum(1 for _, s, _ in new[:m] if s is Source.DRAFT)
+            stats.draft_tokens_emitted += sum(1 for e in events if isinstance(e, TokenEvent) and e.source is not Source.TARGET)
             stats.tokens = len(generated)
             stats.total_s = time.perf_counter() - t_start
-            policy.observe(rec, prop.top_probs, prop.entropies)
+            policy.observe(Outcome(prop.source, prop.top_probs, prop.entropies, m, prop.match_len, rec))
             events.append(StepEvent(rec, stats))
             step += 1
             yield from events
@@ -227,7 +220,43 @@ class Generator:
         tail = utf8.flush()
         if tail:
             released_text.append(tail)
+        policy.finish()
         yield finish(reason, done_msg)
+
+    # -- proposals -----------------------------------------------------------
+
+    def _propose(
+        self, committed: list[int], room: int, params: SamplingParams, spec: SpecConfig,
+        policy: DraftPolicy, rng: np.random.Generator, use_draft: bool,
+    ) -> Proposal:
+        """Ask the policy what to draft and get it from the draft model or prompt lookup."""
+        if room <= 0:
+            return Proposal()
+        look: list[int] = []
+        match = 0
+        if self.lookup is not None and policy.name in ("lookup", "adaptive"):
+            look, match = self.lookup.match(committed, min(room, spec.draft_max))
+        has_draft = use_draft and self.drafter is not None
+        lag = len(committed) - len(self.drafter.cache) if self.drafter is not None else 0
+        plan = policy.plan(PlanInput(room, has_draft, look, match, lag))
+        if plan.source == "lookup" and plan.lookup_tokens:
+            prop = Proposal(source="lookup", match_len=match)
+            for t in plan.lookup_tokens[: plan.k]:
+                prop.tokens.append(t)
+                prop.q.append(None)  # deterministic proposal: q one-hot
+                prop.token_probs.append(1.0)
+                prop.top_probs.append(1.0)
+                prop.entropies.append(0.0)
+            return prop
+        if plan.source == "draft" and plan.k > 0 and self.drafter is not None:
+            prop = self.drafter.propose(
+                committed, plan.k, params, policy.keep_drafting, rng,
+                want_q=params.acceptance_rule == "rejection-sampling",
+            )
+            if len(prop) < spec.draft_min:
+                prop.truncate(0)
+            return prop
+        return Proposal()
 
     # -- acceptance ----------------------------------------------------------
 
@@ -236,46 +265,70 @@ class Generator:
         prop: Proposal,
         committed: list[int],
         params: SamplingParams,
+        spec: SpecConfig,
         rule: str,
         rng: np.random.Generator,
-    ) -> tuple[list[tuple[int, Source, float | None]], int]:
-        """Walk the chain; returns the new tokens (accepted drafts + one target token) and m."""
-        new: list[tuple[int, Source, float | None]] = []
+    ) -> tuple[list[tuple[int, Source, float | None, bool]], int, int]:
+        """Walk the chain: (new tokens, accepted draft tokens m, of which relaxed).
+
+        New tokens are the accepted proposals plus one token of the target's own
+        (the correction at the first rejection, or the bonus after the last).
+        """
+        new: list[tuple[int, Source, float | None, bool]] = []
         src = Source.LOOKUP if prop.source == "lookup" else Source.DRAFT
+        n_relaxed = 0
         history = committed
         for i, d in enumerate(prop.tokens):
             logits = self.ctx.logits(i)
             if self.gaps is not None:
                 self.gaps.append(top2_gap(logits))
+            y = d
             if rule == "greedy":
                 y = int(np.argmax(logits))
                 ok = y == d
             elif rule == "rejection-sampling":
                 p = sampling.probs(logits, params)
-                q = prop.q[i]
-                assert q is not None
+                q = prop.q[i]  # None: a deterministic (lookup) proposal
                 ok = sampling.accept_draft_token(p, q, d, rng)
                 if not ok:
-                    y = sampling.sample(sampling.residual(p, q), rng)
+                    y = sampling.sample(sampling.residual(p, q, d), rng)
             else:  # sample-and-match: exact for any sampler, including history penalties
                 if i:
-                    history = committed + [t for t, _, _ in new]
+                    history = committed + [t for t, _, _, _ in new]
                 p = sampling.probs(sampling.apply_penalties(logits, history, params), params)
                 y = sampling.sample(p, rng)
                 ok = y == d
             if ok:
-                new.append((d, src, prop.token_probs[i]))
-            else:
-                new.append((y, Source.TARGET, None))
-                return new, len(new) - 1
+                new.append((d, src, prop.token_probs[i], False))
+                continue
+            if spec.lossy and relaxed_accepts(logits, d, prop.token_probs[i], spec):
+                new.append((d, src, prop.token_probs[i], True))
+                n_relaxed += 1
+                continue
+            new.append((y, Source.TARGET, None, False))
+            return new, len(new) - 1, n_relaxed
         logits = self.ctx.logits(len(prop))
         if self.gaps is not None:
             self.gaps.append(top2_gap(logits))
         if rule == "greedy":
             y = int(np.argmax(logits))
         else:
-            history = committed + [t for t, _, _ in new]
+            history = committed + [t for t, _, _, _ in new]
             p = sampling.probs(sampling.apply_penalties(logits, history, params), params)
             y = sampling.sample(p, rng)
-        new.append((y, Source.TARGET, None))
-        return new, len(new) - 1
+        new.append((y, Source.TARGET, None, False))
+        return new, len(new) - 1, n_relaxed
+
+
+def relaxed_accepts(logits: np.ndarray, token: int, draft_prob: float | None, spec: SpecConfig) -> bool:
+    """The lossy rules: the token is in the target's top-k, or p_target / p_draft is high enough."""
+    if spec.relaxed_top_k > 0:
+        k = min(spec.relaxed_top_k, logits.shape[0])
+        kth = np.partition(logits, -k)[-k]
+        if logits[token] >= kth:
+            return True
+    if spec.relaxed_ratio > 0 and draft_prob:
+        x = logits - logits.max()
+        p_t = float(np.exp(x[token]) / np.exp(x).sum())
+        return p_t / draft_prob >= spec.relaxed_ratio
+    return False

@@ -1,57 +1,139 @@
-"""How many tokens to draft at each step.
+"""How much to draft at each step, and from where.
+
+Each step the generator asks the policy for a :class:`Plan` (draft model,
+prompt lookup, or nothing: a plain target step, and at most how many tokens),
+then asks :meth:`DraftPolicy.keep_drafting` after each drafted token whether to
+keep it and whether to draft another, and finally reports the step back with
+:meth:`DraftPolicy.observe`.
 
 :class:`FixedPolicy` is LM Studio's model (max/min draft size and a probability
-cut-off applied while drafting). The adaptive policy lives in
-:mod:`specula.core.engine.adaptive`.
+cut-off); :class:`LookupPolicy` drafts from n-gram matches only; the adaptive
+policy lives in :mod:`specula.core.engine.adaptive`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 from specula.core.engine.config import SpecConfig
 from specula.core.engine.stats import StepRecord
 
 
+@dataclass
+class Plan:
+    source: str  # "none" (plain step) | "draft" | "lookup"
+    k: int  # at most this many tokens
+    lookup_tokens: list[int] | None = None
+
+
+@dataclass
+class PlanInput:
+    room: int  # tokens that may still be drafted (context and max_tokens)
+    has_draft: bool
+    lookup_tokens: list[int]  # what prompt lookup would propose ([] when nothing matches)
+    lookup_match: int  # its n-gram length
+    draft_lag: int = 1  # tokens the draft must be fed before it can propose
+
+
+@dataclass
+class Outcome:
+    """What a step taught: per drafted token its confidence and whether it was accepted."""
+
+    source: str
+    top_probs: list[float]
+    entropies: list[float]
+    n_accepted: int
+    lookup_match: int
+    record: StepRecord
+
+
 class DraftPolicy(Protocol):
     name: str
 
-    def draft_length(self, room: int) -> int:
-        """Tokens to draft this step (0 = a plain target step); ``room`` caps it."""
+    def plan(self, inp: PlanInput) -> Plan:
+        """What to draft this step."""
 
-    def p_min(self) -> float:
-        """Stop drafting when the draft's top probability falls below this."""
+    def keep_drafting(self, i: int, p_top: float, entropy: float) -> tuple[bool, bool]:
+        """After the draft produced token ``i``: (keep it, draft another)."""
 
-    def observe(self, record: StepRecord, top_probs: list[float], entropies: list[float]) -> None:
+    def observe(self, outcome: Outcome) -> None:
         """Learn from a finished step."""
+
+    def sync_draft_at_prefill(self) -> bool:
+        """Whether to feed the prompt to the draft model during prefill."""
+
+    def finish(self) -> None:
+        """The reply is over (persist what was learnt)."""
+
+
+class PlainPolicy:
+    name = "plain"
+
+    def plan(self, inp: PlanInput) -> Plan:
+        return Plan("none", 0)
+
+    def keep_drafting(self, i: int, p_top: float, entropy: float) -> tuple[bool, bool]:
+        return False, False
+
+    def observe(self, outcome: Outcome) -> None:
+        return None
+
+    def sync_draft_at_prefill(self) -> bool:
+        return False
+
+    def finish(self) -> None:
+        return None
 
 
 class FixedPolicy:
-    """Always draft ``draft_max`` (cut short by ``p_min``)."""
+    """Always draft ``draft_max`` tokens with the draft model, cut short below ``p_min``."""
 
     name = "chain"
 
     def __init__(self, cfg: SpecConfig) -> None:
         self.cfg = cfg
 
-    def draft_length(self, room: int) -> int:
-        return max(0, min(self.cfg.draft_max, room))
+    def plan(self, inp: PlanInput) -> Plan:
+        k = min(self.cfg.draft_max, inp.room)
+        return Plan("draft", k) if k > 0 and inp.has_draft else Plan("none", 0)
 
-    def p_min(self) -> float:
-        return self.cfg.p_min
+    def keep_drafting(self, i: int, p_top: float, entropy: float) -> tuple[bool, bool]:
+        keep = p_top >= self.cfg.p_min
+        return keep, keep
 
-    def observe(self, record: StepRecord, top_probs: list[float], entropies: list[float]) -> None:
+    def observe(self, outcome: Outcome) -> None:
+        return None
+
+    def sync_draft_at_prefill(self) -> bool:
+        return True
+
+    def finish(self) -> None:
         return None
 
 
-class PlainPolicy:
-    name = "plain"
+class LookupPolicy:
+    """Prompt lookup only: propose the matched continuation, else a plain step."""
 
-    def draft_length(self, room: int) -> int:
-        return 0
+    name = "lookup"
 
-    def p_min(self) -> float:
-        return 1.0
+    def __init__(self, cfg: SpecConfig) -> None:
+        self.cfg = cfg
 
-    def observe(self, record: StepRecord, top_probs: list[float], entropies: list[float]) -> None:
+    def plan(self, inp: PlanInput) -> Plan:
+        k = min(self.cfg.draft_max, inp.room, len(inp.lookup_tokens))
+        if k <= 0:
+            return Plan("none", 0)
+        return Plan("lookup", k, inp.lookup_tokens[:k])
+
+    def keep_drafting(self, i: int, p_top: float, entropy: float) -> tuple[bool, bool]:
+        return True, True
+
+    def observe(self, outcome: Outcome) -> None:
+        return None
+
+    def sync_draft_at_prefill(self) -> bool:
+        return False
+
+    def finish(self) -> None:
         return None

@@ -101,9 +101,16 @@ def sample(p: F32, rng: np.random.Generator) -> int:
     return int(min(np.searchsorted(c, u, side="right"), p.shape[0] - 1))
 
 
-def residual(p: F32, q: F32) -> F32:
-    """normalize(max(0, p - q)): where to sample after a rejected draft token."""
-    r = np.maximum(p.astype(np.float64) - q.astype(np.float64), 0.0)
+def residual(p: F32, q: F32 | None, token: int = -1) -> F32:
+    """normalize(max(0, p - q)): where to sample after a rejected draft token.
+
+    ``q=None`` stands for a deterministic proposal (one-hot at ``token``).
+    """
+    if q is None:
+        r = p.astype(np.float64).copy()
+        r[token] = 0.0
+    else:
+        r = np.maximum(p.astype(np.float64) - q.astype(np.float64), 0.0)
     s = r.sum()
     if s <= 0.0:  # p == q: a rejection had probability 0; p itself is the answer
         return p
@@ -111,9 +118,12 @@ def residual(p: F32, q: F32) -> F32:
     return res
 
 
-def accept_draft_token(p: F32, q: F32, token: int, rng: np.random.Generator) -> bool:
-    """Leviathan et al.: accept a token drawn from q with probability min(1, p/q)."""
-    qt = float(q[token])
+def accept_draft_token(p: F32, q: F32 | None, token: int, rng: np.random.Generator) -> bool:
+    """Leviathan et al.: accept a token drawn from q with probability min(1, p/q).
+
+    ``q=None`` is a deterministic proposal (q one-hot at ``token``): accept with p(token).
+    """
+    qt = 1.0 if q is None else float(q[token])
     if qt <= 0.0:
         return False
     return bool(rng.random() < min(1.0, float(p[token]) / qt))

@@ -9,12 +9,15 @@ server's queue) calls it.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from specula.core import paths
 from specula.core.compat import CompatReport, check
+from specula.core.engine.adaptive import AdaptivePolicy
 from specula.core.engine.chat_template import ChatTemplate
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.drafters import DraftModelDrafter
@@ -28,7 +31,7 @@ from specula.core.engine.llama import (
     backend_name,
     default_threads,
 )
-from specula.core.engine.policy import DraftPolicy, FixedPolicy, PlainPolicy
+from specula.core.engine.policy import DraftPolicy, FixedPolicy, LookupPolicy, PlainPolicy
 from specula.core.engine.sampling import SamplingParams
 from specula.core.gguf_meta import GGUFError, ModelInfo, read_model_info
 
@@ -182,10 +185,37 @@ class Engine:
     # -- generation ----------------------------------------------------------
 
     def policy_for(self, spec: SpecConfig) -> DraftPolicy:
-        """The draft policy a reply with ``spec`` uses (plain when no draft is loaded)."""
-        if spec.mode is Mode.PLAIN or (spec.uses_draft_model and self._drafter is None):
+        """The draft policy a reply with ``spec`` uses.
+
+        Chain and tree need a draft model (plain without one); lookup needs none;
+        adaptive uses whatever is there and keeps learning across replies.
+        """
+        if spec.mode is Mode.PLAIN:
+            return PlainPolicy()
+        if spec.mode is Mode.LOOKUP:
+            return LookupPolicy(spec)
+        if spec.mode is Mode.ADAPTIVE:
+            key = f"adaptive:{spec.draft_max}:{spec.p_min}"
+            pol = self._policies.get(key)
+            if not isinstance(pol, AdaptivePolicy):
+                pol = AdaptivePolicy(spec, self._policy_state_path())
+                self._policies[key] = pol
+            pol.cfg = spec
+            return pol
+        if self._drafter is None:
             return PlainPolicy()
         return FixedPolicy(spec)
+
+    def _policy_state_path(self) -> Path:
+        """Where the adaptive policy's models for this pair on this machine are kept."""
+        def ident(info: ModelInfo | None) -> str:
+            if info is None:
+                return "none"
+            return f"{Path(info.source).name}:{info.file_size}"
+
+        raw = f"{ident(self.target_info)}|{ident(self.draft_info)}|{self.backend}|{self.n_threads}"
+        digest = hashlib.sha256(raw.encode()).hexdigest()[:20]
+        return paths.data_dir() / "adaptive" / f"{digest}.json"
 
     def render(self, messages: Sequence[dict[str, str]]) -> str:
         if self._template is None:

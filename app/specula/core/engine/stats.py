@@ -19,6 +19,8 @@ class StepRecord:
     verify_s: float
     overhead_s: float  # time outside llama_decode (Python: sampling, acceptance, bookkeeping)
     shape: str = "chain"  # plain | chain | tree | lookup
+    draft_decodes: int = 0  # draft llama_decode calls
+    catchup: int = 0  # tokens the draft caught up on first
     relaxed_accepted: int = 0  # accepted only because of the lossy rule
 
 

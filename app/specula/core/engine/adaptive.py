@@ -1,0 +1,318 @@
+"""The adaptive policy: draft what pays on this machine, for this pair, right now.
+
+Each step it maximises expected *tokens per second* (not tokens per step:
+SpecKV's per-step objective rewards long drafts that cost more than they
+save). It keeps
+
+* a cost model, measured as it runs: the draft's time per decode, the cost of
+  catching the draft up after steps it sat out, and the target's verify time
+  for each batch size;
+* an acceptance model: the probability that a draft token is accepted given
+  the draft's confidence (top probability) and entropy, as Beta counts per
+  bin, and for prompt lookup per matched n-gram length.
+
+A step can be plain (k = 0), a draft-model chain cut token by token when the
+next token is not worth its cost, or a prompt-lookup chain. When plain wins it
+still probes now and then (with exponential back-off) so that a change of
+regime is noticed. Both models are saved per (target, draft, machine) so the
+next session starts informed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from specula.core.engine.config import SpecConfig
+from specula.core.engine.policy import Outcome, Plan, PlanInput
+
+log = logging.getLogger("specula.engine.adaptive")
+
+P_EDGES = (0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.995)
+ENTROPY_SPLIT = 1.0  # nats
+PROBE_FIRST, PROBE_MAX = 16, 256
+
+
+def _bin(p_top: float, entropy: float) -> int:
+    b = sum(p_top >= e for e in P_EDGES)
+    return b * 2 + (1 if entropy >= ENTROPY_SPLIT else 0)
+
+
+@dataclass
+class CostModel:
+    """Seconds per target verify batch (by size) and per draft decode, as measured."""
+
+    verify: dict[int, float] = field(default_factory=dict)
+    verify_n: dict[int, int] = field(default_factory=dict)
+    draft: float | None = None
+    catchup_per_token: float | None = None  # extra seconds per extra token in a catch-up feed
+
+    def observe_verify(self, n: int, seconds: float) -> None:
+        c = self.verify_n.get(n, 0) + 1
+        self.verify_n[n] = c
+        alpha = max(0.1, 1.0 / c)
+        old = self.verify.get(n, seconds)
+        self.verify[n] = old + alpha * (seconds - old)
+
+    def observe_draft(self, n_decodes: int, catchup: int, seconds: float) -> None:
+        if n_decodes <= 0:
+            return
+        per = seconds / n_decodes
+        if catchup > 1 and self.draft is not None:
+            extra = max(seconds - n_decodes * self.draft, 0.0) / (catchup - 1)
+            old = self.catchup_per_token if self.catchup_per_token is not None else extra
+            self.catchup_per_token = old + 0.2 * (extra - old)
+            return  # a catch-up step says little about one decode
+        self.draft = per if self.draft is None else self.draft + 0.2 * (per - self.draft)
+
+    def verify_time(self, n: int) -> float | None:
+        if n in self.verify:
+            return self.verify[n]
+        known = sorted(self.verify)
+        if not known:
+            return None
+        lo = max((m for m in known if m < n), default=None)
+        hi = min((m for m in known if m > n), default=None)
+        if lo is not None and hi is not None:
+            t = (n - lo) / (hi - lo)
+            return self.verify[lo] + t * (self.verify[hi] - self.verify[lo])
+        base = self.verify[known[0]]
+        v1 = base / (1 + 0.5 * (known[0] - 1))  # prior: a k-token verify ~ 1 + 0.5(k-1) steps
+        if lo is not None:
+            slope = (self.verify[lo] - self.verify[known[0]]) / (lo - known[0]) if lo != known[0] else 0.5 * v1
+            return self.verify[lo] + max(slope, 0.05 * v1) * (n - lo)
+        return v1 * (1 + 0.5 * (n - 1))
+
+    def catchup_time(self, tokens: int) -> float:
+        if tokens <= 1 or self.draft is None:
+            return 0.0
+        per = self.catchup_per_token if self.catchup_per_token is not None else 0.3 * self.draft
+        return per * (tokens - 1)
+
+
+@dataclass
+class AcceptanceModel:
+    """P(draft token accepted | draft confidence), Beta counts per bin."""
+
+    acc: dict[int, float] = field(default_factory=dict)
+    tot: dict[int, float] = field(default_factory=dict)
+    lookup_acc: dict[int, float] = field(default_factory=dict)
+    lookup_tot: dict[int, float] = field(default_factory=dict)
+    first_rate: float = 0.7  # running acceptance of a step's first draft token
+
+    def predict(self, p_top: float, entropy: float) -> float:
+        b = _bin(p_top, entropy)
+        prior_a, prior_n = 2.0 * p_top, 2.0  # prior: the draft is calibrated
+        return (self.acc.get(b, 0.0) + prior_a) / (self.tot.get(b, 0.0) + prior_n)
+
+    def predict_lookup(self, match: int) -> float:
+        return (self.lookup_acc.get(match, 0.0) + 1.0) / (self.lookup_tot.get(match, 0.0) + 2.0)
+
+    def observe(self, top_probs: list[float], entropies: list[float], n_accepted: int) -> None:
+        # Tokens after the first rejection were never judged: count only up to it.
+        for j, (p, h) in enumerate(zip(top_probs, entropies, strict=False)):
+            if j > n_accepted:
+                break
+            b = _bin(p, h)
+            self.tot[b] = self.tot.get(b, 0.0) + 1.0
+            if j < n_accepted:
+                self.acc[b] = self.acc.get(b, 0.0) + 1.0
+        if top_probs:
+            self.first_rate += 0.1 * ((1.0 if n_accepted > 0 else 0.0) - self.first_rate)
+
+    def observe_lookup(self, match: int, proposed: int, n_accepted: int) -> None:
+        judged = min(proposed, n_accepted + 1)
+        self.lookup_tot[match] = self.lookup_tot.get(match, 0.0) + judged
+        self.lookup_acc[match] = self.lookup_acc.get(match, 0.0) + n_accepted
+
+
+def expected_tokens(a: float, k: int) -> float:
+    """Tokens per step with per-token acceptance a and k drafted: (1 - a^(k+1)) / (1 - a)."""
+    if a >= 1.0:
+        return float(k + 1)
+    return (1.0 - a ** (k + 1)) / (1.0 - a)
+
+
+class AdaptivePolicy:
+    name = "adaptive"
+
+    def __init__(self, cfg: SpecConfig, state_path: Path | None = None) -> None:
+        self.cfg = cfg
+        self.cost = CostModel()
+        self.acc = AcceptanceModel()
+        self.state_path = state_path
+        self.probe_every = PROBE_FIRST
+        self.since_draft = 0
+        self._lag = 1  # tokens the draft must be fed before it can draft
+        self._probe = False
+        self.decisions: dict[str, int] = {"none": 0, "draft": 0, "lookup": 0, "probe": 0}
+        self._step: dict[str, float] = {}
+        if state_path is not None:
+            self.load(state_path)
+
+    # -- planning ------------------------------------------------------------
+
+    def _draft_rate(self, k_max: int) -> tuple[float, int]:
+        """Best expected tokens/s of a draft chain (and its length) at the typical acceptance."""
+        v1 = self.cost.verify_time(1)
+        if self.cost.draft is None or v1 is None:
+            return 0.0, 0
+        a = self.acc.first_rate
+        best, best_k = 0.0, 0
+        catch = self.cost.catchup_time(self._lag)
+        for k in range(1, k_max + 1):
+            t = catch + k * self.cost.draft + (self.cost.verify_time(k + 1) or v1 * (1 + 0.5 * k))
+            rate = expected_tokens(a, k) / t
+            if rate > best:
+                best, best_k = rate, k
+        return best, best_k
+
+    def _lookup_rate(self, inp: PlanInput, k_max: int) -> tuple[float, int]:
+        v1 = self.cost.verify_time(1)
+        if not inp.lookup_tokens or v1 is None:
+            return 0.0, 0
+        a = self.acc.predict_lookup(inp.lookup_match)
+        best, best_k = 0.0, 0
+        for k in range(1, min(k_max, len(inp.lookup_tokens)) + 1):
+            rate = expected_tokens(a, k) / (self.cost.verify_time(k + 1) or v1 * (1 + 0.5 * k))
+            if rate > best:
+                best, best_k = rate, k
+        return best, best_k
+
+    def plan(self, inp: PlanInput) -> Plan:
+        k_max = min(self.cfg.draft_max, inp.room)
+        self._lag = inp.draft_lag
+        if k_max <= 0:
+            return self._decide(Plan("none", 0))
+        v1 = self.cost.verify_time(1)
+        # Exploration until both sides have been measured once.
+        if v1 is None:
+            return self._decide(Plan("none", 0))
+        if inp.has_draft and self.cost.draft is None:
+            return self._decide(Plan("draft", min(2, k_max)), probe=True)
+        plain = 1.0 / v1
+        d_rate, _ = self._draft_rate(k_max) if inp.has_draft else (0.0, 0)
+        l_rate, l_k = self._lookup_rate(inp, k_max)
+        if l_rate > max(plain, d_rate) and inp.lookup_tokens:
+            return self._decide(Plan("lookup", l_k, inp.lookup_tokens[:l_k]))
+        if d_rate > plain:
+            return self._decide(Plan("draft", k_max))
+        if inp.has_draft and self.since_draft >= self.probe_every:
+            return self._decide(Plan("draft", min(2, k_max)), probe=True)
+        return self._decide(Plan("none", 0))
+
+    def _decide(self, plan: Plan, probe: bool = False) -> Plan:
+        self.decisions["probe" if probe else plan.source] += 1
+        self._probe = probe
+        if plan.source == "draft":
+            t_d = self.cost.draft or 0.0
+            self._step = {"E": 1.0, "P": 1.0, "D": self.cost.catchup_time(self._lag) + t_d,
+                          "k": float(plan.k)}
+        return plan
+
+    def keep_drafting(self, i: int, p_top: float, entropy: float) -> tuple[bool, bool]:
+        if p_top < self.cfg.p_min:
+            return False, False
+        if self._probe:  # a probe measures: keep what it drafts
+            return True, True
+        st = self._step
+        v1 = self.cost.verify_time(1) or 0.0
+        t_d = self.cost.draft or 0.0
+
+        def v(n: int) -> float:
+            return self.cost.verify_time(n) or v1 * (1 + 0.5 * (n - 1))
+
+        a = self.acc.predict(p_top, entropy)
+        p_new = st["P"] * a
+        without = st["E"] / (st["D"] + v(i + 1))
+        with_it = (st["E"] + p_new) / (st["D"] + v(i + 2))
+        if with_it < without:
+            return False, False
+        st["E"] += p_new
+        st["P"] = p_new
+        if i + 1 >= st["k"]:
+            return True, False
+        optimistic = (st["E"] + p_new * a) / (st["D"] + t_d + v(i + 3))
+        more = optimistic > st["E"] / (st["D"] + v(i + 2))
+        if more:
+            st["D"] += t_d
+        return True, more
+
+    # -- learning ------------------------------------------------------------
+
+    def observe(self, outcome: Outcome) -> None:
+        rec = outcome.record
+        self.cost.observe_verify(rec.drafted + 1, rec.verify_s)
+        if outcome.source == "draft" and rec.drafted:
+            self.cost.observe_draft(rec.draft_decodes, rec.catchup, rec.draft_s)
+            self.acc.observe(outcome.top_probs, outcome.entropies, outcome.n_accepted)
+            if self._probe:
+                # a probe that says drafting still does not pay backs off further
+                d_rate, _ = self._draft_rate(self.cfg.draft_max)
+                v1 = self.cost.verify_time(1)
+                pays = v1 is not None and d_rate > 1.0 / v1
+                self.probe_every = PROBE_FIRST if pays else min(self.probe_every * 2, PROBE_MAX)
+            self.since_draft = 0
+        else:
+            if outcome.source == "lookup" and rec.drafted:
+                self.acc.observe_lookup(outcome.lookup_match, rec.drafted, outcome.n_accepted)
+            self.since_draft += 1
+
+    def sync_draft_at_prefill(self) -> bool:
+        """Feed the prompt to the draft up front only while drafting is expected to pay."""
+        v1 = self.cost.verify_time(1)
+        if v1 is None or self.cost.draft is None:
+            return True
+        self._lag = 1
+        return self._draft_rate(self.cfg.draft_max)[0] > 1.0 / v1
+
+    def finish(self) -> None:
+        self.save()
+
+    # -- persistence ---------------------------------------------------------
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "version": 1,
+            "verify": {str(k): v for k, v in self.cost.verify.items()},
+            "verify_n": {str(k): min(v, 20) for k, v in self.cost.verify_n.items()},
+            "draft": self.cost.draft,
+            "catchup_per_token": self.cost.catchup_per_token,
+            "acc": {str(k): v for k, v in self.acc.acc.items()},
+            "tot": {str(k): v for k, v in self.acc.tot.items()},
+            "lookup_acc": {str(k): v for k, v in self.acc.lookup_acc.items()},
+            "lookup_tot": {str(k): v for k, v in self.acc.lookup_tot.items()},
+            "first_rate": self.acc.first_rate,
+        }
+
+    def load(self, path: Path) -> None:
+        try:
+            d = json.loads(path.read_text("utf-8"))
+            if d.get("version") != 1:
+                return
+            self.cost.verify = {int(k): float(v) for k, v in d["verify"].items()}
+            self.cost.verify_n = {int(k): int(v) for k, v in d["verify_n"].items()}
+            self.cost.draft = d["draft"]
+            self.cost.catchup_per_token = d["catchup_per_token"]
+            self.acc.acc = {int(k): float(v) for k, v in d["acc"].items()}
+            self.acc.tot = {int(k): float(v) for k, v in d["tot"].items()}
+            self.acc.lookup_acc = {int(k): float(v) for k, v in d["lookup_acc"].items()}
+            self.acc.lookup_tot = {int(k): float(v) for k, v in d["lookup_tot"].items()}
+            self.acc.first_rate = float(d["first_rate"])
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.warning("ignoring unreadable policy state %s: %s", path, exc)
+
+    def save(self) -> None:
+        if self.state_path is None:
+            return
+        try:
+            self.state_path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.state_path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(self.to_dict()), "utf-8")
+            tmp.replace(self.state_path)
+        except OSError as exc:
+            log.warning("could not save policy state %s: %s", self.state_path, exc)
