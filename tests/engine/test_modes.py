@@ -64,10 +64,10 @@ def _train(pol: AdaptivePolicy, v1: float, per_token_verify: float, t_draft: flo
 
 def test_adaptive_drafts_only_where_it_pays() -> None:
     inp = PlanInput(room=8, has_draft=True, lookup_tokens=[], lookup_match=0)
-    cheap = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=4))
+    cheap = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=4, tree_budget=0))
     _train(cheap, v1=0.170, per_token_verify=0.012, t_draft=0.040, accept=0.9)  # memory-bound target
     assert cheap.plan(inp).source == "draft"
-    costly = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=4))
+    costly = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=4, tree_budget=0))
     _train(costly, v1=0.030, per_token_verify=0.015, t_draft=0.018, accept=0.6)  # compute-bound target
     plans = []
     for _ in range(200):
@@ -83,7 +83,7 @@ def test_adaptive_drafts_only_where_it_pays() -> None:
 
 
 def test_adaptive_cuts_unlikely_tokens() -> None:
-    pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=6))
+    pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=6, tree_budget=0))
     _train(pol, v1=0.170, per_token_verify=0.012, t_draft=0.040, accept=0.9)
     pol.plan(PlanInput(room=8, has_draft=True, lookup_tokens=[], lookup_match=0))
     assert pol.keep_drafting(0, 0.99, 0.05) == (True, True)
@@ -92,7 +92,7 @@ def test_adaptive_cuts_unlikely_tokens() -> None:
 
 
 def test_adaptive_prefers_long_lookup_matches() -> None:
-    pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=4))
+    pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=4, tree_budget=0))
     _train(pol, v1=0.170, per_token_verify=0.012, t_draft=0.040, accept=0.6)
     for _ in range(20):
         rec = StepRecord(0, 4, 4, 5, 0.0, 0.2, 0.0)
@@ -126,3 +126,15 @@ def test_relaxed_acceptance_is_counted(tiny: dict[str, Path]) -> None:
     assert lossy.stats.acceptance_rate > exact.stats.acceptance_rate
     assert sum(e.relaxed for e in events) == lossy.stats.relaxed_accepted
     eng.close()
+
+
+def test_adaptive_tries_a_tree_and_keeps_the_faster_shape() -> None:
+    pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=4, tree_budget=8))
+    _train(pol, v1=0.170, per_token_verify=0.012, t_draft=0.040, accept=0.9)
+    inp = PlanInput(room=8, has_draft=True, lookup_tokens=[], lookup_match=0)
+    assert pol.plan(inp).source == "tree"  # never measured: try it
+    slow_tree = StepRecord(0, 8, 2, 3, 0.2, 0.4, 0.0)
+    for _ in range(10):
+        pol.observe(Outcome("tree", [], [], 2, 0, slow_tree))
+    shapes = [pol.plan(inp).source for _ in range(31)]
+    assert shapes.count("draft") == 31 - shapes.count("tree") and shapes.count("tree") <= 1

@@ -147,7 +147,11 @@ class AdaptivePolicy:
         self.since_draft = 0
         self._lag = 1  # tokens the draft must be fed before it can draft
         self._probe = False
-        self.decisions: dict[str, int] = {"none": 0, "draft": 0, "lookup": 0, "probe": 0}
+        self.decisions: dict[str, int] = {"none": 0, "draft": 0, "tree": 0, "lookup": 0, "probe": 0}
+        # Measured tokens/s of draft-model steps by shape; a tree is tried now and then and
+        # used while it beats the chain on this machine.
+        self.shape_rate: dict[str, float] = {}
+        self.draft_steps = 0
         self._step: dict[str, float] = {}
         if state_path is not None:
             self.load(state_path)
@@ -198,10 +202,20 @@ class AdaptivePolicy:
         if l_rate > max(plain, d_rate) and inp.lookup_tokens:
             return self._decide(Plan("lookup", l_k, inp.lookup_tokens[:l_k]))
         if d_rate > plain:
-            return self._decide(Plan("draft", k_max))
+            return self._decide(self._shape(k_max))
         if inp.has_draft and self.since_draft >= self.probe_every:
             return self._decide(Plan("draft", min(2, k_max)), probe=True)
         return self._decide(Plan("none", 0))
+
+    def _shape(self, k_max: int) -> Plan:
+        """Chain or tree, by their measured rates (a tree is tried every 32 draft steps)."""
+        if self.cfg.tree_budget <= 1:
+            return Plan("draft", k_max)
+        self.draft_steps += 1
+        chain, tree = self.shape_rate.get("draft"), self.shape_rate.get("tree")
+        if tree is None or chain is None or self.draft_steps % 32 == 0:
+            return Plan("tree" if tree is None and chain is not None else "draft", k_max)
+        return Plan("tree", self.cfg.tree_budget) if tree > chain else Plan("draft", k_max)
 
     def _decide(self, plan: Plan, probe: bool = False) -> Plan:
         self.decisions["probe" if probe else plan.source] += 1
@@ -244,6 +258,13 @@ class AdaptivePolicy:
 
     def observe(self, outcome: Outcome) -> None:
         rec = outcome.record
+        if outcome.source in ("draft", "tree") and rec.drafted:
+            rate = rec.emitted / max(rec.draft_s + rec.verify_s + rec.overhead_s, 1e-9)
+            old = self.shape_rate.get(outcome.source, rate)
+            self.shape_rate[outcome.source] = old + 0.2 * (rate - old)
+        if outcome.source == "tree":
+            self.since_draft = 0
+            return
         self.cost.observe_verify(rec.drafted + 1, rec.verify_s)
         if outcome.source == "draft" and rec.drafted:
             self.cost.observe_draft(rec.draft_decodes, rec.catchup, rec.draft_s)
@@ -285,6 +306,7 @@ class AdaptivePolicy:
             "lookup_acc": {str(k): v for k, v in self.acc.lookup_acc.items()},
             "lookup_tot": {str(k): v for k, v in self.acc.lookup_tot.items()},
             "first_rate": self.acc.first_rate,
+            "shape_rate": self.shape_rate,
         }
 
     def load(self, path: Path) -> None:
@@ -301,6 +323,7 @@ class AdaptivePolicy:
             self.acc.lookup_acc = {int(k): float(v) for k, v in d["lookup_acc"].items()}
             self.acc.lookup_tot = {int(k): float(v) for k, v in d["lookup_tot"].items()}
             self.acc.first_rate = float(d["first_rate"])
+            self.shape_rate = {str(k): float(v) for k, v in d.get("shape_rate", {}).items()}
         except FileNotFoundError:
             return
         except (OSError, ValueError, KeyError, TypeError) as exc:

@@ -96,6 +96,17 @@ class DraftModelDrafter:
             return 0.0
         return self._feed(todo, n, "last" if keep_last else "none")
 
+    def feed_context(self, committed: Sequence[int]) -> tuple[int, float]:
+        """Feed what the draft has not seen (at least the last token, for its logits).
+
+        Returns (tokens fed, seconds).
+        """
+        n = min(common_prefix(self.cache, committed), len(committed) - 1)
+        if n < len(self.cache):
+            self.ctx.seq_rm(0, n)
+            del self.cache[n:]
+        return len(committed) - n, self._feed(list(committed[n:]), n, "last")
+
     def propose(
         self, committed: Sequence[int], k: int, params: SamplingParams,
         keep: Callable[[int, float, float], tuple[bool, bool]],
@@ -109,13 +120,7 @@ class DraftModelDrafter:
         prop = Proposal()
         if k <= 0:
             return prop
-        # Everything but the tokens already seen; at least the last one, for its logits.
-        n = min(common_prefix(self.cache, committed), len(committed) - 1)
-        if n < len(self.cache):
-            self.ctx.seq_rm(0, n)
-            del self.cache[n:]
-        prop.catchup = len(committed) - n
-        prop.draft_s += self._feed(list(committed[n:]), n, "last")
+        prop.catchup, prop.draft_s = self.feed_context(committed)
         prop.n_decodes = 1
         pos = len(committed)
         for i in range(k):

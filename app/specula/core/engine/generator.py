@@ -25,6 +25,7 @@ from specula.core.engine.policy import DraftPolicy, Outcome, PlanInput
 from specula.core.engine.sampling import SamplingParams
 from specula.core.engine.stats import GenerationStats, StepRecord
 from specula.core.engine.text import StopFilter, Utf8Stream
+from specula.core.engine.tree import MAX_TREE_SEQS, TokenTree, build_tree, commit_tree, verify_tree
 
 
 class Cancelled(Exception):
@@ -50,6 +51,7 @@ class Generator:
         # (the benchmark explains greedy divergences at near-ties with it).
         self.gaps: list[float] | None = None
         self.lookup: PromptLookup | None = PromptLookup()
+        self._tree_batch: Batch | None = None
 
     def reset(self) -> None:
         self.ctx.clear()
@@ -138,7 +140,6 @@ class Generator:
         rng = np.random.default_rng(params.seed)
         utf8 = Utf8Stream()
         stops = StopFilter(params.stop)
-        rule = params.acceptance_rule
         step = 0
         reason: StopReason | None = None
         while reason is None:
@@ -146,7 +147,7 @@ class Generator:
                 reason = StopReason.CANCELLED
                 break
             t_step = time.perf_counter()
-            n_past = len(committed) - 1
+
             room = self.ctx.n_ctx - len(committed)
             if room < 0:
                 reason = StopReason.CONTEXT_FULL
@@ -154,23 +155,17 @@ class Generator:
                 break
             left = params.max_tokens - len(generated)
             prop = self._propose(committed, min(room, left - 1), params, spec, policy, rng, use_draft)
-            verify_tokens = [committed[-1], *prop.tokens]
-            self._batch.fill(verify_tokens, n_past, outputs="all")
-            t0 = time.perf_counter()
             try:
-                self.ctx.decode(self._batch)
+                if isinstance(prop, TokenTree):
+                    verify_s, new, m = self._verify_tree(prop, committed, params, rng)
+                    n_relaxed = 0
+                    prop = prop.summary()
+                else:
+                    verify_s, new, m, n_relaxed = self._verify_chain(prop, committed, params, spec, rng)
             except ContextFull:
                 reason = StopReason.CONTEXT_FULL
                 done_msg = f"The context window ({self.ctx.n_ctx} tokens) is full."
                 break
-            verify_s = time.perf_counter() - t0
-            self.cache.extend(verify_tokens)
-
-            new, m, n_relaxed = self._accept(prop, committed, params, spec, rule, rng)
-            keep = n_past + 1 + m
-            if keep < len(self.cache):
-                self.ctx.seq_rm(0, keep)
-                del self.cache[keep:]
 
             events: list[Event] = []
             for tok, src, dprob, relaxed in new:
@@ -193,7 +188,7 @@ class Generator:
                     break
             if reason is not None:
                 self._trim(committed)
-            if self.drafter is not None and prop.source == "draft" and len(prop):
+            if self.drafter is not None and prop.source in ("draft", "tree") and len(prop):
                 self.drafter.trim_to(committed)
             wall = time.perf_counter() - t_step
             rec = StepRecord(
@@ -228,8 +223,8 @@ class Generator:
     def _propose(
         self, committed: list[int], room: int, params: SamplingParams, spec: SpecConfig,
         policy: DraftPolicy, rng: np.random.Generator, use_draft: bool,
-    ) -> Proposal:
-        """Ask the policy what to draft and get it from the draft model or prompt lookup."""
+    ) -> Proposal | TokenTree:
+        """Ask the policy what to draft and get it from the draft model, a tree or prompt lookup."""
         if room <= 0:
             return Proposal()
         look: list[int] = []
@@ -248,6 +243,9 @@ class Generator:
                 prop.top_probs.append(1.0)
                 prop.entropies.append(0.0)
             return prop
+        if plan.source == "tree" and plan.k > 0 and self.drafter is not None:
+            budget = min(spec.tree_budget, MAX_TREE_SEQS, room * spec.tree_width)
+            return build_tree(self.drafter, committed, budget, spec.tree_width, min(spec.draft_max, room))
         if plan.source == "draft" and plan.k > 0 and self.drafter is not None:
             prop = self.drafter.propose(
                 committed, plan.k, params, policy.keep_drafting, rng,
@@ -257,6 +255,59 @@ class Generator:
                 prop.truncate(0)
             return prop
         return Proposal()
+
+    # -- verification --------------------------------------------------------
+
+    def _verify_chain(
+        self, prop: Proposal, committed: list[int], params: SamplingParams, spec: SpecConfig,
+        rng: np.random.Generator,
+    ) -> tuple[float, list[tuple[int, Source, float | None, bool]], int, int]:
+        """Pending token + chain in one decode; keep the accepted prefix in the cache."""
+        n_past = len(committed) - 1
+        verify_tokens = [committed[-1], *prop.tokens]
+        self._batch.fill(verify_tokens, n_past, outputs="all")
+        t0 = time.perf_counter()
+        self.ctx.decode(self._batch)
+        verify_s = time.perf_counter() - t0
+        self.cache.extend(verify_tokens)
+        new, m, n_relaxed = self._accept(prop, committed, params, spec, params.acceptance_rule, rng)
+        keep = n_past + 1 + m
+        if keep < len(self.cache):
+            self.ctx.seq_rm(0, keep)
+            del self.cache[keep:]
+        return verify_s, new, m, n_relaxed
+
+    def _verify_tree(
+        self, tree: TokenTree, committed: list[int], params: SamplingParams, rng: np.random.Generator,
+    ) -> tuple[float, list[tuple[int, Source, float | None, bool]], int]:
+        """Pending token + whole tree in one decode; walk it; keep the winning branch."""
+        n_past = len(committed) - 1
+        if self._tree_batch is None:
+            self._tree_batch = Batch(MAX_TREE_SEQS * 4, MAX_TREE_SEQS + 1)
+        verify_s = verify_tree(self.ctx, self._tree_batch, committed[-1], n_past, tree)
+        new: list[tuple[int, Source, float | None, bool]] = []
+        path: list[int] = []
+        cur, out = -1, 0
+        while True:
+            logits = self.ctx.logits(out)
+            if self.gaps is not None:
+                self.gaps.append(top2_gap(logits))
+            if params.greedy:
+                y = int(np.argmax(logits))
+            else:  # sample-and-match down the tree: exact for any tree
+                hist = committed + [t for t, _, _, _ in new]
+                p = sampling.probs(sampling.apply_penalties(logits, hist, params), params)
+                y = sampling.sample(p, rng)
+            child = next((c for c in tree.children_of(cur) if tree.nodes[c].token == y), None)
+            if child is None:
+                new.append((y, Source.TARGET, None, False))
+                break
+            new.append((y, Source.DRAFT, tree.nodes[child].prob, False))
+            path.append(child)
+            cur, out = child, child + 1
+        commit_tree(self.ctx, tree, n_past, path)
+        self.cache.extend([committed[-1], *(tree.nodes[i].token for i in path)])
+        return verify_s, new, len(path)
 
     # -- acceptance ----------------------------------------------------------
 

@@ -22,7 +22,7 @@ from specula.core.engine.stats import StepRecord
 
 @dataclass
 class Plan:
-    source: str  # "none" (plain step) | "draft" | "lookup"
+    source: str  # "none" (plain step) | "draft" | "tree" | "lookup"
     k: int  # at most this many tokens
     lookup_tokens: list[int] | None = None
 
@@ -101,6 +101,32 @@ class FixedPolicy:
     def keep_drafting(self, i: int, p_top: float, entropy: float) -> tuple[bool, bool]:
         keep = p_top >= self.cfg.p_min
         return keep, keep
+
+    def observe(self, outcome: Outcome) -> None:
+        return None
+
+    def sync_draft_at_prefill(self) -> bool:
+        return True
+
+    def finish(self) -> None:
+        return None
+
+
+class TreePolicy:
+    """Always draft a token tree of ``tree_budget`` nodes, ``tree_width`` children per node."""
+
+    name = "tree"
+
+    def __init__(self, cfg: SpecConfig) -> None:
+        self.cfg = cfg
+
+    def plan(self, inp: PlanInput) -> Plan:
+        if inp.room <= 0 or not inp.has_draft:
+            return Plan("none", 0)
+        return Plan("tree", self.cfg.tree_budget)
+
+    def keep_drafting(self, i: int, p_top: float, entropy: float) -> tuple[bool, bool]:
+        return True, True
 
     def observe(self, outcome: Outcome) -> None:
         return None

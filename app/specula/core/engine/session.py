@@ -31,8 +31,15 @@ from specula.core.engine.llama import (
     backend_name,
     default_threads,
 )
-from specula.core.engine.policy import DraftPolicy, FixedPolicy, LookupPolicy, PlainPolicy
+from specula.core.engine.policy import (
+    DraftPolicy,
+    FixedPolicy,
+    LookupPolicy,
+    PlainPolicy,
+    TreePolicy,
+)
 from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.tree import MAX_TREE_SEQS
 from specula.core.gguf_meta import GGUFError, ModelInfo, read_model_info
 
 __all__ = [
@@ -109,7 +116,8 @@ class Engine:
         n_ctx = min(self.options.n_ctx, model.n_ctx_train) if model.n_ctx_train > 0 else self.options.n_ctx
         return Context(
             model, n_ctx=n_ctx, n_threads=self.n_threads, n_batch=self.options.n_batch,
-            n_seq_max=1, n_outputs_max=MAX_VERIFY_TOKENS,
+            # Token trees: one sequence per branch, in one unified KV cache.
+            n_seq_max=MAX_TREE_SEQS + 1, kv_unified=True, n_outputs_max=MAX_VERIFY_TOKENS,
         )
 
     @staticmethod
@@ -204,6 +212,8 @@ class Engine:
             return pol
         if self._drafter is None:
             return PlainPolicy()
+        if spec.mode is Mode.TREE:
+            return TreePolicy(spec)
         return FixedPolicy(spec)
 
     def _policy_state_path(self) -> Path:
