@@ -1,16 +1,49 @@
-"""Start the desktop app (placeholder window until the GUI lands)."""
+"""Start the desktop app: QApplication, theme, error handling, the main window."""
 
 from __future__ import annotations
 
+import logging
 import sys
+
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtWidgets import QApplication
+
+from specula.core import paths
+
+
+def ensure_qapp() -> QApplication:
+    QCoreApplication.setOrganizationName("Specula")
+    QCoreApplication.setApplicationName("Specula")
+    app = QApplication.instance()
+    if not isinstance(app, QApplication):
+        app = QApplication(sys.argv)
+    return app
+
+
+def create_window(model: str | None = None, draft: str | None = None):  # type: ignore[no-untyped-def]
+    """The main window on a fresh context, with ``model``/``draft`` being loaded."""
+    from specula.gui import theme
+    from specula.gui.context import AppContext
+    from specula.gui.main_window import MainWindow
+
+    ctx = AppContext()
+    theme.apply(ctx.settings.theme)
+    window = MainWindow(ctx)
+    if model:
+        window.chat.model_bar.choose_target(model)
+        if draft:
+            window.chat.model_bar.choose_draft(draft)
+    return window
 
 
 def run_app(model: str | None = None, draft: str | None = None) -> int:
-    from PySide6.QtWidgets import QApplication, QLabel
+    from specula.gui import errors
 
-    app = QApplication.instance() or QApplication(sys.argv)
-    label = QLabel("Specula: the desktop app is on its way. Try `specula --help`.")
-    label.setWindowTitle("Specula")
-    label.resize(480, 120)
-    label.show()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    app = ensure_qapp()
+    errors.install()
+    logging.getLogger("specula").info("data in %s", paths.data_dir())
+    window = create_window(model, draft)
+    window.show()
+    app.aboutToQuit.connect(window.ctx.close)
     return int(app.exec())
