@@ -169,7 +169,8 @@ def build_tiny_model(path: str | Path, spec: TinySpec = TinySpec()) -> Path:
 
 
 TARGET = TinySpec()
-DRAFT = replace(TARGET, name="tiny-draft", noise=0.35)
+DRAFT = replace(TARGET, name="tiny-draft", noise=0.08)  # accepted ~70% of the time, greedy
+WRONG_DRAFT = replace(TARGET, name="tiny-wrong-draft", seed=4321)  # same tokenizer, other weights
 EXACT_DRAFT = replace(TARGET, name="tiny-exact-draft")  # identical weights: always accepted
 OTHER = replace(
     TARGET, name="tiny-other", seed=777, tokenizer_model="llama", pre="default",
@@ -196,6 +197,7 @@ def build_family(folder: str | Path) -> dict[str, Path]:
         "target": build_tiny_model(folder / "tiny-target.gguf", TARGET),
         "draft": build_tiny_model(folder / "tiny-draft.gguf", DRAFT),
         "exact_draft": build_tiny_model(folder / "tiny-exact-draft.gguf", EXACT_DRAFT),
+        "wrong_draft": build_tiny_model(folder / "tiny-wrong-draft.gguf", WRONG_DRAFT),
         "other": build_tiny_model(folder / "tiny-other.gguf", OTHER),
     }
     for key, spec in VARIANTS.items():

@@ -52,7 +52,7 @@ def apply_penalties(logits: F32, history: list[int], params: SamplingParams) -> 
     """llama.cpp-style repetition penalty over the last ``repeat_last_n`` tokens (a copy)."""
     if not params.has_penalties or not history:
         return logits
-    out = logits.copy()
+    out: F32 = logits.copy()
     recent = np.unique(np.asarray(history[-params.repeat_last_n :], dtype=np.int64))
     recent = recent[recent < out.shape[0]]
     vals = out[recent]
@@ -107,7 +107,8 @@ def residual(p: F32, q: F32) -> F32:
     s = r.sum()
     if s <= 0.0:  # p == q: a rejection had probability 0; p itself is the answer
         return p
-    return (r / s).astype(np.float32)
+    res: F32 = (r / s).astype(np.float32)
+    return res
 
 
 def accept_draft_token(p: F32, q: F32, token: int, rng: np.random.Generator) -> bool:

@@ -1,0 +1,353 @@
+"""A thin, fast wrapper over llama-cpp-python's ctypes API.
+
+Why not ``llama_cpp.Llama``: its generate loop cannot verify a draft with
+rejection sampling, and its draft-model path allocates n_ctx x n_vocab floats.
+Here a :class:`Model` owns the weights, a :class:`Context` owns one KV cache,
+a :class:`Batch` is a reusable llama_batch whose arrays are numpy views (filling
+them costs microseconds), and logits are read as zero-copy views.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import llama_cpp as L
+import numpy as np
+import numpy.typing as npt
+
+log = logging.getLogger("specula.engine")
+
+F32 = npt.NDArray[np.float32]
+
+_init_lock = threading.Lock()
+_backend_ready = False
+_log_callback: Any = None  # keep the ctypes callback alive for the process lifetime
+
+
+class LoadError(RuntimeError):
+    """A model file llama.cpp could not load; the message says which and why."""
+
+
+class LoadCancelled(Exception):
+    """The user cancelled a model load (not an error: no dialog)."""
+
+
+class DecodeError(RuntimeError):
+    """llama_decode failed for a reason other than a full context."""
+
+
+class ContextFull(RuntimeError):
+    """No room left in the KV cache for the next batch."""
+
+
+def ensure_backend() -> None:
+    """Initialise llama.cpp once and route its log into Python logging."""
+    global _backend_ready, _log_callback
+    with _init_lock:
+        if _backend_ready:
+            return
+        L.llama_backend_init()
+
+        @L.llama_log_callback  # type: ignore[untyped-decorator]
+        def _on_log(level: int, text: bytes, _user: Any) -> None:
+            # GGML_LOG_LEVEL: 2 info, 3 warn, 4 error; llama.cpp is chatty at info.
+            if level >= 3 and text:
+                msg = text.decode("utf-8", errors="replace").rstrip()
+                if msg:
+                    log.log(logging.ERROR if level >= 4 else logging.WARNING, "llama.cpp: %s", msg)
+
+        _log_callback = _on_log
+        L.llama_log_set(_log_callback, ctypes.c_void_p(0))
+        _backend_ready = True
+
+
+def backend_name() -> str:
+    """'CUDA', 'Metal', 'Vulkan' or 'CPU': what this llama.cpp build offloads to."""
+    ensure_backend()
+    info = L.llama_print_system_info().decode(errors="replace")
+    for name, key in (("CUDA", "CUDA"), ("Metal", "METAL"), ("Vulkan", "VULKAN")):
+        if key in info.upper() and L.llama_supports_gpu_offload():
+            return name
+    return "CPU"
+
+
+def default_threads() -> int:
+    """Physical cores: llama.cpp's decode does not gain from SMT siblings."""
+    import psutil
+
+    return max(1, psutil.cpu_count(logical=False) or os.cpu_count() or 1)
+
+
+class Model:
+    """Weights and vocabulary of one GGUF file."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        n_gpu_layers: int = 0,
+        progress: Callable[[float], bool] | None = None,
+        vocab_only: bool = False,
+    ) -> None:
+        ensure_backend()
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise LoadError(f"{self.path}: no such file")
+        params = L.llama_model_default_params()
+        params.n_gpu_layers = n_gpu_layers
+        params.vocab_only = vocab_only
+        cancelled = False
+
+        def _progress(frac: float, _user: Any) -> bool:
+            nonlocal cancelled
+            if progress is None:
+                return True
+            try:
+                keep = bool(progress(float(frac)))
+            except Exception:  # a failing callback must not unwind through C
+                log.exception("progress callback failed")
+                keep = True
+            cancelled = cancelled or not keep
+            return keep
+
+        cb = L.llama_progress_callback(_progress)
+        params.progress_callback = cb
+        self._model = L.llama_model_load_from_file(str(self.path).encode(), params)
+        if not self._model:
+            if cancelled:
+                raise LoadCancelled(str(self.path))
+            raise LoadError(
+                f"{self.path}: llama.cpp could not load this model "
+                "(unsupported architecture, corrupt or incomplete file, or not enough memory)"
+            )
+        self._vocab = L.llama_model_get_vocab(self._model)
+        self.n_vocab: int = L.llama_vocab_n_tokens(self._vocab)
+        self.bos: int = L.llama_vocab_bos(self._vocab)
+        self.eos: int = L.llama_vocab_eos(self._vocab)
+        self.add_bos: bool = bool(L.llama_vocab_get_add_bos(self._vocab))
+        self.n_params: int = int(L.llama_model_n_params(self._model))
+        self.size_bytes: int = int(L.llama_model_size(self._model))
+        self.n_ctx_train: int = int(L.llama_model_n_ctx_train(self._model))
+        self._pieces: dict[int, bytes] = {}
+        self._piece_buf = ctypes.create_string_buffer(256)
+
+    @property
+    def ptr(self) -> Any:
+        return self._model
+
+    def tokenize(self, text: str, *, add_special: bool = True, parse_special: bool = True) -> list[int]:
+        data = text.encode("utf-8")
+        n_max = len(data) + 8
+        buf = (L.llama_token * n_max)()
+        n = L.llama_tokenize(self._vocab, data, len(data), buf, n_max, add_special, parse_special)
+        if n < 0:
+            n_max = -n
+            buf = (L.llama_token * n_max)()
+            n = L.llama_tokenize(self._vocab, data, len(data), buf, n_max, add_special, parse_special)
+        return list(buf[:n])
+
+    def piece(self, token: int) -> bytes:
+        """The bytes of one token as generated text (special tokens render as text)."""
+        cached = self._pieces.get(token)
+        if cached is not None:
+            return cached
+        n = L.llama_token_to_piece(self._vocab, token, self._piece_buf, 256, 0, False)
+        if n < 0:
+            big = ctypes.create_string_buffer(-n)
+            n = L.llama_token_to_piece(self._vocab, token, big, -n, 0, False)
+            out = big.raw[:n]
+        else:
+            out = self._piece_buf.raw[:n]
+        self._pieces[token] = out
+        return out
+
+    def is_eog(self, token: int) -> bool:
+        return bool(L.llama_vocab_is_eog(self._vocab, token))
+
+    def token_text(self, token: int) -> str:
+        return str(L.llama_vocab_get_text(self._vocab, token).decode("utf-8", errors="replace"))
+
+    def chat_template(self) -> str | None:
+        t = L.llama_model_chat_template(self._model, None)
+        return t.decode("utf-8", errors="replace") if t else None
+
+    def meta(self, key: str) -> str | None:
+        buf = ctypes.create_string_buffer(4096)
+        n = L.llama_model_meta_val_str(self._model, key.encode(), buf, 4096)
+        return buf.value.decode("utf-8", errors="replace") if n >= 0 else None
+
+    def close(self) -> None:
+        if getattr(self, "_model", None):
+            L.llama_model_free(self._model)
+            self._model = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class Batch:
+    """A reusable llama_batch with numpy views over its arrays."""
+
+    def __init__(self, capacity: int, n_seq_max: int = 1) -> None:
+        self.capacity = capacity
+        self.n_seq_max = n_seq_max
+        self._b = L.llama_batch_init(capacity, 0, n_seq_max)
+        ct = np.ctypeslib
+        self.token = ct.as_array(self._b.token, shape=(capacity,))
+        self.pos = ct.as_array(self._b.pos, shape=(capacity,))
+        self.n_seq_id = ct.as_array(self._b.n_seq_id, shape=(capacity,))
+        self.logits = ct.as_array(
+            ctypes.cast(self._b.logits, ctypes.POINTER(ctypes.c_int8)), shape=(capacity,)
+        )
+        self.seq_ids = [ct.as_array(self._b.seq_id[i], shape=(n_seq_max,)) for i in range(capacity)]
+        for row in self.seq_ids:
+            row[0] = 0
+        self._dirty_seq = False
+        self.n_outputs = 0
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self._b.n_tokens)
+
+    def fill(self, tokens: Sequence[int], start_pos: int, *, outputs: str = "last", seq: int = 0) -> None:
+        """One sequence, consecutive positions; outputs 'last', 'all' or 'none'."""
+        n = len(tokens)
+        if n > self.capacity:
+            raise ValueError(f"batch of {n} tokens exceeds capacity {self.capacity}")
+        self.token[:n] = tokens
+        self.pos[:n] = np.arange(start_pos, start_pos + n, dtype=np.int32)
+        self.n_seq_id[:n] = 1
+        if seq != 0 or self._dirty_seq:
+            for i in range(n):
+                self.seq_ids[i][0] = seq
+            self._dirty_seq = seq != 0
+        self.logits[:n] = 1 if outputs == "all" else 0
+        if outputs == "last" and n:
+            self.logits[n - 1] = 1
+        self.n_outputs = n if outputs == "all" else (1 if outputs == "last" and n else 0)
+        self._b.n_tokens = n
+
+    def fill_tree(
+        self, tokens: Sequence[int], positions: Sequence[int], seq_sets: Sequence[Sequence[int]]
+    ) -> None:
+        """Arbitrary positions and sequence sets, every entry an output (tree verify/draft)."""
+        n = len(tokens)
+        if n > self.capacity:
+            raise ValueError(f"batch of {n} tokens exceeds capacity {self.capacity}")
+        self.token[:n] = tokens
+        self.pos[:n] = positions
+        for i, seqs in enumerate(seq_sets):
+            if len(seqs) > self.n_seq_max:
+                raise ValueError("more sequence ids than the batch allows")
+            self.n_seq_id[i] = len(seqs)
+            self.seq_ids[i][: len(seqs)] = seqs
+        self._dirty_seq = True
+        self.logits[:n] = 1
+        self.n_outputs = n
+        self._b.n_tokens = n
+
+    @property
+    def raw(self) -> Any:
+        return self._b
+
+    def close(self) -> None:
+        if getattr(self, "_b", None) is not None:
+            L.llama_batch_free(self._b)
+            self._b = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class Context:
+    """One KV cache over a :class:`Model`; decode, logits, sequence operations."""
+
+    def __init__(
+        self,
+        model: Model,
+        *,
+        n_ctx: int,
+        n_threads: int,
+        n_batch: int = 512,
+        n_seq_max: int = 1,
+        n_outputs_max: int = 64,
+        kv_unified: bool = False,
+    ) -> None:
+        self.model = model
+        p = L.llama_context_default_params()
+        p.n_ctx = n_ctx
+        p.n_batch = n_batch
+        p.n_ubatch = n_batch
+        p.n_seq_max = n_seq_max
+        p.n_threads = n_threads
+        p.n_threads_batch = n_threads
+        p.n_outputs_max = n_outputs_max
+        p.kv_unified = kv_unified
+        p.no_perf = True
+        p.flash_attn_type = -1  # LLAMA_FLASH_ATTN_TYPE_AUTO
+        self._ctx = L.llama_init_from_model(model.ptr, p)
+        if not self._ctx:
+            raise LoadError(
+                f"{model.path}: could not create a context of {n_ctx} tokens (not enough memory?)"
+            )
+        self.n_ctx: int = int(L.llama_n_ctx(self._ctx))
+        self.n_batch = n_batch
+        self.n_outputs_max = n_outputs_max
+        self.n_vocab = model.n_vocab
+        self._mem = L.llama_get_memory(self._ctx)
+
+    def decode(self, batch: Batch) -> None:
+        """Evaluate ``batch``; raises :class:`ContextFull` or :class:`DecodeError`."""
+        if batch.n_outputs > self.n_outputs_max:
+            # llama.cpp aborts the whole process past n_outputs_max: refuse in Python.
+            raise DecodeError(f"batch asks for {batch.n_outputs} outputs, max {self.n_outputs_max}")
+        rc = L.llama_decode(self._ctx, batch.raw)
+        if rc == 1:
+            raise ContextFull("no KV slot for the batch")
+        if rc != 0:
+            raise DecodeError(f"llama_decode returned {rc}")
+
+    def logits(self, i: int) -> F32:
+        """Zero-copy view of the i-th output's logits (valid until the next decode)."""
+        ptr = L.llama_get_logits_ith(self._ctx, i)
+        if not ptr:
+            raise DecodeError(f"no logits for output {i}")
+        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+
+    def seq_rm(self, seq: int, p0: int, p1: int = -1) -> bool:
+        return bool(L.llama_memory_seq_rm(self._mem, seq, p0, p1))
+
+    def seq_cp(self, src: int, dst: int, p0: int = -1, p1: int = -1) -> None:
+        L.llama_memory_seq_cp(self._mem, src, dst, p0, p1)
+
+    def seq_keep(self, seq: int) -> None:
+        L.llama_memory_seq_keep(self._mem, seq)
+
+    def pos_max(self, seq: int = 0) -> int:
+        return int(L.llama_memory_seq_pos_max(self._mem, seq))
+
+    def clear(self) -> None:
+        L.llama_memory_clear(self._mem, True)
+
+    def close(self) -> None:
+        if getattr(self, "_ctx", None):
+            L.llama_free(self._ctx)
+            self._ctx = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
