@@ -131,6 +131,8 @@ class ChatPage(QWidget):
         lay.addWidget(self.settings_panel)
         lay.addStretch(1)
         scroll.setWidget(inner)
+        bar = scroll.verticalScrollBar().sizeHint().width()
+        scroll.setMinimumWidth(inner.minimumSizeHint().width() + bar + 2)
         return scroll
 
     # -- conversations -------------------------------------------------------
