@@ -45,6 +45,8 @@ class ColourSwitch(QWidget):
         lay.addWidget(self.combo)
         self.legend = QLabel()
         self.legend.setObjectName("Muted")
+        self.legend.setWordWrap(True)
+        self.legend.setMinimumWidth(120)
         lay.addWidget(self.legend, 1)
         self.combo.currentIndexChanged.connect(self._changed)
         self.legend.setText(legend_html(mode))
