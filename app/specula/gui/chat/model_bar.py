@@ -82,7 +82,7 @@ class ModelBar(QFrame):
         self.ctx = ctx
         self.engine = ctx.engine
         self._wanted_draft = ""
-        self._checked_for = ""
+        self._check_id = 0  # only the newest compatibility check may fill the list
 
         outer = QVBoxLayout(self)
         outer.setContentsMargins(12, 8, 12, 8)
@@ -112,11 +112,12 @@ class ModelBar(QFrame):
         self.draft_open.clicked.connect(self._open_draft_dialog)
         row.addWidget(self.draft_open)
         row.addSpacing(12)
-        self.draft_switch = QCheckBox("Speculative", self)
+        self.draft_switch = QCheckBox(self)
         self.draft_switch.setObjectName("DraftSwitch")
         self.draft_switch.setToolTip("Draft on/off: takes effect on the next reply, nothing is reloaded")
         self.draft_switch.setChecked(ctx.settings.draft_enabled)
         self.draft_switch.toggled.connect(self._on_switch)
+        self._label_switch(ctx.settings.draft_enabled)
         row.addWidget(self.draft_switch)
 
         status = QHBoxLayout()
@@ -196,7 +197,11 @@ class ModelBar(QFrame):
         else:
             self.choose_draft(str(path))
 
+    def _label_switch(self, on: bool) -> None:
+        self.draft_switch.setText("Speculative: on" if on else "Speculative: off")
+
     def _on_switch(self, on: bool) -> None:
+        self._label_switch(on)
         self.ctx.settings.draft_enabled = on
         self.ctx.settings.save()
         self.draft_switch_toggled.emit(on)
@@ -223,20 +228,24 @@ class ModelBar(QFrame):
             self._fill_drafts([DraftEntry(p, Path(p).name, False, "Choose a target first.")
                                for p in drafts])
             return
-        self._checked_for = target
+        self._check_id += 1
+        check_id = self._check_id
         run_in_background(self, lambda: check_drafts(target, drafts),
-                          lambda entries: self._on_checked(target, entries),
-                          lambda msg: self._on_check_failed(target, msg))
+                          lambda entries: self._on_checked(check_id, entries),
+                          lambda msg: self._on_check_failed(check_id, msg))
 
-    def _on_checked(self, target: str, entries: list[DraftEntry]) -> None:
-        if target == self._checked_for:
+    def _on_checked(self, check_id: int, entries: list[DraftEntry]) -> None:
+        if check_id == self._check_id:
             self._fill_drafts(entries)
             self.drafts_checked.emit()
 
-    def _on_check_failed(self, target: str, message: str) -> None:
-        if target == self._checked_for:
-            self._fill_drafts([])
-            self._show_error(f"Could not read the target's header: {message}")
+    def _on_check_failed(self, check_id: int, message: str) -> None:
+        """The target's header is unreadable; loading it reports that, so no dialog here."""
+        if check_id == self._check_id:
+            reason = f"The target's header could not be read: {message}"
+            self._fill_drafts([DraftEntry(p, Path(p).name, False, reason)
+                               for p in self.ctx.settings.recent_drafts])
+            self.drafts_checked.emit()
 
     def _fill_drafts(self, entries: list[DraftEntry]) -> None:
         m = self.draft_model

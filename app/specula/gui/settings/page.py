@@ -32,16 +32,17 @@ class SettingsPage(QScrollArea):
         s = ctx.settings
 
         look = QGroupBox("Appearance")
-        form = QFormLayout(look)
+        form = self._form(look)
         self.theme = QComboBox()
         self.theme.addItem("Dark", "dark")
         self.theme.addItem("Light", "light")
         self.theme.setCurrentIndex(max(self.theme.findData(s.theme), 0))
+        self.theme.setMinimumWidth(160)
         form.addRow("Theme", self.theme)
         lay.addWidget(look)
 
         engine = QGroupBox("Engine (applies when a model is next loaded)")
-        form = QFormLayout(engine)
+        form = self._form(engine)
         self.threads = spin(0, 256, s.n_threads, "0 = choose automatically")
         form.addRow("CPU threads (0 = auto)", self.threads)
         self.n_ctx = spin(256, 262144, s.n_ctx, "Context window in tokens")
@@ -56,6 +57,7 @@ class SettingsPage(QScrollArea):
         spec = QGroupBox("Default speculative settings")
         spec_lay = QVBoxLayout(spec)
         self.spec = SpecForm(s.speculative)
+        self.spec.setMaximumWidth(420)
         spec_lay.addWidget(self.spec)
         lay.addWidget(spec)
 
@@ -69,6 +71,12 @@ class SettingsPage(QScrollArea):
         for w in (self.threads, self.n_ctx, self.gpu_target, self.gpu_draft):
             w.valueChanged.connect(self.save)
         self.spec.changed.connect(self.save)
+
+    @staticmethod
+    def _form(box: QGroupBox) -> QFormLayout:
+        form = QFormLayout(box)
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
+        return form
 
     def save(self) -> None:
         s = self.ctx.settings

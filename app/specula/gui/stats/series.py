@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from specula.gui.workers import StepPoint
 
 WINDOW_STEPS = 8
+WINDOW_S = 0.25  # and at least this much time, so one fast step does not spike the line
 
 
 @dataclass
@@ -19,6 +20,7 @@ class ChartPoint:
 @dataclass
 class RollingSeries:
     window: int = WINDOW_STEPS
+    window_s: float = WINDOW_S
     steps: list[StepPoint] = field(default_factory=list)
     points: list[ChartPoint] = field(default_factory=list)
 
@@ -28,7 +30,10 @@ class RollingSeries:
 
     def add(self, step: StepPoint) -> None:
         self.steps.append(step)
-        ref = self.steps[max(0, len(self.steps) - 1 - self.window)] if len(self.steps) > 1 else None
+        i = max(0, len(self.steps) - 1 - self.window)
+        while i > 0 and step.total_s - self.steps[i].total_s < self.window_s:
+            i -= 1
+        ref = self.steps[i] if len(self.steps) > 1 else None
         if ref is None:
             rate = step.tokens / step.total_s if step.total_s > 0 else 0.0
             drafted, accepted = step.drafted, step.accepted
