@@ -31,6 +31,12 @@ class Cancelled(Exception):
     pass
 
 
+def top2_gap(logits: np.ndarray) -> float:
+    """Difference between the two largest logits (small = a near-tie)."""
+    top2 = np.partition(logits, -2)[-2:]
+    return float(top2[1] - top2[0])
+
+
 class Generator:
     """Runs replies over one target context and an optional drafter."""
 
@@ -40,6 +46,9 @@ class Generator:
         self.drafter = drafter
         self.cache: list[int] = []
         self._batch = Batch(max(target.n_batch, 64), 1)
+        # When a list, the target's top-2 logit gap of every emitted token is appended
+        # (the benchmark explains greedy divergences at near-ties with it).
+        self.gaps: list[float] | None = None
 
     def reset(self) -> None:
         self.ctx.clear()
@@ -236,6 +245,8 @@ class Generator:
         history = committed
         for i, d in enumerate(prop.tokens):
             logits = self.ctx.logits(i)
+            if self.gaps is not None:
+                self.gaps.append(top2_gap(logits))
             if rule == "greedy":
                 y = int(np.argmax(logits))
                 ok = y == d
@@ -258,6 +269,8 @@ class Generator:
                 new.append((y, Source.TARGET, None))
                 return new, len(new) - 1
         logits = self.ctx.logits(len(prop))
+        if self.gaps is not None:
+            self.gaps.append(top2_gap(logits))
         if rule == "greedy":
             y = int(np.argmax(logits))
         else:

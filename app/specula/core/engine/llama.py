@@ -77,6 +77,34 @@ def backend_name() -> str:
     return "CPU"
 
 
+_UNQUANTIZED = {"F32", "F16", "BF16"}
+
+
+def extra_buffers_safe(quantization: str | None = None) -> bool:
+    """Whether llama.cpp's CPU "extra buffer types" (AMX, weight repacking) may be used.
+
+    Measured on a virtual machine whose /proc/cpuinfo advertises AMX: with the
+    extra buffers, the first decode of a Q4_K_M model dies with a general
+    protection fault inside libggml-cpu, while an F16 model runs 2-3x faster
+    than without them. So they stay on for unquantized weights and go off for
+    quantized ones where AMX is advertised. ``SPECULA_CPU_EXTRA_BUFFERS=0/1``
+    forces the choice.
+    """
+    forced = os.environ.get("SPECULA_CPU_EXTRA_BUFFERS")
+    if forced is not None:
+        return forced.strip() not in ("0", "false", "no", "off")
+    if quantization is not None and quantization.upper() in _UNQUANTIZED:
+        return True
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    return "amx_tile" not in line.split()
+    except OSError:
+        pass
+    return True
+
+
 def default_threads() -> int:
     """Physical cores: llama.cpp's decode does not gain from SMT siblings."""
     import psutil
@@ -94,14 +122,22 @@ class Model:
         n_gpu_layers: int = 0,
         progress: Callable[[float], bool] | None = None,
         vocab_only: bool = False,
+        use_extra_bufts: bool | None = None,
+        load_mode: int | None = None,
+        quantization: str | None = None,
     ) -> None:
         ensure_backend()
+        if use_extra_bufts is None:
+            use_extra_bufts = extra_buffers_safe(quantization)
         self.path = Path(path)
         if not self.path.is_file():
             raise LoadError(f"{self.path}: no such file")
         params = L.llama_model_default_params()
         params.n_gpu_layers = n_gpu_layers
         params.vocab_only = vocab_only
+        params.use_extra_bufts = use_extra_bufts
+        if load_mode is not None:
+            params.load_mode = load_mode
         cancelled = False
 
         def _progress(frac: float, _user: Any) -> bool:

@@ -59,6 +59,10 @@ class EngineOptions:
     n_gpu_layers_target: int = 0
     n_gpu_layers_draft: int = 0
     n_batch: int = 512
+    # Read weights into process memory instead of mapping the file. Mapped pages can be
+    # dropped under memory pressure (or by proactive reclaim) and re-read mid-reply,
+    # which makes decode times erratic; reading costs a slower load.
+    use_mmap: bool = False
 
 
 class Engine:
@@ -94,6 +98,10 @@ class Engine:
     def generator(self) -> Generator | None:
         return self._gen
 
+    @property
+    def _load_mode(self) -> int:
+        return 1 if self.options.use_mmap else 0  # LLAMA_LOAD_MODE_MMAP / _NONE
+
     def _context(self, model: Model) -> Context:
         n_ctx = min(self.options.n_ctx, model.n_ctx_train) if model.n_ctx_train > 0 else self.options.n_ctx
         return Context(
@@ -111,7 +119,8 @@ class Engine:
     def load_target(self, path: str | Path, progress: Progress | None = None) -> ModelInfo:
         """Load (or replace) the target; a loaded draft is re-checked against it."""
         info = self._info(path)
-        model = Model(path, n_gpu_layers=self.options.n_gpu_layers_target, progress=progress)
+        model = Model(path, n_gpu_layers=self.options.n_gpu_layers_target, progress=progress,
+                      quantization=info.quantization, load_mode=self._load_mode)
         try:
             ctx = self._context(model)
         except LoadError:
@@ -132,7 +141,8 @@ class Engine:
         report = check(self.target_info, info)
         if not report.usable:
             raise IncompatibleDraft(report)
-        model = Model(path, n_gpu_layers=self.options.n_gpu_layers_draft, progress=progress)
+        model = Model(path, n_gpu_layers=self.options.n_gpu_layers_draft, progress=progress,
+                      quantization=info.quantization, load_mode=self._load_mode)
         try:
             ctx = self._context(model)
         except LoadError:

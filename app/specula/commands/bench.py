@@ -1,0 +1,76 @@
+"""`specula bench`: plain vs speculative modes, every prompt, one process."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+
+from specula.commands._common import fail
+from specula.commands._engine_args import add_sampling_args, engine_options, sampling_params
+from specula.core.bench import RunResult, format_report, load_prompts, parse_modes, run_bench
+from specula.core.engine.session import Engine, LoadError
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--target", required=True, help="target GGUF")
+    p.add_argument("--draft", help="draft GGUF")
+    p.add_argument("--prompts", help="JSONL {id, category, prompt} (default: the packaged suite)")
+    p.add_argument("--categories", help="only these categories (comma-separated)")
+    p.add_argument("--limit", type=int, help="only the first N prompts")
+    p.add_argument("--modes", default="plain,chain", help="comma-separated (plain,chain,adaptive,tree,lookup)")
+    p.add_argument("--draft-max", type=int, default=4)
+    p.add_argument("--draft-min", type=int, default=0)
+    p.add_argument("--p-min", type=float, default=0.0)
+    p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--json", dest="json_out", help="write all runs and the summary to this file")
+    p.add_argument("--ctx", type=int, default=4096)
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--gpu-layers", type=int, default=0)
+    p.add_argument("--draft-gpu-layers", type=int, default=0)
+    add_sampling_args(p, max_tokens=128)
+
+
+def run(a: argparse.Namespace) -> int:
+    try:
+        prompts = load_prompts(a.prompts)
+        modes = parse_modes(a.modes, a.draft_max, draft_min=a.draft_min, p_min=a.p_min)
+    except (OSError, ValueError) as exc:
+        return fail(str(exc))
+    if a.categories:
+        wanted = {c.strip() for c in a.categories.split(",")}
+        prompts = [p for p in prompts if p.category in wanted]
+    if a.limit:
+        prompts = prompts[: a.limit]
+    if not prompts:
+        return fail("no prompts to run")
+    engine = Engine(engine_options(a))
+    try:
+        engine.load_target(a.target)
+        if a.draft:
+            engine.load_draft(a.draft)
+    except LoadError as exc:
+        return fail(str(exc))
+    params = sampling_params(a)
+    print(f"target {a.target}\ndraft  {a.draft}\nbackend {engine.backend}, {engine.n_threads} threads, "
+          f"{len(prompts)} prompts x {len(modes)} modes x {a.repeat}, max {params.max_tokens} tokens, "
+          f"{params.acceptance_rule}", file=sys.stderr)
+
+    def progress(r: RunResult) -> None:
+        print(f"  {r.prompt_id:<22} {r.mode:<9} {r.tok_per_s:6.1f} tok/s  accept {r.acceptance:4.0%}"
+              + ("" if r.identical in (None, True) else "  (diverged)"), file=sys.stderr)
+
+    report = run_bench(engine, prompts, modes, params, repeat=a.repeat, on_run=progress)
+    report.setup = {
+        "target": a.target, "draft": a.draft, "backend": engine.backend, "threads": engine.n_threads,
+        "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+        "modes": [m.to_dict() for m in modes], "sampling": params.to_dict(), "repeat": a.repeat,
+        "command": " ".join(sys.argv),
+    }
+    print(format_report(report))
+    if a.json_out:
+        with open(a.json_out, "w", encoding="utf-8") as fh:
+            json.dump(report.to_json(), fh, indent=1)
+    engine.close()
+    return 0

@@ -1,0 +1,134 @@
+"""`specula chat`: a terminal chat that streams replies and prints the stats line.
+
+Accepted draft tokens are shown in colour when the output is a terminal.
+Commands: /draft on|off, /mode NAME, /reset, /stats, /quit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from dataclasses import replace
+
+from specula.commands._common import fail
+from specula.commands._engine_args import (
+    add_model_args,
+    add_sampling_args,
+    add_spec_args,
+    engine_options,
+    sampling_params,
+    spec_config,
+)
+from specula.core.engine.config import Mode, SpecConfig
+from specula.core.engine.events import Done, Source, StopReason, TokenEvent
+from specula.core.engine.session import Engine, LoadError
+
+GREEN, CYAN, RESET, DIM = "\x1b[32m", "\x1b[36m", "\x1b[0m", "\x1b[2m"
+HELP = "commands: /draft on|off, /mode plain|chain|adaptive|tree|lookup, /reset, /stats, /quit"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_model_args(p)
+    add_sampling_args(p)
+    add_spec_args(p)
+    p.add_argument("--system", default="", help="system prompt")
+    p.add_argument("--no-color", action="store_true", help="do not colour accepted draft tokens")
+
+
+def _load(a: argparse.Namespace) -> Engine | int:
+    engine = Engine(engine_options(a))
+    try:
+        print(f"loading {a.target} ...", file=sys.stderr)
+        engine.load_target(a.target)
+        if a.draft:
+            print(f"loading draft {a.draft} ...", file=sys.stderr)
+            engine.load_draft(a.draft)
+    except LoadError as exc:
+        return fail(str(exc))
+    return engine
+
+
+def _handle_command(line: str, state: dict[str, object], engine: Engine) -> bool:
+    """Apply a /command; returns False to quit."""
+    parts = line.split()
+    cmd = parts[0]
+    spec = state["spec"]
+    assert isinstance(spec, SpecConfig)
+    if cmd in ("/quit", "/exit"):
+        return False
+    if cmd == "/draft" and len(parts) == 2 and parts[1] in ("on", "off"):
+        state["draft_on"] = parts[1] == "on"
+        if state["draft_on"] and not engine.has_draft:
+            print("no draft model loaded (start with --draft)", file=sys.stderr)
+        print(f"draft {parts[1]}", file=sys.stderr)
+    elif cmd == "/mode" and len(parts) == 2 and parts[1] in {m.value for m in Mode}:
+        state["spec"] = replace(spec, mode=Mode(parts[1]))
+        print(f"mode {parts[1]}", file=sys.stderr)
+    elif cmd == "/reset":
+        state["messages"] = state["messages"][:1] if state["system"] else []  # type: ignore[index]
+        print("conversation cleared", file=sys.stderr)
+    elif cmd == "/stats":
+        last = state.get("last")
+        print(last.summary_line() if last else "no reply yet", file=sys.stderr)  # type: ignore[attr-defined]
+    else:
+        print(HELP, file=sys.stderr)
+    return True
+
+
+def run(a: argparse.Namespace) -> int:
+    loaded = _load(a)
+    if isinstance(loaded, int):
+        return loaded
+    engine = loaded
+    color = sys.stdout.isatty() and not a.no_color
+    params = sampling_params(a)
+    messages: list[dict[str, str]] = [{"role": "system", "content": a.system}] if a.system else []
+    state: dict[str, object] = {
+        "spec": spec_config(a, engine.has_draft), "draft_on": True, "messages": messages,
+        "system": a.system, "last": None,
+    }
+    print(f"{engine.backend}, {engine.n_threads} threads. {HELP}", file=sys.stderr)
+    while True:
+        try:
+            line = input("> ")
+        except EOFError:
+            break
+        if not line.strip():
+            continue
+        if line.startswith("/"):
+            if not _handle_command(line.strip(), state, engine):
+                break
+            continue
+        msgs = state["messages"]
+        assert isinstance(msgs, list)
+        msgs.append({"role": "user", "content": line})
+        spec = state["spec"]
+        assert isinstance(spec, SpecConfig)
+        if not state["draft_on"]:
+            spec = replace(spec, mode=Mode.PLAIN)
+        cancel = threading.Event()
+        done: Done | None = None
+        try:
+            for ev in engine.chat(msgs, params, spec, cancel):
+                if isinstance(ev, TokenEvent):
+                    if color and ev.source in (Source.DRAFT, Source.LOOKUP):
+                        sys.stdout.write((GREEN if ev.source is Source.DRAFT else CYAN) + ev.text + RESET)
+                    else:
+                        sys.stdout.write(ev.text)
+                    sys.stdout.flush()
+                elif isinstance(ev, Done):
+                    done = ev
+        except KeyboardInterrupt:
+            cancel.set()
+            print("\n[stopped]", file=sys.stderr)
+        sys.stdout.write("\n")
+        if done is not None:
+            msgs.append({"role": "assistant", "content": done.text})
+            state["last"] = done.stats
+            note = "" if done.stop_reason in (StopReason.EOS, StopReason.STOP_STRING) else f", stopped: {done.stop_reason.value}"
+            if done.message:
+                note += f" ({done.message})"
+            print(f"{DIM if color else ''}[{done.stats.summary_line()}{note}]{RESET if color else ''}", file=sys.stderr)
+    engine.close()
+    return 0

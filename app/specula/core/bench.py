@@ -1,0 +1,249 @@
+"""The benchmark harness behind ``specula bench``.
+
+Every prompt runs in every mode in ONE process on the same loaded models,
+modes alternating (their order rotates from prompt to prompt), after a
+warm-up. Speed is judged by ratios within the run, never by absolute times
+across runs. Greedy runs are checked token for token against plain; a
+divergence is reported with the plain run's top-2 logit gap at that position
+(batch shape changes llama.cpp's numerics slightly, so near-ties can flip).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from specula.core.engine.config import Mode, SpecConfig
+from specula.core.engine.events import Done
+from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.session import Engine
+
+
+@dataclass
+class BenchPrompt:
+    id: str
+    category: str
+    prompt: str
+
+
+@dataclass
+class RunResult:
+    prompt_id: str
+    category: str
+    mode: str
+    repeat: int
+    prompt_token_ids: list[int]
+    token_ids: list[int]
+    text: str
+    tok_per_s: float
+    ttft_s: float
+    drafted: int
+    accepted: int
+    steps: int
+    acceptance: float
+    mean_accepted_per_step: float
+    overhead_fraction: float
+    peak_rss_bytes: int
+    stop_reason: str
+    identical: bool | None = None  # greedy: same token ids as plain (None for plain itself)
+    divergence: dict[str, object] | None = None
+
+
+@dataclass
+class BenchReport:
+    runs: list[RunResult] = field(default_factory=list)
+    summary: dict[str, object] = field(default_factory=dict)
+    setup: dict[str, object] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, object]:
+        return {"setup": self.setup, "runs": [asdict(r) for r in self.runs], "summary": self.summary}
+
+
+def load_prompts(path: str | Path | None = None) -> list[BenchPrompt]:
+    """JSONL lines ``{"id", "category", "prompt"}``; the packaged suite by default."""
+    if path is None:
+        text = resources.files("specula.data").joinpath("prompts.jsonl").read_text("utf-8")
+        name = "the default suite"
+    else:
+        text = Path(path).read_text("utf-8")
+        name = str(path)
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+            out.append(BenchPrompt(str(d["id"]), str(d.get("category", "")), str(d["prompt"])))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{name}, line {n}: expected {{id, category, prompt}} ({exc})") from exc
+    return out
+
+
+def parse_modes(text: str, draft_max: int, **extra: object) -> list[SpecConfig]:
+    """'plain,chain,adaptive' -> SpecConfigs (plain always first, for the ratios)."""
+    modes = []
+    for name in [m.strip() for m in text.split(",") if m.strip()]:
+        try:
+            mode = Mode(name)
+        except ValueError:
+            raise ValueError(f"unknown mode {name!r}; choose from {', '.join(m.value for m in Mode)}") from None
+        modes.append(SpecConfig(mode=mode, draft_max=draft_max, **extra))  # type: ignore[arg-type]
+    if not any(m.mode is Mode.PLAIN for m in modes):
+        modes.insert(0, SpecConfig(mode=Mode.PLAIN))
+    return modes
+
+
+def _run_one(engine: Engine, prompt: BenchPrompt, params: SamplingParams, spec: SpecConfig,
+             gaps: list[float] | None) -> tuple[Done, list[float] | None]:
+    gen = engine.generator
+    assert gen is not None
+    gen.gaps = gaps
+    done = None
+    try:
+        for ev in engine.chat([{"role": "user", "content": prompt.prompt}], params, spec):
+            if isinstance(ev, Done):
+                done = ev
+    finally:
+        gen.gaps = None
+    assert done is not None
+    return done, gaps
+
+
+def _median(xs: Sequence[float]) -> float:
+    return float(statistics.median(xs)) if xs else 0.0
+
+
+def run_bench(
+    engine: Engine,
+    prompts: Sequence[BenchPrompt],
+    modes: Sequence[SpecConfig],
+    params: SamplingParams,
+    repeat: int = 1,
+    on_run: Callable[[RunResult], None] | None = None,
+) -> BenchReport:
+    report = BenchReport()
+    # Warm-up: caches, threads and allocations settle before anything is timed.
+    warm = SamplingParams(max_tokens=8)
+    for spec in modes:
+        _run_one(engine, prompts[0], warm, spec, None)
+    for r in range(repeat):
+        for i, prompt in enumerate(prompts):
+            order = list(modes[(i + r) % len(modes):]) + list(modes[: (i + r) % len(modes)])
+            results: dict[str, tuple[Done, list[float] | None]] = {}
+            for spec in order:
+                gaps: list[float] | None = [] if spec.mode is Mode.PLAIN and params.greedy else None
+                results[spec.mode.value] = _run_one(engine, prompt, params, spec, gaps)
+            plain_done, plain_gaps = results[Mode.PLAIN.value]
+            for spec in modes:
+                done, _ = results[spec.mode.value]
+                res = _result(prompt, spec, r, done)
+                if spec.mode is not Mode.PLAIN and params.greedy:
+                    res.identical = done.token_ids == plain_done.token_ids
+                    if not res.identical:
+                        res.divergence = _divergence(plain_done.token_ids, done.token_ids, plain_gaps)
+                report.runs.append(res)
+                if on_run:
+                    on_run(res)
+    report.summary = summarize(report.runs)
+    return report
+
+
+def _result(prompt: BenchPrompt, spec: SpecConfig, repeat: int, done: Done) -> RunResult:
+    s = done.stats
+    return RunResult(
+        prompt_id=prompt.id, category=prompt.category, mode=spec.mode.value, repeat=repeat,
+        prompt_token_ids=done.prompt_token_ids, token_ids=done.token_ids, text=done.text,
+        tok_per_s=s.tokens_per_s, ttft_s=s.ttft_s, drafted=s.drafted, accepted=s.accepted,
+        steps=s.steps, acceptance=s.acceptance_rate, mean_accepted_per_step=s.mean_accepted_per_step,
+        overhead_fraction=s.overhead_fraction, peak_rss_bytes=s.peak_rss_bytes,
+        stop_reason=done.stop_reason.value,
+    )
+
+
+def _divergence(plain: list[int], other: list[int], gaps: list[float] | None) -> dict[str, object]:
+    j = next((i for i, (a, b) in enumerate(zip(plain, other, strict=False)) if a != b), min(len(plain), len(other)))
+    gap = gaps[j] if gaps is not None and j < len(gaps) else None
+    return {"index": j, "plain_token": plain[j] if j < len(plain) else None,
+            "token": other[j] if j < len(other) else None, "plain_top2_gap": gap}
+
+
+def summarize(runs: Sequence[RunResult]) -> dict[str, object]:
+    """Per mode: speedup vs plain (median, min, max over prompt x repeat), per category too."""
+    plain = {(r.prompt_id, r.repeat): r for r in runs if r.mode == Mode.PLAIN.value}
+    modes = list(dict.fromkeys(r.mode for r in runs))
+    out: dict[str, object] = {}
+    for mode in modes:
+        rs = [r for r in runs if r.mode == mode]
+        ratios = [r.tok_per_s / plain[(r.prompt_id, r.repeat)].tok_per_s
+                  for r in rs if plain.get((r.prompt_id, r.repeat)) and plain[(r.prompt_id, r.repeat)].tok_per_s > 0]
+        cats: dict[str, list[float]] = {}
+        for r in rs:
+            p = plain.get((r.prompt_id, r.repeat))
+            if p and p.tok_per_s > 0:
+                cats.setdefault(r.category, []).append(r.tok_per_s / p.tok_per_s)
+        drafted = sum(r.drafted for r in rs)
+        ident = [r.identical for r in rs if r.identical is not None]
+        out[mode] = {
+            "runs": len(rs),
+            "tok_per_s_median": _median([r.tok_per_s for r in rs]),
+            "speedup_median": _median(ratios),
+            "speedup_min": min(ratios) if ratios else 0.0,
+            "speedup_max": max(ratios) if ratios else 0.0,
+            "speedup_by_category": {c: _median(v) for c, v in sorted(cats.items())},
+            "ttft_s_median": _median([r.ttft_s for r in rs]),
+            "acceptance": sum(r.accepted for r in rs) / drafted if drafted else 0.0,
+            "mean_accepted_per_step": _median([r.mean_accepted_per_step for r in rs]),
+            "overhead_fraction_median": _median([r.overhead_fraction for r in rs]),
+            "peak_rss_mb": max((r.peak_rss_bytes for r in rs), default=0) / 2**20,
+            "identical": f"{sum(ident)}/{len(ident)}" if ident else "-",
+        }
+    return out
+
+
+def format_report(report: BenchReport) -> str:
+    lines: list[str] = []
+    by_prompt: dict[str, list[RunResult]] = {}
+    for r in report.runs:
+        by_prompt.setdefault(f"{r.prompt_id} (repeat {r.repeat})", []).append(r)
+    hdr = f"  {'mode':<9}{'tok/s':>8}{'speedup':>9}{'TTFT s':>8}{'accept':>8}{'per step':>9}{'ovh %':>7}  identical"
+    for key, rs in by_prompt.items():
+        plain = next((r for r in rs if r.mode == "plain"), None)
+        lines.append(f"{key}  [{rs[0].category}]")
+        lines.append(hdr)
+        for r in rs:
+            sp = r.tok_per_s / plain.tok_per_s if plain and plain.tok_per_s else 0.0
+            ident = "-" if r.identical is None else ("yes" if r.identical else _div_text(r))
+            lines.append(
+                f"  {r.mode:<9}{r.tok_per_s:>8.1f}{sp:>8.2f}x{r.ttft_s:>8.2f}"
+                f"{r.acceptance:>8.0%}{r.mean_accepted_per_step:>9.2f}{100 * r.overhead_fraction:>7.1f}  {ident}"
+            )
+    lines.append("")
+    lines.append("Summary (speedup = tok/s over plain's in the same run; median [min-max])")
+    lines.append(f"  {'mode':<9}{'tok/s':>8}{'speedup':>22}{'TTFT s':>8}{'accept':>8}{'per step':>9}{'ovh %':>7}{'RSS MB':>8}  identical")
+    for mode, s in report.summary.items():
+        assert isinstance(s, dict)
+        rng = f"{s['speedup_median']:.2f}x [{s['speedup_min']:.2f}-{s['speedup_max']:.2f}]"
+        lines.append(
+            f"  {mode:<9}{s['tok_per_s_median']:>8.1f}{rng:>22}{s['ttft_s_median']:>8.2f}"
+            f"{s['acceptance']:>8.0%}{s['mean_accepted_per_step']:>9.2f}"
+            f"{100 * s['overhead_fraction_median']:>7.1f}{s['peak_rss_mb']:>8.0f}  {s['identical']}"
+        )
+    lines.append("")
+    lines.append("Speedup by category (median)")
+    for mode, s in report.summary.items():
+        assert isinstance(s, dict)
+        cats = s["speedup_by_category"]
+        assert isinstance(cats, dict)
+        lines.append(f"  {mode:<9}" + "  ".join(f"{c} {v:.2f}x" for c, v in cats.items()))
+    return "\n".join(lines)
+
+
+def _div_text(r: RunResult) -> str:
+    d = r.divergence or {}
+    gap = d.get("plain_top2_gap")
+    gap_s = f"{gap:.3f}" if isinstance(gap, float) else "?"
+    return f"no: from token {d.get('index')} (plain top-2 gap {gap_s})"
