@@ -16,6 +16,16 @@ from specula.gui import errors
 
 
 @pytest.fixture(autouse=True)
+def usable_binding() -> None:
+    """Fail clearly (instead of aborting the whole run) on a Qt binding known to crash."""
+    from specula.gui.app import binding_problem
+
+    problem = binding_problem()
+    if problem:
+        pytest.fail(problem, pytrace=False)
+
+
+@pytest.fixture(autouse=True)
 def qt_isolated(specula_home: Path, qapp) -> Iterator[None]:  # type: ignore[no-untyped-def]
     """QSettings (window geometry) under the test's SPECULA_HOME; no leftover error texts."""
     qapp.setOrganizationName("Specula")

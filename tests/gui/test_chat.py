@@ -119,3 +119,15 @@ def test_bad_file_gives_clear_message(make_window, tmp_path, qtbot) -> None:  # 
     assert kind == "target" and message
     assert w.chat.model_bar.error.text() == message and errors.shown_errors[-1] == message
     assert not w.ctx.engine.has_target and w.chat.model_bar.progress.isHidden()
+
+
+def test_load_can_be_cancelled(make_window, tiny, qtbot) -> None:  # type: ignore[no-untyped-def]
+    w = make_window()
+    bar = w.chat.model_bar
+    with qtbot.waitSignal(w.ctx.engine.load_cancelled, timeout=30000) as blocker:
+        bar.choose_target(str(tiny["target"]))
+        assert bar.progress.isVisibleTo(bar) and bar.cancel.isVisibleTo(bar)
+        bar.cancel.click()  # before the worker even starts: the first progress call says stop
+    assert blocker.args == ["target"]
+    assert not w.ctx.engine.has_target and bar.progress.isHidden()
+    assert "cancelled" in bar.status.text()

@@ -95,3 +95,25 @@ def test_render_markdown_and_tokens() -> None:
     assert f"background-color:{pal.draft_bg}\">b&lt;c&gt;</span>" in out
     heat = tokens_html([("b", "d", 1.0), ("c", "d", 0.0)], "heat", pal)
     assert theme.heat_colour(1.0) in heat and theme.heat_colour(0.0) in heat
+
+
+def test_excepthook_shows_a_dialog_and_qt_messages_are_logged(qapp, caplog) -> None:  # type: ignore[no-untyped-def]
+    from PySide6.QtCore import QtMsgType
+    from PySide6.QtWidgets import QMessageBox
+
+    from specula.gui import errors
+
+    try:
+        raise ValueError("boom")
+    except ValueError as exc:
+        errors._excepthook(ValueError, exc, exc.__traceback__)
+    assert "ValueError: boom" in errors.shown_errors[-1]
+    boxes = [w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox)]
+    assert boxes and "boom" in boxes[-1].text() and "Traceback" in boxes[-1].detailedText()
+    for box in boxes:
+        box.close()
+    errors._excepthook(errors.Cancelled, errors.Cancelled(), None)
+    assert "Cancelled" not in errors.shown_errors[-1]
+    with caplog.at_level("WARNING", logger="specula.qt"):
+        errors._qt_message_handler(QtMsgType.QtWarningMsg, None, "a qt warning")
+    assert "a qt warning" in caplog.text

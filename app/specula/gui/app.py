@@ -11,6 +11,17 @@ from PySide6.QtWidgets import QApplication
 from specula.core import paths
 
 
+def binding_problem() -> str | None:
+    """A sentence when the installed Qt binding is known to crash Specula, else None."""
+    import PySide6
+
+    if PySide6.__version__ == "6.12.0" and sys.version_info < (3, 12):
+        return ("PySide6 6.12.0 drops a reference to None/True on every signal emit and "
+                "processEvents() under Python < 3.12, which aborts the interpreter. "
+                "Install another version: pip install 'PySide6-Essentials!=6.12.0'.")
+    return None
+
+
 def ensure_qapp() -> QApplication:
     QCoreApplication.setOrganizationName("Specula")
     QCoreApplication.setApplicationName("Specula")
@@ -40,6 +51,11 @@ def run_app(model: str | None = None, draft: str | None = None) -> int:
     from specula.gui import errors
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    problem = binding_problem()
+    if problem:
+        logging.getLogger("specula").error(problem)
+        print(f"specula: {problem}", file=sys.stderr)
+        return 2
     app = ensure_qapp()
     errors.install()
     logging.getLogger("specula").info("data in %s", paths.data_dir())

@@ -28,6 +28,8 @@ _QT_LEVELS = {
 
 # What the last error dialogs said (newest last): the tests read it instead of a modal box.
 shown_errors: list[str] = []
+# Open dialogs without a parent: Python must hold them or they vanish at once.
+_open_boxes: set[QMessageBox] = set()
 
 
 class Cancelled(Exception):
@@ -46,6 +48,8 @@ def show_error(parent: QWidget | None, title: str, text: str, details: str = "")
         box.setDetailedText(details)
     box.setModal(False)
     box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    _open_boxes.add(box)
+    box.finished.connect(lambda _r: _open_boxes.discard(box))
     box.open()
 
 
