@@ -121,13 +121,17 @@ def test_bad_file_gives_clear_message(make_window, tmp_path, qtbot) -> None:  # 
     assert not w.ctx.engine.has_target and w.chat.model_bar.progress.isHidden()
 
 
-def test_load_can_be_cancelled(make_window, tiny, qtbot) -> None:  # type: ignore[no-untyped-def]
-    w = make_window()
-    bar = w.chat.model_bar
-    with qtbot.waitSignal(w.ctx.engine.load_cancelled, timeout=30000) as blocker:
-        bar.choose_target(str(tiny["target"]))
+def test_load_can_be_cancelled(loaded, tiny, qtbot) -> None:  # type: ignore[no-untyped-def]
+    page, engine = loaded.chat, loaded.ctx.engine
+    bar = page.model_bar
+    page.settings_panel.max_tokens.setValue(3000)
+    page.composer.setPlainText("keep the engine busy")
+    page.send_button.click()  # the load below queues behind this reply on the engine thread
+    with qtbot.waitSignal(engine.load_cancelled, timeout=60000) as blocker:
+        bar.choose_target(str(tiny["exact_draft"]))
         assert bar.progress.isVisibleTo(bar) and bar.cancel.isVisibleTo(bar)
-        bar.cancel.click()  # before the worker even starts: the first progress call says stop
+        bar.cancel.click()  # set before the worker reaches the load: its first progress call stops it
+        page.stop()
     assert blocker.args == ["target"]
-    assert not w.ctx.engine.has_target and bar.progress.isHidden()
-    assert "cancelled" in bar.status.text()
+    assert engine.target_info.display_name == "tiny-target", "the loaded target stays"
+    assert bar.progress.isHidden() and "cancelled" in bar.status.text()
