@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.events import Done, Event, TokenEvent
+from specula.core.engine.llama import Batch, Context, Model
 from specula.core.engine.sampling import SamplingParams
 from specula.core.engine.session import Engine, EngineOptions
 
@@ -45,6 +47,18 @@ def run(eng: Engine, prompt: str | list[int], sampling: SamplingParams, spec: Sp
 
 
 PLAIN = SpecConfig(mode=Mode.PLAIN)
+
+
+def fresh_logits(model: Model | None, tokens: list[int]) -> np.ndarray:
+    """The target's next-token logits after ``tokens``, from a new context in one batch."""
+    assert model is not None
+    ctx = Context(model, n_ctx=512, n_threads=2)
+    b = Batch(512)
+    b.fill(tokens, 0, outputs="last")
+    ctx.decode(b)
+    out = ctx.logits(-1).copy()
+    ctx.close()
+    return out
 
 
 def chain(k: int, **kw: object) -> SpecConfig:

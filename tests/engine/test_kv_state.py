@@ -8,21 +8,11 @@ from pathlib import Path
 import numpy as np
 
 from specula.core.engine.events import Done, StopReason, TokenEvent
-from specula.core.engine.llama import Batch, Context
+from specula.core.engine.llama import Batch
 from specula.core.engine.sampling import SamplingParams
-from tests.engine.conftest import PLAIN, chain, make_engine, run
+from tests.engine.conftest import PLAIN, chain, fresh_logits, make_engine, run
 
 GREEDY = SamplingParams(max_tokens=40)
-
-
-def _fresh_logits(model, tokens):  # type: ignore[no-untyped-def]
-    ctx = Context(model, n_ctx=512, n_threads=2)
-    b = Batch(512)
-    b.fill(tokens, 0, outputs="last")
-    ctx.decode(b)
-    out = ctx.logits(-1).copy()
-    ctx.close()
-    return out
 
 
 def test_logits_after_rejections_equal_fresh_evaluation(tiny: dict[str, Path]) -> None:
@@ -36,14 +26,14 @@ def test_logits_after_rejections_equal_fresh_evaluation(tiny: dict[str, Path]) -
     b.fill([committed[-1]], len(committed) - 1, outputs="last")
     gen.ctx.decode(b)
     got = gen.ctx.logits(-1).copy()
-    want = _fresh_logits(eng.target_model, committed)
+    want = fresh_logits(eng.target_model, committed)
     # Batch shape changes f32/f16 rounding a little (measured ~1e-2); a stale KV entry
     # (a rejected token left in the cache) changes logits by whole units, as the control shows.
     assert float(np.max(np.abs(got - want))) < 0.05
     assert int(np.argmax(got)) == int(np.argmax(want))
     stale = list(committed)
     stale[len(done.prompt_token_ids) + 3] = (stale[len(done.prompt_token_ids) + 3] + 1) % 300
-    control = _fresh_logits(eng.target_model, stale)
+    control = fresh_logits(eng.target_model, stale)
     assert float(np.max(np.abs(control - want))) > 0.5
     # the draft's cache holds only tokens of the committed sequence
     drafter = eng._drafter

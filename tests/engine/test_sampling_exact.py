@@ -10,25 +10,16 @@ import numpy as np
 import pytest
 
 from specula.core.engine import sampling
-from specula.core.engine.llama import Batch, Context
 from specula.core.engine.sampling import SamplingParams
 from specula.core.engine.session import Engine
-from tests.engine.conftest import chain, make_engine, run
+from tests.engine.conftest import chain, fresh_logits, make_engine, run
 
 PARAMS = SamplingParams(temperature=1.0, top_k=5, top_p=1.0, min_p=0.0, max_tokens=2)
 N_RUNS = 3000
 
 
 def _logits_after(eng: Engine, tokens: list[int]) -> np.ndarray:
-    model = eng.target_model
-    assert model is not None
-    ctx = Context(model, n_ctx=256, n_threads=2)
-    b = Batch(256)
-    b.fill(tokens, 0, outputs="last")
-    ctx.decode(b)
-    out = ctx.logits(-1).copy()
-    ctx.close()
-    return out
+    return fresh_logits(eng.target_model, tokens)
 
 
 def _exact_joint(eng: Engine, prompt: list[int], params: SamplingParams) -> dict[tuple[int, int], float]:

@@ -11,8 +11,7 @@ from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.llama import Batch
 from specula.core.engine.sampling import SamplingParams
 from specula.core.engine.session import Engine
-from tests.engine.conftest import PLAIN, make_engine, run
-from tests.engine.test_kv_state import _fresh_logits
+from tests.engine.conftest import PLAIN, fresh_logits, make_engine, run
 from tests.engine.test_sampling_exact import N_RUNS, PARAMS, _chi2_pvalue, _exact_joint
 
 GREEDY = SamplingParams(max_tokens=48)
@@ -48,7 +47,7 @@ def test_tree_kv_after_step_equals_fresh(tiny: dict[str, Path]) -> None:
     b.fill([committed[-1]], len(committed) - 1, outputs="last")
     gen.ctx.decode(b)
     got = gen.ctx.logits(-1).copy()
-    want = _fresh_logits(eng.target_model, committed)
+    want = fresh_logits(eng.target_model, committed)
     assert float(np.max(np.abs(got - want))) < 0.05
     eng.close()
 

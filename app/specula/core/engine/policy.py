@@ -67,32 +67,42 @@ class DraftPolicy(Protocol):
         """The reply is over (persist what was learnt)."""
 
 
-class PlainPolicy:
-    name = "plain"
+class StaticPolicy:
+    """A policy that learns nothing: the fixed modes share these defaults."""
+
+    name = "static"
+    sync_at_prefill = False
+
+    def __init__(self, cfg: SpecConfig | None = None) -> None:
+        self.cfg = cfg or SpecConfig()
 
     def plan(self, inp: PlanInput) -> Plan:
         return Plan("none", 0)
 
     def keep_drafting(self, i: int, p_top: float, entropy: float) -> tuple[bool, bool]:
-        return False, False
+        return True, True
 
     def observe(self, outcome: Outcome) -> None:
         return None
 
     def sync_draft_at_prefill(self) -> bool:
-        return False
+        return self.sync_at_prefill
 
     def finish(self) -> None:
         return None
 
 
-class FixedPolicy:
+class PlainPolicy(StaticPolicy):
+    """No drafting: one target token per step."""
+
+    name = "plain"
+
+
+class FixedPolicy(StaticPolicy):
     """Always draft ``draft_max`` tokens with the draft model, cut short below ``p_min``."""
 
     name = "chain"
-
-    def __init__(self, cfg: SpecConfig) -> None:
-        self.cfg = cfg
+    sync_at_prefill = True
 
     def plan(self, inp: PlanInput) -> Plan:
         k = min(self.cfg.draft_max, inp.room)
@@ -102,64 +112,26 @@ class FixedPolicy:
         keep = p_top >= self.cfg.p_min
         return keep, keep
 
-    def observe(self, outcome: Outcome) -> None:
-        return None
 
-    def sync_draft_at_prefill(self) -> bool:
-        return True
-
-    def finish(self) -> None:
-        return None
-
-
-class TreePolicy:
+class TreePolicy(StaticPolicy):
     """Always draft a token tree of ``tree_budget`` nodes, ``tree_width`` children per node."""
 
     name = "tree"
-
-    def __init__(self, cfg: SpecConfig) -> None:
-        self.cfg = cfg
+    sync_at_prefill = True
 
     def plan(self, inp: PlanInput) -> Plan:
         if inp.room <= 0 or not inp.has_draft:
             return Plan("none", 0)
         return Plan("tree", self.cfg.tree_budget)
 
-    def keep_drafting(self, i: int, p_top: float, entropy: float) -> tuple[bool, bool]:
-        return True, True
 
-    def observe(self, outcome: Outcome) -> None:
-        return None
-
-    def sync_draft_at_prefill(self) -> bool:
-        return True
-
-    def finish(self) -> None:
-        return None
-
-
-class LookupPolicy:
+class LookupPolicy(StaticPolicy):
     """Prompt lookup only: propose the matched continuation, else a plain step."""
 
     name = "lookup"
-
-    def __init__(self, cfg: SpecConfig) -> None:
-        self.cfg = cfg
 
     def plan(self, inp: PlanInput) -> Plan:
         k = min(self.cfg.draft_max, inp.room, len(inp.lookup_tokens))
         if k <= 0:
             return Plan("none", 0)
         return Plan("lookup", k, inp.lookup_tokens[:k])
-
-    def keep_drafting(self, i: int, p_top: float, entropy: float) -> tuple[bool, bool]:
-        return True, True
-
-    def observe(self, outcome: Outcome) -> None:
-        return None
-
-    def sync_draft_at_prefill(self) -> bool:
-        return False
-
-    def finish(self) -> None:
-        return None

@@ -127,16 +127,20 @@ class Engine:
         except GGUFError as exc:
             raise LoadError(str(exc)) from exc
 
-    def load_target(self, path: str | Path, progress: Progress | None = None) -> ModelInfo:
-        """Load (or replace) the target; a loaded draft is re-checked against it."""
-        info = self._info(path)
-        model = Model(path, n_gpu_layers=self.options.n_gpu_layers_target, progress=progress,
+    def _load(self, path: str | Path, info: ModelInfo, gpu_layers: int,
+              progress: Progress | None) -> tuple[Model, Context]:
+        model = Model(path, n_gpu_layers=gpu_layers, progress=progress,
                       quantization=info.quantization, load_mode=self._load_mode)
         try:
-            ctx = self._context(model)
+            return model, self._context(model)
         except LoadError:
             model.close()
             raise
+
+    def load_target(self, path: str | Path, progress: Progress | None = None) -> ModelInfo:
+        """Load (or replace) the target; the draft is unloaded with the old target."""
+        info = self._info(path)
+        model, ctx = self._load(path, info, self.options.n_gpu_layers_target, progress)
         self.unload()
         self._target, self.target_info = model, info
         self._template = ChatTemplate.for_model(model)
@@ -152,13 +156,7 @@ class Engine:
         report = check(self.target_info, info)
         if not report.usable:
             raise IncompatibleDraft(report)
-        model = Model(path, n_gpu_layers=self.options.n_gpu_layers_draft, progress=progress,
-                      quantization=info.quantization, load_mode=self._load_mode)
-        try:
-            ctx = self._context(model)
-        except LoadError:
-            model.close()
-            raise
+        model, ctx = self._load(path, info, self.options.n_gpu_layers_draft, progress)
         self.unload_draft()
         self._draft, self.draft_info, self.compat = model, info, report
         self._drafter = DraftModelDrafter(ctx, min(model.n_vocab, self._target.n_vocab))
