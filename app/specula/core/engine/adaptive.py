@@ -199,6 +199,9 @@ class AdaptivePolicy:
         plain = 1.0 / v1
         d_rate, _ = self._draft_rate(k_max) if inp.has_draft else (0.0, 0)
         l_rate, l_k = self._lookup_rate(inp, k_max)
+        if self._lookup_untried(inp):
+            k = min(k_max, len(inp.lookup_tokens))
+            return self._decide(Plan("lookup", k, inp.lookup_tokens[:k]))
         if l_rate > max(plain, d_rate) and inp.lookup_tokens:
             return self._decide(Plan("lookup", l_k, inp.lookup_tokens[:l_k]))
         if d_rate > plain:
@@ -216,6 +219,13 @@ class AdaptivePolicy:
         if tree is None or chain is None or self.draft_steps % 32 == 0:
             return Plan("tree" if tree is None and chain is not None else "draft", k_max)
         return Plan("tree", self.cfg.tree_budget) if tree > chain else Plan("draft", k_max)
+
+    def _lookup_untried(self, inp: PlanInput) -> bool:
+        """A match of 2+ tokens whose length has been judged fewer than 8 times: try it."""
+        return (
+            len(inp.lookup_tokens) >= 2 and inp.lookup_match >= 2
+            and self.acc.lookup_tot.get(inp.lookup_match, 0.0) < 8
+        )
 
     def _decide(self, plan: Plan, probe: bool = False) -> Plan:
         self.decisions["probe" if probe else plan.source] += 1

@@ -200,6 +200,8 @@ class Generator:
                 relaxed_accepted=n_relaxed,
             )
             stats.add_step(rec)
+            if step % 16 == 0:
+                stats.sample_memory()
             stats.draft_tokens_emitted += sum(1 for e in events if isinstance(e, TokenEvent) and e.source is not Source.TARGET)
             stats.tokens = len(generated)
             stats.total_s = time.perf_counter() - t_start
