@@ -22,9 +22,13 @@ def test_pair_badge_roles(hub_models: dict[str, Path]) -> None:
     big, small = read_model_info(hub_models["big"]), read_model_info(hub_models["small"])
     zebra = read_model_info(hub_models["zebra"])
     assert pair_badge(None, small).tone is Tone.NEUTRAL
-    assert pair_badge(big, small, "x-0.5B.gguf").text == "✓ drafts for Tiny-Coder-7B-Instruct"
-    assert pair_badge(small, big, "x-7B.gguf").text == \
-        "✓ can be drafted by Tiny-Coder-0.5B-Instruct"
+    good = pair_badge(big, small, "x-0.5B.gguf")
+    assert good.text == "✓ draft for it" and good.tone is Tone.GOOD
+    assert good.detail.startswith("Tiny-Coder-0.5B-Instruct can draft for Tiny-Coder-7B-Instruct")
+    larger = pair_badge(small, big, "x-7B.gguf")
+    assert larger.text == "✓ target for it"
+    assert larger.detail.startswith("Tiny-Coder-0.5B-Instruct can draft for Tiny-Coder-7B")
+    assert pair_badge(big, big).text == "✓ same size, same tokens"
     bad = pair_badge(big, zebra)
     assert bad.tone is Tone.BAD and bad.text == "incompatible"
 

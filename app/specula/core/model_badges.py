@@ -106,7 +106,10 @@ def fit_badge(info: ModelInfo, weights: int | None, *, draft: ModelInfo | None =
 
 def pair_badge(loaded: ModelInfo | None, candidate: ModelInfo,
                candidate_name: str | None = None) -> Badge:
-    """Can ``candidate`` draft for the loaded target (or, when larger, be drafted by it)?"""
+    """Can ``candidate`` draft for the loaded target (or, when larger, be drafted by it)?
+
+    The short text is relative to the loaded target ("draft for it"); the detail names both.
+    """
     if loaded is None:
         return Badge("no target loaded", Tone.NEUTRAL,
                      "Load a target model on the chat page to check compatibility.")
@@ -118,10 +121,16 @@ def pair_badge(loaded: ModelInfo | None, candidate: ModelInfo,
     name = loaded.display_name
     if not report.usable:
         return Badge("incompatible", Tone.BAD, f"With {name}: {report.reason()}")
-    role = f"drafts for {name}" if as_draft else f"can be drafted by {name}"
+    mine_name = candidate.display_name
+    if mine is not None and theirs is not None and abs(mine - theirs) <= 0.02 * theirs:
+        text, sentence = "same size, same tokens", f"{mine_name} is as large as {name}"
+    elif as_draft:
+        text, sentence = "draft for it", f"{mine_name} can draft for {name}"
+    else:
+        text, sentence = "target for it", f"{name} can draft for {mine_name}"
     tone = Tone.GOOD if report.verdict is Verdict.IDENTICAL else Tone.OK
     mark = "✓" if tone is Tone.GOOD else "≈"
-    return Badge(f"{mark} {role}", tone, report.reason())
+    return Badge(f"{mark} {text}", tone, f"{sentence} (the loaded target): {report.reason()}")
 
 
 def error_badge(message: str) -> Badge:

@@ -56,7 +56,8 @@ class MainWindow(QMainWindow):
         lay.setSpacing(0)
         self.nav = QListWidget(central)
         self.nav.setObjectName("NavBar")
-        self.nav.setFixedWidth(104)
+        self.nav.setFixedWidth(120)
+        self.nav.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.nav.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.stack = QStackedWidget(central)
         self.pages: dict[str, QWidget] = {}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from PySide6.QtCore import Qt
+
 from specula.core.model_badges import Tone
 from specula.gui.models.discover_page import DiscoverPage
 from specula.gui.models.repo_files_view import FIT_COL, PAIR_COL
@@ -75,7 +77,9 @@ def test_compatibility_with_the_loaded_target(ctx, fake_hub: FakeHub, hub_models
     with qtbot.waitSignal(ctx.engine.target_loaded, timeout=60000):
         ctx.engine.load_target(str(hub_models["big"]))
     _open(page, qtbot, SMALL_REPO)
-    assert _badges(page)[SMALL_FILE][1] == "✓ drafts for Tiny-Coder-7B-Instruct"
+    assert _badges(page)[SMALL_FILE][1] == "✓ draft for it"
+    header = page.files_model.headerData(PAIR_COL, Qt.Orientation.Horizontal)
+    assert header == "With Tiny-Coder-7B-Instruct (loaded)"
     _open(page, qtbot, ZEBRA_REPO)
     (_fit, pair), = _badges(page).values()
     assert pair == "incompatible"

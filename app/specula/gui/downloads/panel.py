@@ -21,7 +21,6 @@ from PySide6.QtWidgets import (
     QPushButton,
     QStyle,
     QStyledItemDelegate,
-    QStyleOptionProgressBar,
     QStyleOptionViewItem,
     QVBoxLayout,
     QWidget,
@@ -43,6 +42,10 @@ _STATE_WORDS = {DownloadState.DONE: "done", DownloadState.FAILED: "failed",
                 DownloadState.CANCELLED: "cancelled", DownloadState.PAUSED: "paused",
                 DownloadState.VERIFYING: "checksum", DownloadState.RUNNING: "downloading",
                 DownloadState.PENDING: "waiting"}
+
+
+_BAR_COLOURS = {DownloadState.DONE: "#2f9e64", DownloadState.PAUSED: "#c8a13a",
+                DownloadState.FAILED: "#c0504d"}
 
 
 class DownloadDelegate(QStyledItemDelegate):
@@ -85,15 +88,17 @@ class DownloadDelegate(QStyledItemDelegate):
         painter.drawText(title_rect.adjusted(title_w, 0, 0, 0), Qt.AlignmentFlag.AlignVCenter,
                          metrics.elidedText(item.record.repo_id, Qt.TextElideMode.ElideRight,
                                             max(title_rect.width() - title_w, 0)))
-        # progress bar
-        bar_rect = QRect(rect.left(), rect.top() + metrics.height() + 9, rect.width(), 10)
-        bar = QStyleOptionProgressBar()
-        bar.rect = bar_rect
-        bar.minimum, bar.maximum = 0, 1000
-        bar.progress = int(item.fraction * 1000) if state is not DownloadState.CANCELLED else 0
-        bar.textVisible = False
-        bar.state = QStyle.StateFlag.State_Enabled
-        style.drawControl(QStyle.ControlElement.CE_ProgressBar, bar, painter, widget)
+        # progress bar (drawn here: a style sheet does not reach a delegate's bar)
+        bar = QRect(rect.left(), rect.top() + metrics.height() + 10, rect.width(), 8)
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(tone_colours(Tone.NEUTRAL)[0])
+        painter.drawRoundedRect(bar, 4, 4)
+        fraction = 0.0 if state is DownloadState.CANCELLED else item.fraction
+        if fraction > 0:
+            fill = QRect(bar.left(), bar.top(), max(int(bar.width() * fraction), 8), bar.height())
+            painter.setBrush(QColor(_BAR_COLOURS.get(state, "#6c5ce7")))
+            painter.drawRoundedRect(fill, 4, 4)
+        bar_rect = bar
         # status line
         status_rect = QRect(rect.left(), bar_rect.bottom() + 5, rect.width(), metrics.height() + 2)
         colour = tone_colours(Tone.BAD)[1] if state is DownloadState.FAILED else QColor(

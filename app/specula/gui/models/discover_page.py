@@ -83,7 +83,7 @@ class DiscoverPage(QWidget):
         split.addWidget(self._repo_side())
         split.setStretchFactor(0, 2)
         split.setStretchFactor(1, 3)
-        split.setSizes([470, 830])
+        split.setSizes([520, 780])
         outer.addWidget(split, 1)
         self.splitter = split
 
@@ -140,7 +140,7 @@ class DiscoverPage(QWidget):
         self.files = RepoFilesView(self.files_model, w)
         self.files.selectionModel().currentRowChanged.connect(self._on_file_selected)
         self.files.doubleClicked.connect(lambda _i: self.download_selected())
-        lay.addWidget(self.files, 3)
+        lay.addWidget(self.files, 2)
         row = QHBoxLayout()
         self.download_button = QPushButton("Download", w)
         self.download_button.setObjectName("Primary")
@@ -250,6 +250,7 @@ class DiscoverPage(QWidget):
         self.files_model.mark_busy()
         engine = self.ctx.engine
         target, draft = engine.target_info, engine.draft_info
+        self.files_model.set_loaded_name(target.display_name if target else "")
         n_ctx = self.n_ctx.value()
         cache, errors = dict(self.headers), dict(self.header_errors)
         gpu_known = self.gpu_free

@@ -81,6 +81,7 @@ class DraftsPanel(QFrame):
         lay.addWidget(self.status)
         self.list = QListWidget(self)
         self.list.setObjectName("DraftList")
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         lay.addWidget(self.list, 1)
         self.buttons: dict[str, QPushButton] = {}  # "repo/file" -> its Download button
 
@@ -133,7 +134,9 @@ class DraftsPanel(QFrame):
                     lambda _=False, r=repo, n=name, s=c.size or 0: self.download_requested.emit(r, n, s))
                 lay.addWidget(button)
                 self.buttons[c.source] = button
-        item.setSizeHint(row.sizeHint())
+        hint = row.sizeHint()
+        hint.setHeight(hint.height() + 14)  # the list's item padding
+        item.setSizeHint(hint)
         item.setData(Qt.ItemDataRole.UserRole, c.source)
         self.list.setItemWidget(item, row)
 

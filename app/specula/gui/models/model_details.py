@@ -112,6 +112,8 @@ class ModelDetails(QFrame):
         lay.addWidget(self.pairs_status)
         self.pairs = QListWidget(self)
         self.pairs.setObjectName("PairsList")
+        self.pairs.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.pairs.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         lay.addWidget(self.pairs, 1)
         self.show_model(None)
 
@@ -159,8 +161,8 @@ class ModelDetails(QFrame):
         for p in pairs:
             mark = "✓" if p.report.verdict.value == "identical" else "≈"
             name = p.model.info.display_name if p.model.info else p.model.name
-            item = QListWidgetItem(f"{mark} {role}: {name}  ({p.model.name}, "
-                                   f"{human_size(p.model.size)})")
+            item = QListWidgetItem(f"{mark} {role}: {name}\n     {p.model.name} · "
+                                   f"{human_size(p.model.size)}")
             item.setToolTip(f"{p.model.path}\n{p.report.reason()}")
             item.setData(PATH_ROLE, str(p.model.path))
             self.pairs.addItem(item)

@@ -25,7 +25,7 @@ from specula.core.model_badges import READING, Badge, FileBadges, error_badge, h
 from specula.gui.models.badges import BADGE_ROLE, BadgeDelegate
 
 FILE_ROLE = Qt.ItemDataRole.UserRole + 1
-COLUMNS = ("File", "Size", "Quantization", "Fit on this machine", "With the loaded model")
+COLUMNS = ("File", "Size", "Quantization", "Fit on this machine", "With the loaded target")
 FIT_COL, PAIR_COL = 3, 4
 
 
@@ -55,6 +55,7 @@ class RepoFilesModel(QAbstractTableModel):
     def __init__(self, parent: object = None) -> None:
         super().__init__(parent)  # type: ignore[arg-type]
         self.rows: list[FileRow] = []
+        self.loaded_name = ""  # the loaded target the compatibility column compares with
         self.spinner_frame = 0
         self._spin = QTimer(self)
         self._spin.setInterval(100)
@@ -119,8 +120,15 @@ class RepoFilesModel(QAbstractTableModel):
     def headerData(self, section: int, orientation: Qt.Orientation,
                    role: int = Qt.ItemDataRole.DisplayRole) -> object:
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            if section == PAIR_COL and self.loaded_name:
+                return f"With {self.loaded_name} (loaded)"
             return COLUMNS[section]
         return None
+
+    def set_loaded_name(self, name: str) -> None:
+        if name != self.loaded_name:
+            self.loaded_name = name
+            self.headerDataChanged.emit(Qt.Orientation.Horizontal, PAIR_COL, PAIR_COL)
 
     def badge(self, row: FileRow, col: int) -> Badge:
         if row.error is not None:
@@ -176,10 +184,8 @@ class RepoFilesView(QTableView):
         header = self.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        header.setSectionResizeMode(PAIR_COL, QHeaderView.ResizeMode.Interactive)
-        header.resizeSection(PAIR_COL, 250)
-        header.resizeSection(FIT_COL, 190)
         header.setSectionResizeMode(FIT_COL, QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(FIT_COL, 200)
 
     def selected_row(self) -> FileRow | None:
         index = self.currentIndex()
