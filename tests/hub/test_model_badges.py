@@ -28,7 +28,7 @@ def test_pair_badge_roles(hub_models: dict[str, Path]) -> None:
     larger = pair_badge(small, big, "x-7B.gguf")
     assert larger.text == "✓ target for it"
     assert larger.detail.startswith("Tiny-Coder-0.5B-Instruct can draft for Tiny-Coder-7B")
-    assert pair_badge(big, big).text == "✓ same size, same tokens"
+    assert pair_badge(big, big).text == "✓ same size"
     bad = pair_badge(big, zebra)
     assert bad.tone is Tone.BAD and bad.text == "incompatible"
 

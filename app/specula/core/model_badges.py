@@ -123,7 +123,7 @@ def pair_badge(loaded: ModelInfo | None, candidate: ModelInfo,
         return Badge("incompatible", Tone.BAD, f"With {name}: {report.reason()}")
     mine_name = candidate.display_name
     if mine is not None and theirs is not None and abs(mine - theirs) <= 0.02 * theirs:
-        text, sentence = "same size, same tokens", f"{mine_name} is as large as {name}"
+        text, sentence = "same size", f"{mine_name} is as large as {name} (no speed-up)"
     elif as_draft:
         text, sentence = "draft for it", f"{mine_name} can draft for {name}"
     else:

@@ -67,9 +67,9 @@ def test_files_grouped_with_badges_and_header_cache(ctx, fake_hub: FakeHub, qtbo
     assert fit in ("fits on GPU", "CPU only", "partially offloaded")
     assert pair == "no target loaded"
     assert model.data(model.index(0, 2)) == "F32"  # what the header says (tiny models are F32)
-    reads = len(fake_hub.requests_to("/cdn/"))
+    reads = len(fake_hub.requests_to(f"/cdn/{TARGET_REPO}/"))  # (drafts read other repos)
     _open(page, qtbot, TARGET_REPO)  # the second look reads no header again
-    assert len(fake_hub.requests_to("/cdn/")) == reads
+    assert len(fake_hub.requests_to(f"/cdn/{TARGET_REPO}/")) == reads
 
 
 def test_compatibility_with_the_loaded_target(ctx, fake_hub: FakeHub, hub_models, qtbot) -> None:  # type: ignore[no-untyped-def]
@@ -78,8 +78,10 @@ def test_compatibility_with_the_loaded_target(ctx, fake_hub: FakeHub, hub_models
         ctx.engine.load_target(str(hub_models["big"]))
     _open(page, qtbot, SMALL_REPO)
     assert _badges(page)[SMALL_FILE][1] == "✓ draft for it"
-    header = page.files_model.headerData(PAIR_COL, Qt.Orientation.Horizontal)
-    assert header == "With Tiny-Coder-7B-Instruct (loaded)"
+    tip = page.files_model.headerData(PAIR_COL, Qt.Orientation.Horizontal,
+                                      Qt.ItemDataRole.ToolTipRole)
+    assert tip == "Compatibility with Tiny-Coder-7B-Instruct, the loaded target"
+    assert "against Tiny-Coder-7B-Instruct (loaded target)" in page.files_status.text()
     _open(page, qtbot, ZEBRA_REPO)
     (_fit, pair), = _badges(page).values()
     assert pair == "incompatible"

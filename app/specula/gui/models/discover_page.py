@@ -83,7 +83,7 @@ class DiscoverPage(QWidget):
         split.addWidget(self._repo_side())
         split.setStretchFactor(0, 2)
         split.setStretchFactor(1, 3)
-        split.setSizes([520, 780])
+        split.setSizes([540, 760])
         outer.addWidget(split, 1)
         self.splitter = split
 
@@ -115,6 +115,7 @@ class DiscoverPage(QWidget):
         self.results.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.results.verticalHeader().hide()
         self.results.setShowGrid(False)
+        self.results.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         header = self.results.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
@@ -217,9 +218,8 @@ class DiscoverPage(QWidget):
     def _on_listing(self, listing: RepoListing) -> None:
         self.listing = listing
         self.description.setText(listing.description or "No model card description.")
-        n = len(listing.models)
-        self.files_status.setText(f"{n} GGUF model{'s' if n != 1 else ''}" if n else
-                                  "This repository has no GGUF files.")
+        if not listing.models:
+            self.files_status.setText("This repository has no GGUF files.")
         self.files_model.set_models(listing.models, self._local_files(listing))
         self.files_listed.emit(listing.repo_id)
         if listing.models:
@@ -251,6 +251,12 @@ class DiscoverPage(QWidget):
         engine = self.ctx.engine
         target, draft = engine.target_info, engine.draft_info
         self.files_model.set_loaded_name(target.display_name if target else "")
+        n = len(listing.models)
+        against = (f"compatibility against {target.display_name} (loaded target)" if target
+                   else "no target loaded: load one on the chat page to check compatibility")
+        self.files_status.setObjectName("Muted")
+        self._restyle(self.files_status)
+        self.files_status.setText(f"{n} GGUF model{'s' if n != 1 else ''} · {against}")
         n_ctx = self.n_ctx.value()
         cache, errors = dict(self.headers), dict(self.header_errors)
         gpu_known = self.gpu_free

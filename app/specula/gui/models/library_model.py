@@ -18,13 +18,16 @@ from specula.core.model_badges import human_params, human_size
 MODEL_ROLE = Qt.ItemDataRole.UserRole + 1
 SORT_ROLE = Qt.ItemDataRole.UserRole + 2
 
-COLUMNS = ("Name", "Architecture", "Parameters", "Quantization", "Size", "Context",
-           "Tokenizer", "Location")
+COLUMNS = ("Name", "Arch", "Params", "Quant", "Size", "Context", "Tokenizer", "Location")
+HEADER_TIPS = ("File name", "Architecture", "Parameters", "Quantization", "On disk (all parts)",
+               "Context length the model was trained for", "Tokenizer fingerprint (shortened)",
+               "Repository or folder")
 
 
 def _location(model: LocalModel) -> str:
-    where = model.repo_id or str(model.path.parent)
-    return where if model.managed else f"{where}  ({model.root})"
+    if model.managed:
+        return model.repo_id or str(model.path.parent)
+    return str(model.path.parent)  # an extra folder: where the file really is
 
 
 class LibraryTableModel(QAbstractTableModel):
@@ -47,6 +50,8 @@ class LibraryTableModel(QAbstractTableModel):
                    role: int = Qt.ItemDataRole.DisplayRole) -> object:
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
             return COLUMNS[section]
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.ToolTipRole:
+            return HEADER_TIPS[section]
         return None
 
     def data(self, index: QModelIndex | QPersistentModelIndex,

@@ -93,7 +93,7 @@ class LibraryPage(QWidget):
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
-        header.resizeSection(0, 290)
+        header.resizeSection(0, 260)
         header.setStretchLastSection(True)
         self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.table.selectionModel().currentRowChanged.connect(self._on_current)
@@ -108,7 +108,7 @@ class LibraryPage(QWidget):
         split.addWidget(self.details)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
-        split.setSizes([900, 400])
+        split.setSizes([930, 370])
         outer.addWidget(split, 1)
         self.splitter = split
 

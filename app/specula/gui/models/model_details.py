@@ -74,6 +74,7 @@ class ModelDetails(QFrame):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("SidePanel")
+        self.setMaximumWidth(430)
         self.model: LocalModel | None = None
         self.library: list[LocalModel] = []
         self._task: Task | None = None
@@ -94,7 +95,12 @@ class ModelDetails(QFrame):
         self.remove = QPushButton("Remove…", self)
         self.remove.setObjectName("Danger")
         self.remove.clicked.connect(lambda: self.model and self.remove_requested.emit(self.model))
-        for b in (self.load_target, self.load_draft, self.reveal, self.remove):
+        for b in (self.load_target, self.load_draft):
+            buttons.addWidget(b)
+        buttons.addStretch(1)
+        lay.addLayout(buttons)
+        buttons = QHBoxLayout()
+        for b in (self.reveal, self.remove):
             buttons.addWidget(b)
         buttons.addStretch(1)
         lay.addLayout(buttons)

@@ -25,7 +25,7 @@ from specula.core.model_badges import READING, Badge, FileBadges, error_badge, h
 from specula.gui.models.badges import BADGE_ROLE, BadgeDelegate
 
 FILE_ROLE = Qt.ItemDataRole.UserRole + 1
-COLUMNS = ("File", "Size", "Quantization", "Fit on this machine", "With the loaded target")
+COLUMNS = ("File", "Size", "Quant", "Fit on this machine", "With the loaded target")
 FIT_COL, PAIR_COL = 3, 4
 
 
@@ -119,10 +119,15 @@ class RepoFilesModel(QAbstractTableModel):
 
     def headerData(self, section: int, orientation: Qt.Orientation,
                    role: int = Qt.ItemDataRole.DisplayRole) -> object:
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            if section == PAIR_COL and self.loaded_name:
-                return f"With {self.loaded_name} (loaded)"
+        if orientation != Qt.Orientation.Horizontal:
+            return None
+        if role == Qt.ItemDataRole.DisplayRole:
             return COLUMNS[section]
+        if role == Qt.ItemDataRole.ToolTipRole and section == PAIR_COL:
+            return (f"Compatibility with {self.loaded_name}, the loaded target" if self.loaded_name
+                    else "No target is loaded")
+        if role == Qt.ItemDataRole.ToolTipRole and section == FIT_COL:
+            return "As the target, with the loaded draft, at the chosen context length"
         return None
 
     def set_loaded_name(self, name: str) -> None:
@@ -184,8 +189,11 @@ class RepoFilesView(QTableView):
         header = self.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        header.setSectionResizeMode(FIT_COL, QHeaderView.ResizeMode.Interactive)
-        header.resizeSection(FIT_COL, 200)
+        for col, width in ((FIT_COL, 165), (PAIR_COL, 185)):
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
+            header.resizeSection(col, width)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setTextElideMode(Qt.TextElideMode.ElideMiddle)
 
     def selected_row(self) -> FileRow | None:
         index = self.currentIndex()
