@@ -50,3 +50,13 @@ def test_migrates_v1_and_drops_bad_values() -> None:
 def test_corrupt_file_gives_defaults() -> None:
     Settings.path().write_text("{not json")
     assert Settings.load() == Settings()
+
+
+def test_v2_gains_model_folders(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"schema_version": 2, "theme": "light"}), encoding="utf-8")
+    s = Settings.load(path)
+    assert (s.schema_version, s.theme, s.models_dir, s.extra_model_dirs) == (3, "light", "", [])
+    assert s.add_extra_dir(str(tmp_path)) and not s.add_extra_dir(str(tmp_path))
+    s.save(path)
+    assert Settings.load(path).extra_model_dirs == [str(tmp_path)]

@@ -14,9 +14,10 @@ from tests.gui.conftest import close_window
 
 def test_pages_and_navigation(make_window) -> None:  # type: ignore[no-untyped-def]
     w = make_window()
-    assert [p.key for p in PAGES] == ["chat", "compare", "settings"]
+    assert [p.key for p in PAGES] == ["chat", "compare", "discover", "models", "downloads",
+                                     "settings"]
     assert w.nav.count() == len(PAGES)
-    for key in ("compare", "settings", "chat"):
+    for key in ("compare", "discover", "models", "downloads", "settings", "chat"):
         page = w.show_page(key)
         assert w.stack.currentWidget() is page
 

@@ -22,7 +22,7 @@ from specula.core.engine.sampling import SamplingParams
 
 log = logging.getLogger("specula.settings")
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 FILE_NAME = "settings.json"
 RECENT_MAX = 12
 THEMES = ("dark", "light")
@@ -97,6 +97,8 @@ class Settings:
     recent_drafts: list[str] = field(default_factory=list)
     last_target: str = ""
     last_draft: str = ""
+    models_dir: str = ""  # "" = the default folder (SPECULA_MODELS_DIR still wins)
+    extra_model_dirs: list[str] = field(default_factory=list)  # indexed in place, never copied
 
     # -- persistence ---------------------------------------------------------
     @staticmethod
@@ -151,6 +153,14 @@ class Settings:
         else:
             self.last_draft = model_path
 
+    def add_extra_dir(self, folder: str) -> bool:
+        """Index ``folder`` too (False when it is already listed)."""
+        folder = str(Path(folder).expanduser())
+        if folder in self.extra_model_dirs:
+            return False
+        self.extra_model_dirs.append(folder)
+        return True
+
 
 _NESTED: dict[str, type] = {"generation": GenerationDefaults, "speculative": SpeculativeDefaults}
 
@@ -190,8 +200,15 @@ def _v1_to_v2(d: dict[str, Any]) -> dict[str, Any]:
     return d
 
 
+def _v2_to_v3(d: dict[str, Any]) -> dict[str, Any]:
+    """Version 3 adds the models folder and the extra folders the library indexes."""
+    d.setdefault("models_dir", "")
+    d.setdefault("extra_model_dirs", [])
+    return d
+
+
 # version n -> n + 1
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def migrate(data: dict[str, Any]) -> dict[str, Any]:

@@ -7,13 +7,21 @@ from PySide6.QtCore import QObject, Signal
 from specula.core.chat.conversations import ConversationStore
 from specula.core.settings import Settings
 from specula.gui import theme
+from specula.gui.downloads.manager import DownloadManager
 from specula.gui.engine_client import EngineClient
+from specula.gui.models.library_service import LibraryService
 from specula.gui.workers import EngineSettings
 
 
 class AppContext(QObject):
     settings_changed = Signal()
     """Settings were edited and saved; pages re-read what they show."""
+    load_requested = Signal(str, str)
+    """A page asked to load a model: kind (target | draft), path (the chat page loads it)."""
+    page_requested = Signal(str)
+    """A page asked the window to show another page (its key)."""
+    library_folders_changed = Signal()
+    """The models folder or the extra folders changed; the library is rescanned."""
 
     def __init__(self, settings: Settings | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -21,6 +29,11 @@ class AppContext(QObject):
         self.store = ConversationStore()
         self.engine = EngineClient(self)
         self.engine.configure(self.engine_settings())
+        self.library = LibraryService(self.settings, self)
+        self.downloads = DownloadManager(self.library.models_dir, self)
+        self.downloads.download_finished.connect(lambda *_a: self.library.rescan())
+        self.library_folders_changed.connect(self.library.rescan)
+        self.library.rescan()
 
     def engine_settings(self) -> EngineSettings:
         s = self.settings
@@ -35,5 +48,6 @@ class AppContext(QObject):
         self.settings_changed.emit()
 
     def close(self) -> None:
+        self.downloads.shutdown()
         self.engine.shutdown()
         self.store.close()

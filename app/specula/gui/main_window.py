@@ -22,6 +22,9 @@ from PySide6.QtWidgets import (
 from specula.gui.chat.page import ChatPage
 from specula.gui.compare.page import ComparePage
 from specula.gui.context import AppContext
+from specula.gui.downloads.panel import DownloadsPage
+from specula.gui.models.discover_page import DiscoverPage
+from specula.gui.models.library_page import LibraryPage
 from specula.gui.settings.page import SettingsPage
 
 
@@ -35,6 +38,9 @@ class PageSpec:
 PAGES: list[PageSpec] = [
     PageSpec("chat", "Chat", ChatPage),
     PageSpec("compare", "Compare", ComparePage),
+    PageSpec("discover", "Discover", DiscoverPage),
+    PageSpec("models", "My Models", LibraryPage),
+    PageSpec("downloads", "Downloads", DownloadsPage),
     PageSpec("settings", "Settings", SettingsPage),
 ]
 
@@ -50,7 +56,8 @@ class MainWindow(QMainWindow):
         lay.setSpacing(0)
         self.nav = QListWidget(central)
         self.nav.setObjectName("NavBar")
-        self.nav.setFixedWidth(104)
+        self.nav.setFixedWidth(120)
+        self.nav.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.nav.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.stack = QStackedWidget(central)
         self.pages: dict[str, QWidget] = {}
@@ -62,6 +69,10 @@ class MainWindow(QMainWindow):
             item.setData(Qt.ItemDataRole.UserRole, spec.key)
             item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
             self.nav.addItem(item)
+            badge = getattr(page, "nav_badge_changed", None)
+            if badge is not None:  # e.g. Downloads shows how many run, from every page
+                badge.connect(lambda text, item=item, title=spec.title:
+                              item.setText(f"{title} ({text})" if text else title))
         self.nav.currentRowChanged.connect(self.stack.setCurrentIndex)
         self.nav.setCurrentRow(0)
         lay.addWidget(self.nav)
@@ -69,6 +80,7 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(central)
         for i, _spec in enumerate(PAGES[:9]):
             QShortcut(QKeySequence(f"Ctrl+{i + 1}"), self, lambda i=i: self.nav.setCurrentRow(i))
+        ctx.page_requested.connect(self.show_page)
         self.resize(1320, 840)
         self._restore_geometry()
 

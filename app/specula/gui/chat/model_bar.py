@@ -29,6 +29,8 @@ from PySide6.QtWidgets import (
 from specula.core import compat
 from specula.core.compat import CompatReport
 from specula.core.gguf_meta import ModelInfo, read_model_info
+from specula.core.model_badges import model_scale
+from specula.gui.chat.draft_offer import DraftOffer
 from specula.gui.context import AppContext
 from specula.gui.errors import show_error
 from specula.gui.ops import run_in_background
@@ -46,12 +48,30 @@ class DraftEntry:
     reason: str
 
 
-def check_drafts(target: str, drafts: list[str]) -> list[DraftEntry]:
-    """Read headers and check each draft against ``target`` (runs off the GUI thread)."""
+def check_drafts(target: str, drafts: list[str], library: list[str] | None = None
+                 ) -> list[DraftEntry]:
+    """Read headers and check each draft against ``target`` (runs off the GUI thread).
+
+    ``drafts`` (the recent ones) are all listed; ``library`` models only when
+    they are smaller than the target and usable with it.
+    """
     t_info = read_model_info(target)
+    t_scale = model_scale(t_info)
     out: list[DraftEntry] = []
-    for path in drafts:
+    from_library = [p for p in (library or []) if p not in drafts]
+    for path in [*drafts, *from_library]:
         if path == target:
+            continue
+        if path in from_library:
+            try:
+                info = read_model_info(path)
+            except Exception:
+                continue
+            scale = model_scale(info)
+            report = compat.check(t_info, info)
+            if t_scale and scale and scale < t_scale and report.usable:
+                out.append(DraftEntry(path, f"{info.display_name}  ({Path(path).name})",
+                                      True, report.reason()))
             continue
         try:
             info = read_model_info(path)
@@ -139,6 +159,9 @@ class ModelBar(QFrame):
         self.cancel.clicked.connect(self.engine.cancel_load)
         self.cancel.hide()
         status.addWidget(self.cancel)
+        self.offer = DraftOffer(ctx, self)
+        self.offer.draft_downloaded.connect(self.choose_draft)
+        outer.addWidget(self.offer)
 
         e = self.engine
         e.load_started.connect(self._on_load_started)
@@ -148,6 +171,8 @@ class ModelBar(QFrame):
         e.draft_unloaded.connect(self._update_status)
         e.load_failed.connect(self._on_failed)
         e.load_cancelled.connect(self._on_cancelled)
+        ctx.library.scanned.connect(self._on_library_scanned)
+        ctx.load_requested.connect(self._on_load_requested)
         self._fill_targets()
         self._fill_drafts([])
 
@@ -184,6 +209,21 @@ class ModelBar(QFrame):
         self.refresh_drafts()
         self.engine.load_draft(path)
 
+    def _on_load_requested(self, kind: str, path: str) -> None:
+        """Another page (My Models) asked to load ``path`` as the target or the draft."""
+        if kind == "target":
+            self.choose_target(path)
+        else:
+            self.choose_draft(path)
+
+    def _on_library_scanned(self, _models: object) -> None:
+        self._fill_targets()
+        if self.ctx.settings.last_target:
+            self.refresh_drafts()
+
+    def _library_paths(self) -> list[str]:
+        return [str(m.path) for m in self.ctx.library.models if m.complete and m.info is not None]
+
     def _on_target_activated(self, index: int) -> None:
         path = self.target_combo.itemData(index, PATH_ROLE)
         if path:
@@ -208,17 +248,18 @@ class ModelBar(QFrame):
 
     # -- lists ---------------------------------------------------------------
     def _fill_targets(self) -> None:
+        """Recent targets first, then the rest of the library."""
         self.target_combo.clear()
-        for path in self.ctx.settings.recent_targets:
-            self.target_combo.addItem(Path(path).name)
+        recent = list(self.ctx.settings.recent_targets)
+        paths = recent + [p for p in self._library_paths() if p not in recent]
+        for path in paths:
+            label = Path(path).name if path in recent else f"{Path(path).name}  (library)"
+            self.target_combo.addItem(label)
             i = self.target_combo.count() - 1
             self.target_combo.setItemData(i, path, PATH_ROLE)
             self.target_combo.setItemData(i, path, Qt.ItemDataRole.ToolTipRole)
         current = self.ctx.settings.last_target
-        if current in self.ctx.settings.recent_targets:
-            self.target_combo.setCurrentIndex(self.ctx.settings.recent_targets.index(current))
-        else:
-            self.target_combo.setCurrentIndex(-1)
+        self.target_combo.setCurrentIndex(paths.index(current) if current in paths else -1)
 
     def refresh_drafts(self) -> None:
         """Re-check the recent drafts against the current target, in the background."""
@@ -230,13 +271,18 @@ class ModelBar(QFrame):
             return
         self._check_id += 1
         check_id = self._check_id
-        run_in_background(self, lambda: check_drafts(target, drafts),
+        library = self._library_paths()
+        run_in_background(self, lambda: check_drafts(target, drafts, library),
                           lambda entries: self._on_checked(check_id, entries),
                           lambda msg: self._on_check_failed(check_id, msg))
 
     def _on_checked(self, check_id: int, entries: list[DraftEntry]) -> None:
         if check_id == self._check_id:
             self._fill_drafts(entries)
+            if any(e.usable for e in entries) or self.engine.draft_info is not None:
+                self.offer.withdraw()
+            elif self.offer.offer is None or self.offer.offer.target != self.ctx.settings.last_target:
+                self.offer.look_for(self.ctx.settings.last_target)
             self.drafts_checked.emit()
 
     def _on_check_failed(self, check_id: int, message: str) -> None:

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 from specula.core import paths
 from specula.gui.chat.settings_panel import SpecForm, spin
 from specula.gui.context import AppContext
+from specula.gui.settings.model_folders import ModelFolders
 
 
 class SettingsPage(QScrollArea):
@@ -53,6 +54,9 @@ class SettingsPage(QScrollArea):
         self.gpu_draft = spin(-1, 999, s.n_gpu_layers_draft, "-1 = all layers, 0 = CPU only")
         form.addRow("GPU layers, draft", self.gpu_draft)
         lay.addWidget(engine)
+
+        self.folders = ModelFolders(ctx)
+        lay.addWidget(self.folders)
 
         spec = QGroupBox("Default speculative settings")
         spec_lay = QVBoxLayout(spec)

@@ -1,0 +1,363 @@
+"""Discover: search the hub, see a repository's GGUF files with fit and compatibility badges.
+
+Typing searches after a short pause and cancels the search before it;
+selecting a repository lists its files, then reads each file's header from
+the hub (HTTP ranges, cached in memory and on disk) to fill the badges. The
+fit badge treats the file as the target with the current draft at the chosen
+context length; the compatibility badge compares it with the loaded target.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from specula.core.gguf_meta import ModelInfo
+from specula.core.hub import HubClient, RepoListing, RepoSummary
+from specula.core.model_badges import badges_for, detected_gpu_free, human_size
+from specula.core.partial_files import local_path
+from specula.core.remote_source import read_remote_info
+from specula.gui.context import AppContext
+from specula.gui.models.drafts_panel import DraftsPanel
+from specula.gui.models.repo_files_view import FileRow, RepoFilesModel, RepoFilesView
+from specula.gui.models.search_model import REPO_ROLE, SearchResultsModel
+from specula.gui.tasks import Task, TaskContext, TaskError, start_task
+
+SEARCH_DELAY_MS = 350
+HeaderKey = tuple[str, str]
+
+
+class DiscoverPage(QWidget):
+    search_finished = Signal(int)
+    """A search returned this many repositories."""
+    files_listed = Signal(str)
+    """A repository's files were listed (its id); header reads follow."""
+    headers_read = Signal(str)
+    """Every header of the shown repository was read and badged (its id)."""
+
+    def __init__(self, ctx: AppContext, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.ctx = ctx
+        self.headers: dict[HeaderKey, ModelInfo] = {}  # remote headers read this session
+        self.header_errors: dict[HeaderKey, str] = {}
+        self.gpu_free: list[int] | None = None
+        self.listing: RepoListing | None = None
+        self._search_task: Task | None = None
+        self._files_task: Task | None = None
+        self._header_task: Task | None = None
+
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(24, 16, 24, 16)
+        head = QHBoxLayout()
+        title = QLabel("Discover", self)
+        title.setObjectName("PageTitle")
+        head.addWidget(title)
+        self.search = QLineEdit(self)
+        self.search.setPlaceholderText("Search GGUF models on the hub (e.g. qwen coder)…")
+        self.search.setClearButtonEnabled(True)
+        head.addWidget(self.search, 1)
+        head.addWidget(QLabel("Context", self))
+        self.n_ctx = QSpinBox(self)
+        self.n_ctx.setRange(256, 1_048_576)
+        self.n_ctx.setSingleStep(2048)
+        self.n_ctx.setValue(ctx.settings.n_ctx)
+        self.n_ctx.setSuffix(" tokens")
+        self.n_ctx.setToolTip("The context length the fit badges assume")
+        head.addWidget(self.n_ctx)
+        outer.addLayout(head)
+
+        split = QSplitter(Qt.Orientation.Horizontal, self)
+        split.addWidget(self._results_side())
+        split.addWidget(self._repo_side())
+        split.setStretchFactor(0, 2)
+        split.setStretchFactor(1, 3)
+        split.setSizes([540, 760])
+        outer.addWidget(split, 1)
+        self.splitter = split
+
+        self._debounce = QTimer(self)
+        self._debounce.setSingleShot(True)
+        self._debounce.setInterval(SEARCH_DELAY_MS)
+        self._debounce.timeout.connect(self.run_search)
+        self.search.textChanged.connect(self._on_text)
+        self.search.returnPressed.connect(self.run_search)
+        self.n_ctx.valueChanged.connect(lambda _v: self.rebadge())
+        engine = ctx.engine
+        for sig in (engine.target_loaded, engine.draft_loaded, engine.draft_unloaded):
+            sig.connect(lambda *_a: self.rebadge())
+        ctx.downloads.download_finished.connect(lambda *_a: self._mark_local())
+
+    def _results_side(self) -> QWidget:
+        w = QWidget(self)
+        lay = QVBoxLayout(w)
+        lay.setContentsMargins(0, 0, 8, 0)
+        self.search_status = QLabel("Type to search the hub.", w)
+        self.search_status.setObjectName("Muted")
+        self.search_status.setWordWrap(True)
+        lay.addWidget(self.search_status)
+        self.results_model = SearchResultsModel(self)
+        self.results = QTableView(w)
+        self.results.setObjectName("SearchResults")
+        self.results.setModel(self.results_model)
+        self.results.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.results.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.results.verticalHeader().hide()
+        self.results.setShowGrid(False)
+        self.results.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        header = self.results.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.results.selectionModel().currentRowChanged.connect(self._on_repo_selected)
+        lay.addWidget(self.results, 1)
+        return w
+
+    def _repo_side(self) -> QWidget:
+        w = QWidget(self)
+        lay = QVBoxLayout(w)
+        lay.setContentsMargins(8, 0, 0, 0)
+        self.repo_title = QLabel("", w)
+        self.repo_title.setObjectName("RepoTitle")
+        lay.addWidget(self.repo_title)
+        self.description = QLabel("", w)
+        self.description.setObjectName("Muted")
+        self.description.setWordWrap(True)
+        lay.addWidget(self.description)
+        self.files_status = QLabel("", w)
+        self.files_status.setWordWrap(True)
+        lay.addWidget(self.files_status)
+        self.files_model = RepoFilesModel(self)
+        self.files = RepoFilesView(self.files_model, w)
+        self.files.selectionModel().currentRowChanged.connect(self._on_file_selected)
+        self.files.doubleClicked.connect(lambda _i: self.download_selected())
+        lay.addWidget(self.files, 2)
+        row = QHBoxLayout()
+        self.download_button = QPushButton("Download", w)
+        self.download_button.setObjectName("Primary")
+        self.download_button.setEnabled(False)
+        self.download_button.clicked.connect(self.download_selected)
+        row.addWidget(self.download_button)
+        self.download_hint = QLabel("", w)
+        self.download_hint.setObjectName("Muted")
+        row.addWidget(self.download_hint, 1)
+        lay.addLayout(row)
+        self.drafts = DraftsPanel(w)
+        self.drafts.download_requested.connect(self._download_draft)
+        lay.addWidget(self.drafts, 2)
+        return w
+
+    # -- search ---------------------------------------------------------------------------
+    def _on_text(self, _text: str) -> None:
+        if self._search_task is not None:
+            self._search_task.cancel()  # typing again drops the search in flight
+        self._debounce.start()
+
+    def run_search(self) -> None:
+        self._debounce.stop()
+        if self._search_task is not None:
+            self._search_task.cancel()
+        text = self.search.text().strip()
+        if not text:
+            self.results_model.set_results([])
+            self.search_status.setText("Type to search the hub.")
+            return
+        self.search_status.setObjectName("Muted")
+        self._restyle(self.search_status)
+        self.search_status.setText(f"Searching for “{text}”…")
+
+        def work(ctx: TaskContext) -> list[RepoSummary]:
+            return HubClient().search(text, limit=50)
+
+        self._search_task = start_task(self, work, on_done=self._on_results,
+                                       on_failed=lambda e: self._show_error(self.search_status, e))
+
+    def _on_results(self, results: list[RepoSummary]) -> None:
+        self.results_model.set_results(results)
+        text = self.search.text().strip()
+        self.search_status.setText(f"{len(results)} GGUF repositories match “{text}”."
+                                   if results else f"No GGUF repository matches “{text}”.")
+        self.search_finished.emit(len(results))
+
+    # -- a repository ---------------------------------------------------------------------------
+    def _on_repo_selected(self, current: QModelIndex, _prev: QModelIndex) -> None:
+        summary = current.data(REPO_ROLE) if current.isValid() else None
+        if isinstance(summary, RepoSummary):
+            self.open_repo(summary.repo_id)
+
+    def open_repo(self, repo_id: str) -> None:
+        for task in (self._files_task, self._header_task):
+            if task is not None:
+                task.cancel()
+        self.listing = None
+        self.files_model.set_models([])
+        self.drafts.clear("Select a file to see which drafts suit it.")
+        self.drafts.setProperty("shown_for", "")
+        self.repo_title.setText(repo_id)
+        self.description.setText("")
+        self.files_status.setObjectName("Muted")
+        self._restyle(self.files_status)
+        self.files_status.setText("Listing the repository's files…")
+
+        def work(ctx: TaskContext) -> RepoListing:
+            return HubClient().list_files(repo_id)
+
+        self._files_task = start_task(self, work, on_done=self._on_listing,
+                                      on_failed=lambda e: self._show_error(self.files_status, e))
+
+    def _on_listing(self, listing: RepoListing) -> None:
+        self.listing = listing
+        self.description.setText(listing.description or "No model card description.")
+        if not listing.models:
+            self.files_status.setText("This repository has no GGUF files.")
+        self.files_model.set_models(listing.models, self._local_files(listing))
+        self.files_listed.emit(listing.repo_id)
+        if listing.models:
+            self.files.selectRow(0)
+        self.rebadge()
+
+    def _local_files(self, listing: RepoListing) -> set[str]:
+        models_dir = self.ctx.library.models_dir
+        return {m.filename for m in listing.models
+                if local_path(models_dir, listing.repo_id, m.filename).exists()}
+
+    def _mark_local(self) -> None:
+        if self.listing is not None:
+            local = self._local_files(self.listing)
+            for row in self.files_model.rows:
+                row.local = row.model.filename in local
+            self.files_model.layoutChanged.emit()
+            self._update_download_button()
+
+    # -- headers and badges -------------------------------------------------------------------
+    def rebadge(self) -> None:
+        """Read the missing headers and (re)compute every badge, in the background."""
+        listing = self.listing
+        if listing is None or not listing.models:
+            return
+        if self._header_task is not None:
+            self._header_task.cancel()
+        self.files_model.mark_busy()
+        engine = self.ctx.engine
+        target, draft = engine.target_info, engine.draft_info
+        self.files_model.set_loaded_name(target.display_name if target else "")
+        n = len(listing.models)
+        against = (f"compatibility against {target.display_name} (loaded target)" if target
+                   else "no target loaded: load one on the chat page to check compatibility")
+        self.files_status.setObjectName("Muted")
+        self._restyle(self.files_status)
+        self.files_status.setText(f"{n} GGUF model{'s' if n != 1 else ''} · {against}")
+        n_ctx = self.n_ctx.value()
+        cache, errors = dict(self.headers), dict(self.header_errors)
+        gpu_known = self.gpu_free
+        repo_id = listing.repo_id
+        models = list(listing.models)
+
+        def work(ctx: TaskContext) -> list[int]:
+            gpu = gpu_known if gpu_known is not None else detected_gpu_free()
+            hub = HubClient()
+            for model in models:
+                ctx.check()
+                key = (repo_id, model.filename)
+                info, error = cache.get(key), errors.get(key)
+                if info is None and error is None:
+                    try:
+                        info = read_remote_info(repo_id, model.filename, hub)
+                    except Exception as exc:
+                        error = str(exc)
+                if info is None:
+                    ctx.emit((key, None, None, error or "unreadable"))
+                    continue
+                badges = badges_for(info, model.total_size, model.filename, target=target,
+                                    draft=draft, n_ctx=n_ctx, gpu_free=gpu)
+                ctx.emit((key, info, badges, None))
+            return gpu
+
+        self._header_task = start_task(self, work, on_item=self._on_header,
+                                       on_done=lambda gpu: self._on_headers_done(repo_id, gpu),
+                                       on_failed=lambda e: self._show_error(self.files_status, e))
+
+    def _on_header(self, item: tuple[HeaderKey, ModelInfo | None, object, str | None]) -> None:
+        key, info, badges, error = item
+        if info is not None:
+            self.headers[key] = info
+        elif error is not None:
+            self.header_errors[key] = error
+        if self.listing is not None and key[0] == self.listing.repo_id:
+            self.files_model.set_info(key[1], info, badges, error)  # type: ignore[arg-type]
+            row = self.files.selected_row()
+            if row is not None and row.model.filename == key[1] and info is not None:
+                self._show_drafts(row)
+
+    def _on_headers_done(self, repo_id: str, gpu: list[int]) -> None:
+        self.gpu_free = gpu
+        self.headers_read.emit(repo_id)
+
+    # -- a file -----------------------------------------------------------------------------------
+    def _on_file_selected(self, _current: QModelIndex, _prev: QModelIndex) -> None:
+        self._update_download_button()
+        row = self.files.selected_row()
+        if row is not None and row.info is not None:
+            self._show_drafts(row)
+        elif row is not None:
+            self.drafts.clear("Waiting for the file's header…")
+
+    def _show_drafts(self, row: FileRow) -> None:
+        if row.info is None or self.listing is None:
+            return
+        shown = self.drafts.property("shown_for")
+        key = f"{self.listing.repo_id}/{row.model.filename}"
+        if shown == key:
+            return
+        self.drafts.setProperty("shown_for", key)
+        self.drafts.show_for(row.info, self.listing.repo_id, list(self.ctx.library.models))
+
+    def _update_download_button(self) -> None:
+        row = self.files.selected_row()
+        if row is None or self.listing is None:
+            self.download_button.setEnabled(False)
+            self.download_hint.setText("")
+            return
+        running = self.ctx.downloads.is_running(self.listing.repo_id, row.model.filename)
+        ok = row.model.complete and not row.local and not running
+        self.download_button.setEnabled(ok)
+        size = human_size(row.model.total_size)
+        if row.local:
+            self.download_hint.setText("Already in the library (My Models).")
+        elif running:
+            self.download_hint.setText("Downloading: see Downloads.")
+        elif not row.model.complete:
+            self.download_hint.setText("Some parts of this split model are missing on the hub.")
+        else:
+            self.download_hint.setText(f"{size} into {self.ctx.library.models_dir}")
+
+    def download_selected(self) -> None:
+        row = self.files.selected_row()
+        if row is None or self.listing is None or not self.download_button.isEnabled():
+            return
+        self.ctx.downloads.start(self.listing.repo_id, row.model.filename, row.model.total_size)
+        self._update_download_button()
+
+    def _download_draft(self, repo_id: str, filename: str, size: int) -> None:
+        self.ctx.downloads.start(repo_id, filename, size or None)
+
+    # -- errors --------------------------------------------------------------------------------------
+    def _show_error(self, label: QLabel, error: TaskError) -> None:
+        label.setObjectName("ErrorLabel")
+        self._restyle(label)
+        label.setText(error.message)
+
+    @staticmethod
+    def _restyle(label: QLabel) -> None:
+        label.style().unpolish(label)
+        label.style().polish(label)

@@ -1,0 +1,118 @@
+"""The library as a table: one row per model, sortable and filterable through a proxy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QPersistentModelIndex,
+    QSortFilterProxyModel,
+    Qt,
+)
+
+from specula.core.library import LocalModel
+from specula.core.model_badges import human_params, human_size
+
+MODEL_ROLE = Qt.ItemDataRole.UserRole + 1
+SORT_ROLE = Qt.ItemDataRole.UserRole + 2
+
+COLUMNS = ("Name", "Arch", "Params", "Quant", "Size", "Context", "Tokenizer", "Location")
+HEADER_TIPS = ("File name", "Architecture", "Parameters", "Quantization", "On disk (all parts)",
+               "Context length the model was trained for", "Tokenizer fingerprint (shortened)",
+               "Repository or folder")
+
+
+def _location(model: LocalModel) -> str:
+    if model.managed:
+        return model.repo_id or str(model.path.parent)
+    return str(model.path.parent)  # an extra folder: where the file really is
+
+
+class LibraryTableModel(QAbstractTableModel):
+    def __init__(self, parent: object = None) -> None:
+        super().__init__(parent)  # type: ignore[arg-type]
+        self.models: list[LocalModel] = []
+
+    def set_models(self, models: list[LocalModel]) -> None:
+        self.beginResetModel()
+        self.models = list(models)
+        self.endResetModel()
+
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.models)
+
+    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation,
+                   role: int = Qt.ItemDataRole.DisplayRole) -> object:
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return COLUMNS[section]
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.ToolTipRole:
+            return HEADER_TIPS[section]
+        return None
+
+    def data(self, index: QModelIndex | QPersistentModelIndex,
+             role: int = Qt.ItemDataRole.DisplayRole) -> object:
+        if not index.isValid():
+            return None
+        m = self.models[index.row()]
+        col = index.column()
+        if role == MODEL_ROLE:
+            return m
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return str(m.path) if m.error is None else f"{m.path}\n{m.error}"
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self._text(m, col)
+        if role == SORT_ROLE:
+            return self._sort_key(m, col)
+        if role == Qt.ItemDataRole.TextAlignmentRole and col in (2, 4, 5):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+    @staticmethod
+    def _text(m: LocalModel, col: int) -> str:
+        info = m.info
+        if col == 0:
+            suffix = "" if m.complete else "  (incomplete split)"
+            return m.name + suffix
+        if col == 1:
+            return (info.architecture or "") if info else "unreadable"
+        if col == 2:
+            return human_params(info.parameter_count) if info else ""
+        if col == 3:
+            return (info.quantization or "") if info else ""
+        if col == 4:
+            return human_size(m.size)
+        if col == 5:
+            return f"{info.context_length:,}" if info and info.context_length else ""
+        if col == 6:
+            return (info.tokenizer_fingerprint or "")[:8] if info else ""
+        return _location(m)
+
+    @staticmethod
+    def _sort_key(m: LocalModel, col: int) -> object:
+        info = m.info
+        if col == 2:
+            return float(info.parameter_count or 0) if info else 0.0
+        if col == 4:
+            return float(m.size)
+        if col == 5:
+            return float(info.context_length or 0) if info else 0.0
+        return LibraryTableModel._text(m, col).lower()
+
+
+class LibraryFilterProxy(QSortFilterProxyModel):
+    """Case-insensitive filter over every column; numbers sort as numbers."""
+
+    def __init__(self, parent: object = None) -> None:
+        super().__init__(parent)  # type: ignore[arg-type]
+        self.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self.setFilterKeyColumn(-1)
+        self.setSortRole(SORT_ROLE)
+
+
+def model_folder(model: LocalModel) -> Path:
+    return model.path.parent

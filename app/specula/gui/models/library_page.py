@@ -1,0 +1,168 @@
+"""My Models: the library as a sortable, filterable table with a details pane.
+
+The table is a :class:`QSortFilterProxyModel` over :class:`LibraryTableModel`;
+the rows come from ``ctx.library`` (scanned in the background). Loading asks
+the chat page through ``ctx.load_requested``; removal asks for confirmation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import QModelIndex, Qt, QUrl, Signal
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QMessageBox,
+    QPushButton,
+    QSplitter,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from specula.core.library import LocalModel
+from specula.core.model_badges import human_size
+from specula.gui.context import AppContext
+from specula.gui.errors import show_error
+from specula.gui.models.library_model import (
+    MODEL_ROLE,
+    LibraryFilterProxy,
+    LibraryTableModel,
+    model_folder,
+)
+from specula.gui.models.model_details import ModelDetails
+
+
+def ask_yes_no(parent: QWidget, title: str, text: str) -> bool:
+    answer = QMessageBox.question(parent, title, text,
+                                  QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+                                  QMessageBox.StandardButton.No)
+    return answer == QMessageBox.StandardButton.Yes
+
+
+class LibraryPage(QWidget):
+    library_shown = Signal(int)
+    """The table was refilled after a scan: the number of models."""
+
+    def __init__(self, ctx: AppContext, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.ctx = ctx
+        self.library = ctx.library
+        self.confirm: Callable[[QWidget, str, str], bool] = ask_yes_no  # tests replace it
+        self.open_url: Callable[[QUrl], object] = QDesktopServices.openUrl
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(24, 16, 24, 16)
+        head = QHBoxLayout()
+        title = QLabel("My Models", self)
+        title.setObjectName("PageTitle")
+        head.addWidget(title)
+        self.summary = QLabel("", self)
+        self.summary.setObjectName("Muted")
+        head.addWidget(self.summary, 1)
+        self.filter = QLineEdit(self)
+        self.filter.setPlaceholderText("Filter by name, architecture, quantization, folder…")
+        self.filter.setClearButtonEnabled(True)
+        self.filter.setMinimumWidth(320)
+        head.addWidget(self.filter)
+        self.rescan = QPushButton("Rescan", self)
+        self.rescan.setToolTip("Look for new or removed files in every model folder")
+        self.rescan.clicked.connect(self.library.rescan)
+        head.addWidget(self.rescan)
+        outer.addLayout(head)
+
+        self.table_model = LibraryTableModel(self)
+        self.proxy = LibraryFilterProxy(self)
+        self.proxy.setSourceModel(self.table_model)
+        self.filter.textChanged.connect(self.proxy.setFilterFixedString)
+        self.table = QTableView(self)
+        self.table.setObjectName("LibraryTable")
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.verticalHeader().hide()
+        self.table.setShowGrid(False)
+        self.table.setAlternatingRowColors(True)
+        self.table.setWordWrap(False)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(0, 260)
+        header.setStretchLastSection(True)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.table.selectionModel().currentRowChanged.connect(self._on_current)
+        self.table.doubleClicked.connect(lambda _i: self.details.load_target.click())
+
+        self.details = ModelDetails(self)
+        self.details.load_requested.connect(self._load)
+        self.details.remove_requested.connect(self.remove)
+        self.details.reveal_requested.connect(self.reveal)
+        split = QSplitter(Qt.Orientation.Horizontal, self)
+        split.addWidget(self.table)
+        split.addWidget(self.details)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+        split.setSizes([930, 370])
+        outer.addWidget(split, 1)
+        self.splitter = split
+
+        self.library.scanned.connect(self._on_scanned)
+        self.library.scan_failed.connect(
+            lambda msg: show_error(self, "Specula: the library scan failed", msg))
+        self.library.remove_failed.connect(
+            lambda msg: show_error(self, "Specula: could not remove the model", msg))
+        self._on_scanned(self.library.models)
+
+    # -- data ------------------------------------------------------------------------
+    def _on_scanned(self, models: list[LocalModel]) -> None:
+        current = self.selected()
+        self.table_model.set_models(models)
+        total = sum(m.size for m in models)
+        folders = len(self.library.library().roots)
+        self.summary.setText(f"   {len(models)} models · {human_size(total)} · "
+                             f"{folders} folder{'s' if folders != 1 else ''}")
+        if current is not None:
+            self.select_path(str(current.path))
+        elif self.proxy.rowCount() and self.isVisible():
+            self.table.selectRow(0)
+        else:
+            self.details.show_model(self.selected(), models)
+        self.library_shown.emit(len(models))
+
+    def selected(self) -> LocalModel | None:
+        index = self.table.currentIndex()
+        model = index.data(MODEL_ROLE) if index.isValid() else None
+        return model if isinstance(model, LocalModel) else None
+
+    def select_path(self, path: str) -> bool:
+        for row in range(self.proxy.rowCount()):
+            model = self.proxy.index(row, 0).data(MODEL_ROLE)
+            if isinstance(model, LocalModel) and str(model.path) == path:
+                self.table.selectRow(row)
+                return True
+        return False
+
+    def _on_current(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        model = current.data(MODEL_ROLE) if current.isValid() else None
+        self.details.show_model(model if isinstance(model, LocalModel) else None,
+                                self.table_model.models)
+
+    # -- actions -------------------------------------------------------------------------
+    def _load(self, kind: str, path: str) -> None:
+        self.ctx.load_requested.emit(kind, path)
+        self.ctx.page_requested.emit("chat")
+
+    def remove(self, model: LocalModel) -> None:
+        text = (f"Delete {model.name} ({human_size(model.size)}) from {model_folder(model)}?"
+                "\n\nThe file is removed from disk.")
+        if self.confirm(self, "Remove model", text):
+            self.library.remove(model)
+
+    def reveal(self, model: LocalModel) -> None:
+        self.open_url(QUrl.fromLocalFile(str(model_folder(model))))

@@ -1,0 +1,166 @@
+"""Cancellable background tasks that stream partial results to the GUI thread.
+
+:func:`specula.gui.ops.run_in_background` runs one call; the model pages also
+need results as they come (one header after another) and a way to drop a
+task when the user types again. A task gets a :class:`TaskContext`: it
+``emit()``s items and checks ``cancelled`` between steps; once cancelled,
+nothing it sends reaches the callbacks any more (an HTTP request in flight
+finishes in the background and is ignored).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+
+from specula.core.gguf_meta import GGUFError
+from specula.core.hub_errors import HubError
+from specula.gui.errors import Cancelled
+
+log = logging.getLogger("specula.gui.tasks")
+
+
+@dataclass(frozen=True)
+class TaskError:
+    """A failure as the pages show it: a kind (offline, not_found, ...) and one sentence."""
+
+    kind: str
+    message: str
+
+
+def describe_error(exc: BaseException) -> TaskError:
+    if isinstance(exc, HubError):
+        return TaskError(exc.kind.value, exc.message)
+    if isinstance(exc, GGUFError):
+        return TaskError("bad_gguf", str(exc))
+    if isinstance(exc, OSError):
+        return TaskError("os", f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
+    return TaskError("error", f"{type(exc).__name__}: {exc}")
+
+
+class TaskContext:
+    """What the background function sees: a cancel flag and a way to send partial results."""
+
+    def __init__(self, relay: _Relay) -> None:
+        self._relay = relay
+        self.cancel_event = threading.Event()
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel_event.is_set()
+
+    def check(self) -> None:
+        """Raise :class:`Cancelled` when the task was cancelled."""
+        if self.cancel_event.is_set():
+            raise Cancelled
+
+    def emit(self, item: object) -> None:
+        """Send a partial result to the GUI thread (dropped once cancelled)."""
+        if not self.cancel_event.is_set():
+            self._relay.item_ready.emit(item)
+
+
+class _Relay(QObject):
+    item_ready = Signal(object)
+    """The task sent a partial result."""
+    succeeded = Signal(object)
+    """The task returned this value."""
+    failed = Signal(object)
+    """The task raised; a TaskError."""
+
+
+class _Runner(QRunnable):
+    def __init__(self, fn: Callable[[TaskContext], Any], ctx: TaskContext, relay: _Relay) -> None:
+        super().__init__()
+        self._fn, self._ctx, self._relay = fn, ctx, relay
+
+    def run(self) -> None:
+        try:
+            result = self._fn(self._ctx)
+        except Cancelled:
+            self._relay.failed.emit(None)
+        except Exception as exc:  # reported to the page, never raised into Qt
+            log.debug("task failed\n%s", traceback.format_exc())
+            self._relay.failed.emit(describe_error(exc))
+        else:
+            self._relay.succeeded.emit(result)
+
+
+class Task:
+    """The GUI thread's handle on one background task (a plain object: safe to keep)."""
+
+    def __init__(self) -> None:
+        self.ctx: TaskContext | None = None
+        self.done = False
+
+    def cancel(self) -> None:
+        """Stop at the task's next check and ignore whatever it still sends."""
+        if self.ctx is not None:
+            self.ctx.cancel_event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self.ctx is not None and self.ctx.cancelled
+
+
+_live: set[_Relay] = set()
+
+
+def start_task(owner: QObject, fn: Callable[[TaskContext], Any], *,
+               on_done: Callable[[Any], None] | None = None,
+               on_failed: Callable[[TaskError], None] | None = None,
+               on_item: Callable[[Any], None] | None = None,
+               pool: QThreadPool | None = None) -> Task:
+    """Run ``fn(ctx)`` on ``pool`` (the global one by default); callbacks run on the GUI thread
+    while ``owner`` exists and the task was not cancelled."""
+    relay = _Relay()
+    _live.add(relay)
+    task = Task()
+    ctx = TaskContext(relay)
+    task.ctx = ctx
+    alive = [True]
+
+    def _owner_gone() -> None:
+        alive[0] = False
+
+    owner.destroyed.connect(_owner_gone)
+
+    def _wanted() -> bool:
+        return alive[0] and not ctx.cancelled
+
+    def _end() -> None:
+        _live.discard(relay)
+        relay.deleteLater()
+        try:
+            owner.destroyed.disconnect(_owner_gone)
+        except (RuntimeError, TypeError):
+            pass
+        task.done = True
+
+    def _item(value: object) -> None:
+        if _wanted() and on_item is not None:
+            on_item(value)
+
+    def _ok(value: object) -> None:
+        wanted = _wanted()
+        _end()
+        if wanted and on_done is not None:
+            on_done(value)
+
+    def _bad(error: TaskError | None) -> None:
+        wanted = _wanted()
+        _end()
+        if wanted and error is not None and on_failed is not None:
+            on_failed(error)
+
+    relay.item_ready.connect(_item)
+    relay.succeeded.connect(_ok)
+    relay.failed.connect(_bad)
+    (pool or QThreadPool.globalInstance()).start(_Runner(fn, ctx, relay))
+    return task
