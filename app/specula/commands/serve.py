@@ -56,8 +56,8 @@ def run(a: argparse.Namespace) -> int:
         check_binding(a.host, a.allow_remote, api_key)
     except RemoteBindingRefused as exc:
         return fail(str(exc))
-    engine = Engine(engine_options(a))
     try:
+        engine = Engine(engine_options(a))
         print(f"loading {a.target} ...", file=sys.stderr)
         engine.load_target(a.target)
         if a.draft:
@@ -76,6 +76,11 @@ def run(a: argparse.Namespace) -> int:
         host.close()
         return fail(f"cannot listen on {a.host}:{a.port}: {exc}")
     draft = f", draft {served.draft_id}" if served.draft_id else ""
+    o = engine.options
+    layers = f"GPU layers: target {o.n_gpu_layers_target}, draft {o.n_gpu_layers_draft}"
+    if o.rpc_servers:
+        layers += f"; RPC workers {', '.join(o.rpc_servers)}"
+    print(layers, file=sys.stderr)
     print(f"serving '{served.id}'{draft} on {server.url}/v1 ({engine.backend}, "
           f"{engine.n_threads} threads, one request at a time). Ctrl-C stops.", file=sys.stderr)
     sys.stderr.flush()

@@ -20,6 +20,7 @@ from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.drafters import DraftModelDrafter
 from specula.core.engine.events import Event
 from specula.core.engine.generator import Generator
+from specula.core.engine.ggml_devices import add_rpc_servers
 from specula.core.engine.llama import (
     Context,
     LoadCancelled,
@@ -63,11 +64,17 @@ class EngineOptions:
     # dropped under memory pressure (or by proactive reclaim) and re-read mid-reply,
     # which makes decode times erratic; reading costs a slower load.
     use_mmap: bool = False
+    # Remote workers ("host:port" of llama.cpp rpc-server processes): offloaded layers are
+    # split over them, so a target too big for this machine can still run. Needs a
+    # llama-cpp-python built with -DGGML_RPC=on.
+    rpc_servers: tuple[str, ...] = ()
 
 
 class Engine:
     def __init__(self, options: EngineOptions | None = None) -> None:
         self.options = options or EngineOptions()
+        if self.options.rpc_servers:
+            add_rpc_servers(self.options.rpc_servers)  # LoadError when absent or unreachable
         self.n_threads = self.options.n_threads or default_threads()
         self.backend = backend_name()
         self.target_info: ModelInfo | None = None
