@@ -1,16 +1,65 @@
-"""Start the desktop app (placeholder window until the GUI lands)."""
+"""Start the desktop app: QApplication, theme, error handling, the main window."""
 
 from __future__ import annotations
 
+import logging
 import sys
+
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtWidgets import QApplication
+
+from specula.core import paths
+
+
+def binding_problem() -> str | None:
+    """A sentence when the installed Qt binding is known to crash Specula, else None."""
+    import PySide6
+
+    if PySide6.__version__ == "6.12.0" and sys.version_info < (3, 12):
+        return ("PySide6 6.12.0 drops a reference to None/True on every signal emit and "
+                "processEvents() under Python < 3.12, which aborts the interpreter. "
+                "Install another version: pip install 'PySide6-Essentials!=6.12.0'.")
+    return None
+
+
+def ensure_qapp() -> QApplication:
+    QCoreApplication.setOrganizationName("Specula")
+    QCoreApplication.setApplicationName("Specula")
+    app = QApplication.instance()
+    if not isinstance(app, QApplication):
+        app = QApplication(sys.argv)
+    return app
+
+
+def create_window(model: str | None = None, draft: str | None = None):  # type: ignore[no-untyped-def]
+    """The main window on a fresh context, with ``model``/``draft`` being loaded."""
+    from specula.gui import theme
+    from specula.gui.context import AppContext
+    from specula.gui.main_window import MainWindow
+
+    ctx = AppContext()
+    theme.apply(ctx.settings.theme)
+    window = MainWindow(ctx)
+    if model:
+        window.chat.model_bar.choose_target(model)
+        if draft:
+            window.chat.model_bar.choose_draft(draft)
+    return window
 
 
 def run_app(model: str | None = None, draft: str | None = None) -> int:
-    from PySide6.QtWidgets import QApplication, QLabel
+    from specula.gui import errors
 
-    app = QApplication.instance() or QApplication(sys.argv)
-    label = QLabel("Specula: the desktop app is on its way. Try `specula --help`.")
-    label.setWindowTitle("Specula")
-    label.resize(480, 120)
-    label.show()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    problem = binding_problem()
+    if problem:
+        logging.getLogger("specula").error(problem)
+        print(f"specula: {problem}", file=sys.stderr)
+        return 2
+    app = ensure_qapp()
+    errors.install()
+    logging.getLogger("specula").info("data in %s", paths.data_dir())
+    window = create_window(model, draft)
+    window.show()
+    app.aboutToQuit.connect(window.ctx.close)
     return int(app.exec())

@@ -1,0 +1,1 @@
+"""Chat data that outlives a window: conversations (SQLite)."""

@@ -1,0 +1,219 @@
+"""Conversations in SQLite under ``paths.data_dir()``, Qt-free.
+
+Every write commits at once, so a crash loses nothing that was saved. The
+schema is migrated with ``PRAGMA user_version`` (one function per version,
+as qutebrowser's ``misc/sql.py``). A message carries ``meta``: free JSON for
+the reply's statistics, stop reason and token provenance segments.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from specula.core import paths
+
+DB_NAME = "conversations.sqlite3"
+DEFAULT_TITLE = "New chat"
+
+
+@dataclass
+class Conversation:
+    id: int
+    title: str
+    created: float
+    updated: float
+
+
+@dataclass
+class Message:
+    id: int
+    conversation_id: int
+    position: int
+    role: str  # system | user | assistant
+    content: str
+    created: float
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def _v0_to_v1(db: sqlite3.Connection) -> None:
+    db.executescript(
+        """
+        CREATE TABLE conversations (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            title TEXT NOT NULL,
+            created REAL NOT NULL,
+            updated REAL NOT NULL
+        );
+        CREATE TABLE messages (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL,
+            created REAL NOT NULL,
+            meta TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX messages_by_conversation ON messages(conversation_id, position);
+        """
+    )
+
+
+# user_version n -> n + 1
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v0_to_v1]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class ConversationStore:
+    """All conversations; one connection, used from one thread at a time."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or paths.data_dir() / DB_NAME
+        self._db = sqlite3.connect(self.path, check_same_thread=False)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA foreign_keys = ON")
+        self._migrate()
+
+    def _migrate(self) -> None:
+        version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise RuntimeError(
+                f"{self.path} was written by a newer Specula (schema {version} > {SCHEMA_VERSION})"
+            )
+        for v in range(version, SCHEMA_VERSION):
+            with self._db:
+                MIGRATIONS[v](self._db)
+                self._db.execute(f"PRAGMA user_version = {v + 1}")
+
+    @property
+    def schema_version(self) -> int:
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    def close(self) -> None:
+        self._db.close()
+
+    # -- conversations -------------------------------------------------------
+    def create(self, title: str = DEFAULT_TITLE) -> Conversation:
+        now = time.time()
+        with self._db:
+            cur = self._db.execute(
+                "INSERT INTO conversations(title, created, updated) VALUES (?, ?, ?)",
+                (title, now, now),
+            )
+        assert cur.lastrowid is not None
+        return Conversation(cur.lastrowid, title, now, now)
+
+    def get(self, conversation_id: int) -> Conversation | None:
+        row = self._db.execute(
+            "SELECT * FROM conversations WHERE id = ?", (conversation_id,)
+        ).fetchone()
+        return _conversation(row) if row else None
+
+    def rename(self, conversation_id: int, title: str) -> None:
+        with self._db:
+            self._db.execute(
+                "UPDATE conversations SET title = ?, updated = ? WHERE id = ?",
+                (title.strip() or DEFAULT_TITLE, time.time(), conversation_id),
+            )
+
+    def delete(self, conversation_id: int) -> None:
+        with self._db:
+            self._db.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
+
+    def conversations(self, search: str = "") -> list[Conversation]:
+        """Newest first; ``search`` matches the title or any message (case-insensitive)."""
+        if not search.strip():
+            rows = self._db.execute(
+                "SELECT * FROM conversations ORDER BY updated DESC, id DESC"
+            ).fetchall()
+        else:
+            like = "%" + search.strip().replace("\\", "\\\\").replace("%", "\\%").replace(
+                "_", "\\_"
+            ) + "%"
+            rows = self._db.execute(
+                """SELECT * FROM conversations c WHERE c.title LIKE ? ESCAPE '\\'
+                   OR EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id
+                              AND m.content LIKE ? ESCAPE '\\')
+                   ORDER BY updated DESC, id DESC""",
+                (like, like),
+            ).fetchall()
+        return [_conversation(r) for r in rows]
+
+    # -- messages ------------------------------------------------------------
+    def messages(self, conversation_id: int) -> list[Message]:
+        rows = self._db.execute(
+            "SELECT * FROM messages WHERE conversation_id = ? ORDER BY position, id",
+            (conversation_id,),
+        ).fetchall()
+        return [_message(r) for r in rows]
+
+    def add_message(
+        self, conversation_id: int, role: str, content: str, meta: dict[str, Any] | None = None
+    ) -> Message:
+        now = time.time()
+        meta = meta or {}
+        with self._db:
+            row = self._db.execute(
+                "SELECT COALESCE(MAX(position) + 1, 0) FROM messages WHERE conversation_id = ?",
+                (conversation_id,),
+            ).fetchone()
+            position = int(row[0])
+            cur = self._db.execute(
+                """INSERT INTO messages(conversation_id, position, role, content, created, meta)
+                   VALUES (?, ?, ?, ?, ?, ?)""",
+                (conversation_id, position, role, content, now, json.dumps(meta)),
+            )
+            self._db.execute(
+                "UPDATE conversations SET updated = ? WHERE id = ?", (now, conversation_id)
+            )
+        assert cur.lastrowid is not None
+        return Message(cur.lastrowid, conversation_id, position, role, content, now, meta)
+
+    def update_message(
+        self, message_id: int, content: str, meta: dict[str, Any] | None = None
+    ) -> None:
+        with self._db:
+            if meta is None:
+                self._db.execute(
+                    "UPDATE messages SET content = ? WHERE id = ?", (content, message_id)
+                )
+            else:
+                self._db.execute(
+                    "UPDATE messages SET content = ?, meta = ? WHERE id = ?",
+                    (content, json.dumps(meta), message_id),
+                )
+
+    def truncate(self, conversation_id: int, position: int) -> None:
+        """Delete the message at ``position`` and every later one (regenerate, edit)."""
+        with self._db:
+            self._db.execute(
+                "DELETE FROM messages WHERE conversation_id = ? AND position >= ?",
+                (conversation_id, position),
+            )
+
+
+def _conversation(row: sqlite3.Row) -> Conversation:
+    return Conversation(int(row["id"]), str(row["title"]), float(row["created"]),
+                        float(row["updated"]))
+
+
+def _message(row: sqlite3.Row) -> Message:
+    try:
+        meta = json.loads(row["meta"])
+    except ValueError:
+        meta = {}
+    return Message(
+        int(row["id"]), int(row["conversation_id"]), int(row["position"]), str(row["role"]),
+        str(row["content"]), float(row["created"]), meta if isinstance(meta, dict) else {},
+    )
+
+
+def title_from(text: str, limit: int = 48) -> str:
+    """A conversation title from its first user message."""
+    line = " ".join(text.split())
+    return (line[: limit - 1] + "…") if len(line) > limit else (line or DEFAULT_TITLE)

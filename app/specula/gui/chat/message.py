@@ -1,0 +1,160 @@
+"""One message in the transcript: role, body (Markdown or coloured tokens), actions, footer."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtGui import QGuiApplication, QResizeEvent
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QSizePolicy,
+    QTextBrowser,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from specula.core.engine.events import TokenEvent
+from specula.gui import theme
+from specula.gui.chat.render import (
+    SOURCE_LETTER,
+    TokenTuple,
+    markdown_html,
+    plain_html,
+    tokens_html,
+)
+
+ROLE_NAMES = {"user": "You", "assistant": "Assistant", "system": "System"}
+
+
+class AutoHeightBrowser(QTextBrowser):
+    """A read-only rich text view exactly as tall as its content (no inner scrollbar)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("MessageBody")
+        self.setOpenExternalLinks(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.document().documentLayout().documentSizeChanged.connect(self._fit)
+
+    def _fit(self) -> None:
+        h = int(self.document().size().height()) + 2 * self.frameWidth() + 2
+        if h != self.height():
+            self.setFixedHeight(max(h, 20))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.document().setTextWidth(self.viewport().width())
+        self._fit()
+
+    def sizeHint(self) -> QSize:
+        return QSize(400, self.height())
+
+
+class MessageWidget(QFrame):
+    edit_requested = Signal(object)
+    """The user asked to edit this (user) message and resend it."""
+    regenerate_requested = Signal(object)
+    """The user asked for a new version of this (assistant) reply."""
+
+    def __init__(
+        self, role: str, text: str = "", tokens: list[TokenTuple] | None = None,
+        footer: str = "", parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.role = role
+        self.position = -1  # position in the stored conversation, once saved
+        self._text = text
+        self.tokens: list[TokenTuple] = list(tokens or [])
+        self._colour_mode = "off"
+        self.dirty = False
+        self.setObjectName("UserBubble" if role == "user" else "AssistantBubble")
+
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(12, 8, 12, 8)
+        lay.setSpacing(4)
+        head = QHBoxLayout()
+        self.role_label = QLabel(ROLE_NAMES.get(role, role))
+        self.role_label.setObjectName("RoleLabel")
+        head.addWidget(self.role_label)
+        head.addStretch(1)
+        self.copy_button = self._action("Copy", self.copy_text, "Copy this message")
+        head.addWidget(self.copy_button)
+        if role == "user":
+            self.edit_button = self._action("Edit", lambda: self.edit_requested.emit(self),
+                                            "Edit this message and send it again")
+            head.addWidget(self.edit_button)
+        else:
+            self.regen_button = self._action(
+                "Regenerate", lambda: self.regenerate_requested.emit(self),
+                "Throw this reply away and generate a new one")
+            head.addWidget(self.regen_button)
+        lay.addLayout(head)
+        self.body = AutoHeightBrowser(self)
+        lay.addWidget(self.body)
+        self.footer = QLabel(footer)
+        self.footer.setObjectName("Footer")
+        self.footer.setWordWrap(True)
+        self.footer.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.footer.setVisible(bool(footer))
+        lay.addWidget(self.footer)
+        self.render()
+
+    def _action(self, label: str, slot: object, tip: str) -> QToolButton:
+        b = QToolButton(self)
+        b.setObjectName("MessageAction")
+        b.setText(label)
+        b.setToolTip(tip)
+        b.setCursor(Qt.CursorShape.PointingHandCursor)
+        b.clicked.connect(slot)
+        return b
+
+    # -- content -------------------------------------------------------------
+    @property
+    def text(self) -> str:
+        return self._text
+
+    def append_tokens(self, events: list[TokenEvent]) -> None:
+        """Add streamed tokens; the transcript re-renders dirty messages a few times a second."""
+        for ev in events:
+            src = "r" if ev.relaxed else SOURCE_LETTER.get(ev.source.value, "t")
+            self.tokens.append((ev.text, src, ev.draft_prob))
+            self._text += ev.text
+        self.dirty = True
+
+    def set_text(self, text: str) -> None:
+        """The final text (the engine's, which may differ from the joined pieces)."""
+        self._text = text
+        self.dirty = True
+
+    def set_footer(self, text: str) -> None:
+        self.footer.setText(text)
+        self.footer.setVisible(bool(text))
+
+    def set_colour_mode(self, mode: str) -> None:
+        if mode != self._colour_mode:
+            self._colour_mode = mode
+            self.dirty = True
+
+    def render(self) -> None:
+        pal = theme.palette()
+        if self.role == "user":
+            html = plain_html(self._text)
+        elif self._colour_mode != "off" and self.tokens:
+            html = tokens_html(self.tokens, self._colour_mode, pal)
+        else:
+            html = markdown_html(self._text, pal) if self._text else plain_html("…")
+        self.body.setHtml(html)
+        self.dirty = False
+
+    def copy_text(self) -> None:
+        QGuiApplication.clipboard().setText(self._text)
+
+    def set_actions_enabled(self, enabled: bool) -> None:
+        for b in self.findChildren(QToolButton):
+            if b is not self.copy_button:
+                b.setEnabled(enabled)

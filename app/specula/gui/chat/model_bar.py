@@ -1,0 +1,340 @@
+"""Top of the chat page: target and draft pickers, the draft switch, load progress.
+
+Files come from a file dialog and are remembered in the settings' recent
+lists. Draft candidates are checked against the chosen target in the
+background (headers only): compatible drafts first, incompatible ones
+disabled with the reason as tooltip.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QStandardItem, QStandardItemModel
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from specula.core import compat
+from specula.core.compat import CompatReport
+from specula.core.gguf_meta import ModelInfo, read_model_info
+from specula.gui.context import AppContext
+from specula.gui.errors import show_error
+from specula.gui.ops import run_in_background
+
+PATH_ROLE = Qt.ItemDataRole.UserRole + 1
+USABLE_ROLE = Qt.ItemDataRole.UserRole + 2
+GGUF_FILTER = "GGUF models (*.gguf);;All files (*)"
+
+
+@dataclass
+class DraftEntry:
+    path: str
+    name: str
+    usable: bool
+    reason: str
+
+
+def check_drafts(target: str, drafts: list[str]) -> list[DraftEntry]:
+    """Read headers and check each draft against ``target`` (runs off the GUI thread)."""
+    t_info = read_model_info(target)
+    out: list[DraftEntry] = []
+    for path in drafts:
+        if path == target:
+            continue
+        try:
+            info = read_model_info(path)
+        except Exception as exc:
+            out.append(DraftEntry(path, Path(path).name, False, f"Unreadable: {exc}"))
+            continue
+        report = compat.check(t_info, info)
+        out.append(DraftEntry(path, f"{info.display_name}  ({Path(path).name})",
+                              report.usable, report.reason()))
+    out.sort(key=lambda e: not e.usable)  # stable: compatible first, recent order kept
+    return out
+
+
+def describe(info: ModelInfo) -> str:
+    bits = [info.display_name, info.architecture, info.size_label, info.quantization]
+    return " · ".join(b for b in bits if b)
+
+
+class ModelBar(QFrame):
+    draft_switch_toggled = Signal(bool)
+    """The draft on/off switch changed; takes effect on the next reply."""
+    drafts_checked = Signal()
+    """The draft list was rebuilt after a compatibility check."""
+
+    def __init__(self, ctx: AppContext, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("ModelBar")
+        self.ctx = ctx
+        self.engine = ctx.engine
+        self._wanted_draft = ""
+        self._check_id = 0  # only the newest compatibility check may fill the list
+
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(12, 8, 12, 8)
+        outer.setSpacing(4)
+        row = QHBoxLayout()
+        outer.addLayout(row)
+        row.addWidget(self._caption("Target"))
+        self.target_combo = QComboBox(self)
+        self.target_combo.setMinimumWidth(160)
+        self.target_combo.setPlaceholderText("Choose a model…")
+        self.target_combo.activated.connect(self._on_target_activated)
+        row.addWidget(self.target_combo, 2)
+        self.target_open = QPushButton("Open…", self)
+        self.target_open.setToolTip("Load a target model from a GGUF file")
+        self.target_open.clicked.connect(self._open_target_dialog)
+        row.addWidget(self.target_open)
+        row.addSpacing(16)
+        row.addWidget(self._caption("Draft"))
+        self.draft_model = QStandardItemModel(self)
+        self.draft_combo = QComboBox(self)
+        self.draft_combo.setModel(self.draft_model)
+        self.draft_combo.setMinimumWidth(160)
+        self.draft_combo.activated.connect(self._on_draft_activated)
+        row.addWidget(self.draft_combo, 2)
+        self.draft_open = QPushButton("Open…", self)
+        self.draft_open.setToolTip("Load a draft model from a GGUF file")
+        self.draft_open.clicked.connect(self._open_draft_dialog)
+        row.addWidget(self.draft_open)
+        row.addSpacing(12)
+        self.draft_switch = QCheckBox(self)
+        self.draft_switch.setObjectName("DraftSwitch")
+        self.draft_switch.setToolTip("Draft on/off: takes effect on the next reply, nothing is reloaded")
+        self.draft_switch.setChecked(ctx.settings.draft_enabled)
+        self.draft_switch.toggled.connect(self._on_switch)
+        self._label_switch(ctx.settings.draft_enabled)
+        row.addWidget(self.draft_switch)
+
+        status = QHBoxLayout()
+        outer.addLayout(status)
+        self.status = QLabel("No model loaded. Open a GGUF file to start.", self)
+        self.status.setObjectName("Muted")
+        status.addWidget(self.status, 1)
+        self.error = QLabel("", self)
+        self.error.setObjectName("ErrorLabel")
+        self.error.setWordWrap(True)
+        self.error.hide()
+        status.addWidget(self.error, 2)
+        self.progress = QProgressBar(self)
+        self.progress.setRange(0, 1000)
+        self.progress.setFixedWidth(220)
+        self.progress.hide()
+        status.addWidget(self.progress)
+        self.cancel = QPushButton("Cancel", self)
+        self.cancel.clicked.connect(self.engine.cancel_load)
+        self.cancel.hide()
+        status.addWidget(self.cancel)
+
+        e = self.engine
+        e.load_started.connect(self._on_load_started)
+        e.load_progressed.connect(self._on_progress)
+        e.target_loaded.connect(self._on_target_loaded)
+        e.draft_loaded.connect(self._on_draft_loaded)
+        e.draft_unloaded.connect(self._update_status)
+        e.load_failed.connect(self._on_failed)
+        e.load_cancelled.connect(self._on_cancelled)
+        self._fill_targets()
+        self._fill_drafts([])
+
+    def _caption(self, text: str) -> QLabel:
+        label = QLabel(text, self)
+        label.setObjectName("PanelTitle")
+        return label
+
+    # -- choosing ------------------------------------------------------------
+    def _open_target_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open a target model", "", GGUF_FILTER)
+        if path:
+            self.choose_target(path)
+
+    def _open_draft_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open a draft model", "", GGUF_FILTER)
+        if path:
+            self.choose_draft(path)
+
+    def choose_target(self, path: str) -> None:
+        """Remember ``path`` and load it as the target."""
+        self.ctx.settings.remember("target", str(path))
+        self.ctx.settings.save()
+        self._fill_targets()
+        self.engine.load_target(str(path))
+        self.refresh_drafts()
+
+    def choose_draft(self, path: str) -> None:
+        """Remember ``path`` and load it as the draft (after the target)."""
+        path = str(path)
+        self.ctx.settings.remember("draft", path)
+        self.ctx.settings.save()
+        self._wanted_draft = path
+        self.refresh_drafts()
+        self.engine.load_draft(path)
+
+    def _on_target_activated(self, index: int) -> None:
+        path = self.target_combo.itemData(index, PATH_ROLE)
+        if path:
+            self.choose_target(str(path))
+
+    def _on_draft_activated(self, index: int) -> None:
+        path = self.draft_combo.itemData(index, PATH_ROLE)
+        if not path:
+            self._wanted_draft = ""
+            self.engine.unload_draft()
+        else:
+            self.choose_draft(str(path))
+
+    def _label_switch(self, on: bool) -> None:
+        self.draft_switch.setText("Speculative: on" if on else "Speculative: off")
+
+    def _on_switch(self, on: bool) -> None:
+        self._label_switch(on)
+        self.ctx.settings.draft_enabled = on
+        self.ctx.settings.save()
+        self.draft_switch_toggled.emit(on)
+
+    # -- lists ---------------------------------------------------------------
+    def _fill_targets(self) -> None:
+        self.target_combo.clear()
+        for path in self.ctx.settings.recent_targets:
+            self.target_combo.addItem(Path(path).name)
+            i = self.target_combo.count() - 1
+            self.target_combo.setItemData(i, path, PATH_ROLE)
+            self.target_combo.setItemData(i, path, Qt.ItemDataRole.ToolTipRole)
+        current = self.ctx.settings.last_target
+        if current in self.ctx.settings.recent_targets:
+            self.target_combo.setCurrentIndex(self.ctx.settings.recent_targets.index(current))
+        else:
+            self.target_combo.setCurrentIndex(-1)
+
+    def refresh_drafts(self) -> None:
+        """Re-check the recent drafts against the current target, in the background."""
+        target = self.ctx.settings.last_target
+        drafts = list(self.ctx.settings.recent_drafts)
+        if not target:
+            self._fill_drafts([DraftEntry(p, Path(p).name, False, "Choose a target first.")
+                               for p in drafts])
+            return
+        self._check_id += 1
+        check_id = self._check_id
+        run_in_background(self, lambda: check_drafts(target, drafts),
+                          lambda entries: self._on_checked(check_id, entries),
+                          lambda msg: self._on_check_failed(check_id, msg))
+
+    def _on_checked(self, check_id: int, entries: list[DraftEntry]) -> None:
+        if check_id == self._check_id:
+            self._fill_drafts(entries)
+            self.drafts_checked.emit()
+
+    def _on_check_failed(self, check_id: int, message: str) -> None:
+        """The target's header is unreadable; loading it reports that, so no dialog here."""
+        if check_id == self._check_id:
+            reason = f"The target's header could not be read: {message}"
+            self._fill_drafts([DraftEntry(p, Path(p).name, False, reason)
+                               for p in self.ctx.settings.recent_drafts])
+            self.drafts_checked.emit()
+
+    def _fill_drafts(self, entries: list[DraftEntry]) -> None:
+        m = self.draft_model
+        m.clear()
+        none = QStandardItem("No draft (plain decoding)")
+        none.setData("", PATH_ROLE)
+        m.appendRow(none)
+        select = 0
+        for e in entries:
+            item = QStandardItem(e.name if e.usable else f"{e.name}  (incompatible)")
+            item.setData(e.path, PATH_ROLE)
+            item.setData(e.usable, USABLE_ROLE)
+            item.setToolTip(f"{e.path}\n{e.reason}")
+            item.setEnabled(e.usable)
+            m.appendRow(item)
+            if e.usable and e.path == self._current_draft_path():
+                select = m.rowCount() - 1
+        self.draft_combo.setCurrentIndex(select)
+
+    def _current_draft_path(self) -> str:
+        info = self.engine.draft_info
+        return info.source if info is not None else self._wanted_draft
+
+    def draft_entry(self, path: str) -> QStandardItem | None:
+        for row in range(self.draft_model.rowCount()):
+            item = self.draft_model.item(row)
+            if item.data(PATH_ROLE) == str(path):
+                return item
+        return None
+
+    # -- engine results ------------------------------------------------------
+    def _on_load_started(self, kind: str, path: str) -> None:
+        self.error.hide()
+        self.progress.setValue(0)
+        self.progress.setFormat(f"Loading {kind}: %p%")
+        self.progress.show()
+        self.cancel.show()
+        self.status.setText(f"Loading {Path(path).name}…")
+
+    def _on_progress(self, _kind: str, frac: float) -> None:
+        self.progress.setValue(int(frac * 1000))
+
+    def _done_loading(self) -> None:
+        self.progress.hide()
+        self.cancel.hide()
+
+    def _on_target_loaded(self, _info: ModelInfo) -> None:
+        self._done_loading()
+        self._update_status()
+        if self._wanted_draft and not self.engine.is_loading("draft"):
+            entry = self.draft_entry(self._wanted_draft)
+            if entry is None or entry.data(USABLE_ROLE) is not False:
+                self.engine.load_draft(self._wanted_draft)
+
+    def _on_draft_loaded(self, _info: ModelInfo, _report: CompatReport) -> None:
+        self._done_loading()
+        self._update_status()
+        entry = self.draft_entry(self._wanted_draft)
+        if entry is not None:
+            self.draft_combo.setCurrentIndex(entry.row())
+
+    def _on_failed(self, kind: str, message: str) -> None:
+        self._done_loading()
+        if kind == "draft":
+            self._wanted_draft = ""
+            self.draft_combo.setCurrentIndex(0)
+        self._update_status()
+        self._show_error(message)
+
+    def _on_cancelled(self, kind: str) -> None:
+        self._done_loading()
+        if kind == "draft":
+            self._wanted_draft = ""
+            self.draft_combo.setCurrentIndex(0)
+        self._update_status()
+        self.status.setText(self.status.text() + f"  (loading the {kind} was cancelled)")
+
+    def _show_error(self, message: str) -> None:
+        self.error.setText(message)
+        self.error.setToolTip(message)
+        self.error.show()
+        show_error(self, "Specula: could not load the model", message)
+
+    def _update_status(self) -> None:
+        e = self.engine
+        if e.target_info is None:
+            self.status.setText("No model loaded. Open a GGUF file to start.")
+            return
+        text = f"Target: {describe(e.target_info)}"
+        text += f"   Draft: {describe(e.draft_info)}" if e.draft_info else "   No draft"
+        text += f"   on {e.backend}, {e.n_threads} threads"
+        self.status.setText(text)

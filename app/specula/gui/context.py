@@ -1,0 +1,39 @@
+"""What every page shares: settings, the conversation store and the engine client."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Signal
+
+from specula.core.chat.conversations import ConversationStore
+from specula.core.settings import Settings
+from specula.gui import theme
+from specula.gui.engine_client import EngineClient
+from specula.gui.workers import EngineSettings
+
+
+class AppContext(QObject):
+    settings_changed = Signal()
+    """Settings were edited and saved; pages re-read what they show."""
+
+    def __init__(self, settings: Settings | None = None, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.settings = settings or Settings.load()
+        self.store = ConversationStore()
+        self.engine = EngineClient(self)
+        self.engine.configure(self.engine_settings())
+
+    def engine_settings(self) -> EngineSettings:
+        s = self.settings
+        return EngineSettings(s.n_ctx, s.n_threads, s.n_gpu_layers_target, s.n_gpu_layers_draft)
+
+    def save_settings(self) -> None:
+        """Save, apply theme and engine options, and tell the pages."""
+        self.settings.save()
+        if theme.current() != self.settings.theme:
+            theme.apply(self.settings.theme)
+        self.engine.configure(self.engine_settings())
+        self.settings_changed.emit()
+
+    def close(self) -> None:
+        self.engine.shutdown()
+        self.store.close()

@@ -1,0 +1,205 @@
+"""The GUI thread's handle on the engine worker: requests out, state and replies back.
+
+Everything here runs on the GUI thread. Requests go to the worker through
+private queued signals; results come back through the worker's signals and
+are kept as state (what is loaded, on which backend) or routed to the
+:class:`~specula.gui.workers.Reply` they belong to.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+
+from PySide6.QtCore import QObject, Qt, QThread, Signal
+
+from specula.core.compat import CompatReport
+from specula.core.engine.config import SpecConfig
+from specula.core.engine.events import Done
+from specula.core.engine.sampling import SamplingParams
+from specula.core.gguf_meta import ModelInfo
+from specula.gui.workers import EngineSettings, EngineWorker, Reply, ReplyBatch
+
+
+class EngineClient(QObject):
+    target_loaded = Signal(object)
+    """A target finished loading (ModelInfo)."""
+    draft_loaded = Signal(object, object)
+    """A draft finished loading (ModelInfo, CompatReport)."""
+    draft_unloaded = Signal()
+    """No draft is loaded any more."""
+    load_started = Signal(str, str)
+    """A load of ``kind`` began for this path."""
+    load_progressed = Signal(str, float)
+    """A load of ``kind`` reached this fraction."""
+    load_failed = Signal(str, str)
+    """A load of ``kind`` failed with this message."""
+    load_cancelled = Signal(str)
+    """A load of ``kind`` was cancelled."""
+    busy_changed = Signal(bool)
+    """A reply started (True) or the last one ended (False)."""
+
+    _req_configure = Signal(object)
+    _req_load_target = Signal(str, object)
+    _req_load_draft = Signal(str, object)
+    _req_unload_draft = Signal()
+    _req_generate = Signal(int, object, object, object, object)
+    _req_shutdown = Signal()
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.target_info: ModelInfo | None = None
+        self.draft_info: ModelInfo | None = None
+        self.draft_report: CompatReport | None = None
+        self.backend = ""
+        self.n_threads = 0
+        self._pending_loads: list[str] = []  # kinds asked for and not yet answered
+        self._load_cancel = threading.Event()
+        self._replies: dict[int, Reply] = {}
+        self._ids = itertools.count(1)
+
+        self._thread = QThread()
+        self._thread.setObjectName("specula-engine")
+        self._worker = EngineWorker()
+        self._worker.moveToThread(self._thread)
+        q = Qt.ConnectionType.QueuedConnection
+        w = self._worker
+        self._req_configure.connect(w.configure, q)
+        self._req_load_target.connect(w.load_target, q)
+        self._req_load_draft.connect(w.load_draft, q)
+        self._req_unload_draft.connect(w.unload_draft, q)
+        self._req_generate.connect(w.generate, q)
+        self._req_shutdown.connect(w.shutdown, q)
+        w.target_loaded.connect(self._on_target_loaded, q)
+        w.draft_loaded.connect(self._on_draft_loaded, q)
+        w.draft_unloaded.connect(self._on_draft_unloaded, q)
+        w.load_progressed.connect(self.load_progressed, q)
+        w.load_failed.connect(self._on_load_failed, q)
+        w.load_cancelled.connect(self._on_load_cancelled, q)
+        w.batch_ready.connect(self._on_batch, q)
+        w.reply_finished.connect(self._on_finished, q)
+        w.reply_failed.connect(self._on_failed, q)
+        self._thread.start()
+
+    # -- state ---------------------------------------------------------------
+    @property
+    def has_target(self) -> bool:
+        return self.target_info is not None
+
+    @property
+    def has_draft(self) -> bool:
+        return self.draft_info is not None
+
+    @property
+    def loading(self) -> str:
+        """The kind of the newest load not yet answered ("target", "draft" or "")."""
+        return self._pending_loads[-1] if self._pending_loads else ""
+
+    def is_loading(self, kind: str) -> bool:
+        return kind in self._pending_loads
+
+    def _answered(self, kind: str) -> None:
+        if kind in self._pending_loads:
+            self._pending_loads.remove(kind)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._replies)
+
+    # -- requests ------------------------------------------------------------
+    def configure(self, settings: EngineSettings) -> None:
+        """Engine options for the next target load."""
+        self._req_configure.emit(settings)
+
+    def load_target(self, path: str) -> None:
+        self._load_cancel = threading.Event()
+        self._pending_loads.append("target")
+        self.load_started.emit("target", path)
+        self._req_load_target.emit(path, self._load_cancel)
+
+    def load_draft(self, path: str) -> None:
+        self._load_cancel = threading.Event()
+        self._pending_loads.append("draft")
+        self.load_started.emit("draft", path)
+        self._req_load_draft.emit(path, self._load_cancel)
+
+    def unload_draft(self) -> None:
+        self._req_unload_draft.emit()
+
+    def cancel_load(self) -> None:
+        self._load_cancel.set()
+
+    def generate(
+        self, messages: list[dict[str, str]], sampling: SamplingParams, spec: SpecConfig
+    ) -> Reply:
+        """Queue a reply; replies run one after the other in the order asked."""
+        reply = Reply(next(self._ids), self)
+        was_busy = self.busy
+        self._replies[reply.request_id] = reply
+        if not was_busy:
+            self.busy_changed.emit(True)
+        self._req_generate.emit(reply.request_id, messages, sampling, spec, reply.cancel_event)
+        return reply
+
+    def stop_all(self) -> None:
+        for reply in self._replies.values():
+            reply.stop()
+
+    def shutdown(self, timeout_ms: int = 10000) -> None:
+        """Stop what runs, close the engine on its thread and end the thread."""
+        if not self._thread.isRunning():
+            return
+        self.stop_all()
+        self._load_cancel.set()
+        self._req_shutdown.emit()
+        if not self._thread.wait(timeout_ms):
+            self._thread.terminate()
+            self._thread.wait()
+
+    # -- results -------------------------------------------------------------
+    def _on_target_loaded(self, info: ModelInfo, backend: str, n_threads: int) -> None:
+        self._answered("target")
+        self.target_info, self.backend, self.n_threads = info, backend, n_threads
+        self.target_loaded.emit(info)
+
+    def _on_draft_loaded(self, info: ModelInfo, report: CompatReport) -> None:
+        self._answered("draft")
+        self.draft_info, self.draft_report = info, report
+        self.draft_loaded.emit(info, report)
+
+    def _on_draft_unloaded(self) -> None:
+        self.draft_info = self.draft_report = None
+        self.draft_unloaded.emit()
+
+    def _on_load_failed(self, kind: str, message: str) -> None:
+        self._answered(kind)
+        self.load_failed.emit(kind, message)
+
+    def _on_load_cancelled(self, kind: str) -> None:
+        self._answered(kind)
+        self.load_cancelled.emit(kind)
+
+    def _on_batch(self, request_id: int, batch: ReplyBatch) -> None:
+        reply = self._replies.get(request_id)
+        if reply is not None:
+            reply.batch_arrived.emit(batch)
+
+    def _end(self, request_id: int) -> Reply | None:
+        reply = self._replies.pop(request_id, None)
+        if reply is not None:
+            reply.done = True
+            if not self._replies:
+                self.busy_changed.emit(False)
+        return reply
+
+    def _on_finished(self, request_id: int, done: Done) -> None:
+        reply = self._end(request_id)
+        if reply is not None:
+            reply.finished.emit(done)
+            reply.deleteLater()
+
+    def _on_failed(self, request_id: int, message: str) -> None:
+        reply = self._end(request_id)
+        if reply is not None:
+            reply.failed.emit(message)
+            reply.deleteLater()

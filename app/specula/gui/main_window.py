@@ -1,0 +1,93 @@
+"""The shell: a navigation bar and a stack of pages. It navigates; pages own their widgets.
+
+Adding a page is one line in :data:`PAGES`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from PySide6.QtCore import QByteArray, QSettings, Qt
+from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QListWidget,
+    QListWidgetItem,
+    QMainWindow,
+    QStackedWidget,
+    QWidget,
+)
+
+from specula.gui.chat.page import ChatPage
+from specula.gui.compare.page import ComparePage
+from specula.gui.context import AppContext
+from specula.gui.settings.page import SettingsPage
+
+
+@dataclass(frozen=True)
+class PageSpec:
+    key: str
+    title: str
+    factory: Callable[[AppContext], QWidget]
+
+
+PAGES: list[PageSpec] = [
+    PageSpec("chat", "Chat", ChatPage),
+    PageSpec("compare", "Compare", ComparePage),
+    PageSpec("settings", "Settings", SettingsPage),
+]
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, ctx: AppContext) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.setWindowTitle("Specula")
+        central = QWidget(self)
+        lay = QHBoxLayout(central)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        self.nav = QListWidget(central)
+        self.nav.setObjectName("NavBar")
+        self.nav.setFixedWidth(104)
+        self.nav.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.stack = QStackedWidget(central)
+        self.pages: dict[str, QWidget] = {}
+        for spec in PAGES:
+            page = spec.factory(ctx)
+            self.pages[spec.key] = page
+            self.stack.addWidget(page)
+            item = QListWidgetItem(spec.title)
+            item.setData(Qt.ItemDataRole.UserRole, spec.key)
+            item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
+            self.nav.addItem(item)
+        self.nav.currentRowChanged.connect(self.stack.setCurrentIndex)
+        self.nav.setCurrentRow(0)
+        lay.addWidget(self.nav)
+        lay.addWidget(self.stack, 1)
+        self.setCentralWidget(central)
+        for i, _spec in enumerate(PAGES[:9]):
+            QShortcut(QKeySequence(f"Ctrl+{i + 1}"), self, lambda i=i: self.nav.setCurrentRow(i))
+        self.resize(1320, 840)
+        self._restore_geometry()
+
+    def show_page(self, key: str) -> QWidget:
+        keys = [p.key for p in PAGES]
+        self.nav.setCurrentRow(keys.index(key))
+        return self.pages[key]
+
+    @property
+    def chat(self) -> ChatPage:
+        page = self.pages["chat"]
+        assert isinstance(page, ChatPage)
+        return page
+
+    def _restore_geometry(self) -> None:
+        geometry = QSettings().value("window/geometry")
+        if isinstance(geometry, QByteArray):
+            self.restoreGeometry(geometry)
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        QSettings().setValue("window/geometry", self.saveGeometry())
+        super().closeEvent(event)

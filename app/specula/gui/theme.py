@@ -1,0 +1,102 @@
+"""Light and dark themes: QSS files from ``resources/themes`` plus colours used in code.
+
+The QSS files live in the repository's top-level ``resources/`` folder. An
+installed wheel carries a copy inside the package (``specula/resources``,
+copied by ``setup.py``'s build step); a source checkout reads the folder
+itself. :func:`resources_dir` finds whichever exists.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtWidgets import QApplication
+
+import specula
+
+log = logging.getLogger("specula.gui.theme")
+
+THEMES = ("dark", "light")
+
+
+def resources_dir() -> Path:
+    """The folder holding ``themes/`` (package data first, then the source checkout)."""
+    pkg = Path(specula.__file__).resolve().parent
+    for candidate in (pkg / "resources", pkg.parents[1] / "resources"):
+        if (candidate / "themes").is_dir():
+            return candidate
+    raise FileNotFoundError(
+        f"Specula's resources folder is missing (looked in {pkg / 'resources'} and "
+        f"{pkg.parents[1] / 'resources'})"
+    )
+
+
+def stylesheet(name: str) -> str:
+    return (resources_dir() / "themes" / f"{name}.qss").read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class Palette:
+    """Colours drawn from Python: token backgrounds, heat scale, chart lines."""
+
+    text: str
+    muted: str
+    draft_bg: str  # an accepted draft token
+    lookup_bg: str  # an accepted prompt-lookup token
+    target_bg: str  # a token the target produced itself
+    relaxed_bg: str  # accepted only by the lossy rule
+    heat_low: tuple[int, int, int]
+    heat_high: tuple[int, int, int]
+    code_bg: str
+    code_style: str  # pygments style name
+    chart_rate: str
+    chart_accept: str
+    chart_grid: str
+
+
+PALETTES: dict[str, Palette] = {
+    "dark": Palette(
+        text="#e4e5e9", muted="#9a9daa", draft_bg="#1f5e3a", lookup_bg="#1f4a6e",
+        target_bg="transparent", relaxed_bg="#6b4a12", heat_low=(140, 40, 40),
+        heat_high=(30, 110, 60), code_bg="#15161a", code_style="monokai",
+        chart_rate="#b7adff", chart_accept="#4cc38a", chart_grid="#33353e",
+    ),
+    "light": Palette(
+        text="#1d1e22", muted="#666a7a", draft_bg="#c4ecd2", lookup_bg="#cfe3f7",
+        target_bg="transparent", relaxed_bg="#f7e0b0", heat_low=(245, 180, 180),
+        heat_high=(170, 230, 190), code_bg="#f0f0f4", code_style="friendly",
+        chart_rate="#5b4bd6", chart_accept="#1f9d5c", chart_grid="#e0e1e7",
+    ),
+}
+
+_current = "dark"
+
+
+def current() -> str:
+    return _current
+
+
+def palette() -> Palette:
+    return PALETTES[_current]
+
+
+def apply(name: str) -> None:
+    """Apply theme ``name`` to the running QApplication."""
+    global _current
+    if name not in THEMES:
+        log.warning("unknown theme %r; using dark", name)
+        name = "dark"
+    _current = name
+    app = QApplication.instance()
+    if isinstance(app, QApplication):
+        app.setStyleSheet(stylesheet(name))
+
+
+def heat_colour(prob: float) -> str:
+    """The heat-scale background for a draft probability in [0, 1]."""
+    p = min(max(prob, 0.0), 1.0)
+    lo, hi = palette().heat_low, palette().heat_high
+    r, g, b = (round(a + (c - a) * p) for a, c in zip(lo, hi, strict=True))
+    return f"#{r:02x}{g:02x}{b:02x}"

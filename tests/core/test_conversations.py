@@ -1,0 +1,58 @@
+"""The SQLite conversation store."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from specula.core.chat.conversations import SCHEMA_VERSION, ConversationStore, title_from
+
+
+def test_create_add_reopen() -> None:
+    store = ConversationStore()
+    c = store.create("First")
+    store.add_message(c.id, "user", "hello there")
+    store.add_message(c.id, "assistant", "hi", {"stats": {"tokens": 2}})
+    store.close()
+    again = ConversationStore()
+    assert again.schema_version == SCHEMA_VERSION
+    msgs = again.messages(c.id)
+    assert [(m.role, m.content, m.position) for m in msgs] == [
+        ("user", "hello there", 0), ("assistant", "hi", 1)]
+    assert msgs[1].meta == {"stats": {"tokens": 2}}
+
+
+def test_rename_delete_search_truncate() -> None:
+    store = ConversationStore()
+    a = store.create("Alpha")
+    b = store.create("Beta")
+    store.add_message(b.id, "user", "tell me about 100% speed_up")
+    store.add_message(b.id, "assistant", "ok")
+    store.rename(a.id, "Gamma")
+    assert store.get(a.id).title == "Gamma"  # type: ignore[union-attr]
+    assert [c.title for c in store.conversations("gam")] == ["Gamma"]
+    assert [c.title for c in store.conversations("100%")] == ["Beta"]
+    assert store.conversations("x_y") == []
+    store.truncate(b.id, 1)
+    assert [m.content for m in store.messages(b.id)] == ["tell me about 100% speed_up"]
+    store.delete(b.id)
+    assert [c.id for c in store.conversations()] == [a.id]
+    assert store.messages(b.id) == []
+
+
+def test_newer_schema_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "c.sqlite3"
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 5}")
+    db.close()
+    try:
+        ConversationStore(path)
+    except RuntimeError as exc:
+        assert "newer" in str(exc)
+    else:
+        raise AssertionError("a newer schema must be refused")
+
+
+def test_title_from() -> None:
+    assert title_from("  hello\n world ") == "hello world"
+    assert title_from("x" * 100).endswith("…")
+    assert title_from("") == "New chat"
