@@ -34,10 +34,10 @@ def render_png(size: int, dest: Path) -> None:
 
 
 def main() -> int:
-    from PySide6.QtGui import QGuiApplication
     from PIL import Image
+    from PySide6.QtGui import QGuiApplication
 
-    _app = QGuiApplication.instance() or QGuiApplication(sys.argv[:1] + ["-platform", "offscreen"])
+    _app = QGuiApplication.instance() or QGuiApplication([*sys.argv[:1], "-platform", "offscreen"])
     OUT.mkdir(parents=True, exist_ok=True)
     for size in (*LINUX_SIZES, 1024):
         render_png(size, OUT / f"specula-{size}.png")
