@@ -112,8 +112,10 @@ def _gib(n: int) -> str:
 def format_system(report: SystemReport | None = None) -> str:
     """The text `specula info --system` prints."""
     r = report or describe_system()
+    local_gpu = any(d.is_gpu and not d.is_remote for d in r.devices)
+    offload = "yes" if local_gpu else ("RPC workers only" if r.gpu_offload else "no")
     lines = [
-        f"backend: {r.backend} (GPU offload: {'yes' if r.gpu_offload else 'no'}, "
+        f"backend: {r.backend} (GPU offload: {offload}, "
         f"RPC workers: {'supported' if r.rpc else 'not in this build'})",
         f"llama-cpp-python {r.llama_cpp_python}; {r.os}",
         f"CPU: {r.cpu}, {r.physical_cores} physical / {r.logical_cores} logical cores "

@@ -2,8 +2,8 @@
 
 llama-cpp-python 0.3.36 wraps neither ``ggml_backend_dev_*`` nor the RPC
 registration (the old ``rpc_servers`` model parameter is gone from llama.cpp),
-so they are bound here against the same ``libggml`` that ``llama_cpp._ggml``
-loads. Model loads with no explicit device list use every registered GPU-type
+so they are bound here against the ``libggml`` that libllama uses (see
+:func:`_ggml_of_llama`). Model loads with no explicit device list use every registered GPU-type
 device, and llama.cpp puts RPC devices first: registering a worker is all it
 takes to split a model's offloaded layers over it.
 """
@@ -11,6 +11,7 @@ takes to split a model's offloaded layers over it.
 from __future__ import annotations
 
 import ctypes
+import socket
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +46,29 @@ class GGMLDevice:
         return self.type in ("gpu", "igpu")
 
 
+def _ggml_of_llama() -> Any:
+    """The ggml that libllama itself uses, where its device registry lives.
+
+    Not simply ``llama_cpp._ggml.libggml``: wheels cannot hold symlinks, so
+    ``lib/libggml.so`` and ``lib/libggml.so.0`` are two copies of one file, and
+    ``_ggml`` loads the first while libllama loads the second; an RPC worker
+    registered in the wrong copy is never seen by a model load. Looking the
+    symbols up through libllama's handle (dlsym searches its dependencies)
+    reaches the right copy on Linux and macOS; on Windows there is one ggml.dll.
+    """
+    from llama_cpp import _ggml
+    from llama_cpp import llama_cpp as lcpp
+
+    lib = getattr(lcpp, "_lib", None)
+    if lib is not None:
+        try:
+            lib.ggml_backend_dev_count  # noqa: B018 - probe: resolvable through libllama?
+            return lib
+        except AttributeError:
+            pass
+    return _ggml.libggml
+
+
 def _bind() -> Any:
     """libggml with the few prototypes this module needs (once per process)."""
     global _lib
@@ -52,9 +76,7 @@ def _bind() -> Any:
         if _lib is not None:
             return _lib
         ensure_backend()
-        from llama_cpp import _ggml
-
-        lib = _ggml.libggml
+        lib = _ggml_of_llama()
         vp, cp, sz = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t
         protos: dict[str, tuple[list[Any], Any]] = {
             "ggml_backend_dev_count": ([], sz),
@@ -106,6 +128,17 @@ def rpc_supported() -> bool:
     return bool(_bind().ggml_backend_reg_by_name(b"RPC"))
 
 
+def _probe(endpoint: str, timeout: float = 5.0) -> None:
+    """Connect once from Python first: ggml-rpc aborts the whole process when it cannot."""
+    host, _, port = endpoint.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+    except (OSError, ValueError) as exc:
+        raise LoadError(f"Cannot reach the RPC worker {endpoint}: {exc}. Is rpc-server "
+                        "running there and the port open?") from exc
+
+
 def add_rpc_servers(endpoints: list[str] | tuple[str, ...]) -> list[str]:
     """Register ``host:port`` rpc-server workers as devices; returns the new ones.
 
@@ -128,6 +161,7 @@ def add_rpc_servers(endpoints: list[str] | tuple[str, ...]) -> list[str]:
             raise LoadError("The RPC backend does not offer ggml_backend_rpc_add_server.")
         add_server = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_char_p)(addr)
         for endpoint in todo:
+            _probe(endpoint)
             server_reg = add_server(endpoint.encode())
             if not server_reg:
                 raise LoadError(f"The RPC worker {endpoint} did not answer (is rpc-server "

@@ -56,11 +56,14 @@ def ensure_backend() -> None:
 
         @L.llama_log_callback  # type: ignore[untyped-decorator]
         def _on_log(level: int, text: bytes, _user: Any) -> None:
-            # GGML_LOG_LEVEL: 2 info, 3 warn, 4 error; llama.cpp is chatty at info.
-            if level >= 3 and text:
-                msg = text.decode("utf-8", errors="replace").rstrip()
-                if msg:
-                    log.log(logging.ERROR if level >= 4 else logging.WARNING, "llama.cpp: %s", msg)
+            # GGML_LOG_LEVEL: 2 info, 3 warn, 4 error; llama.cpp is chatty at info, so info
+            # goes to DEBUG (where device placement, "model buffer size" etc. can be read).
+            if not text or (level < 3 and not log.isEnabledFor(logging.DEBUG)):
+                return
+            msg = text.decode("utf-8", errors="replace").rstrip()
+            if msg:
+                lvl = logging.ERROR if level >= 4 else logging.WARNING if level == 3 else logging.DEBUG
+                log.log(lvl, "llama.cpp: %s", msg)
 
         _log_callback = _on_log
         L.llama_log_set(_log_callback, ctypes.c_void_p(0))
