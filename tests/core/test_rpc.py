@@ -57,7 +57,7 @@ def test_target_split_over_workers_gives_the_local_reply(
 
     endpoints = parse_endpoints(WORKERS)
     remote = Engine(EngineOptions(n_ctx=512, n_threads=2, rpc_servers=endpoints,
-                                  n_gpu_layers_target=-1, n_gpu_layers_draft=0))
+                                  n_gpu_layers_target=-1, n_gpu_layers_draft=-1))
     rpc_devs = [d for d in hardware.list_devices() if d.is_remote]
     assert sorted(d.description for d in rpc_devs) == sorted(endpoints)
     assert all(d.memory_total > 0 for d in rpc_devs)
@@ -67,7 +67,11 @@ def test_target_split_over_workers_gives_the_local_reply(
     placed = [r.getMessage() for r in caplog.records if "model buffer size" in r.getMessage()]
     for endpoint in endpoints:
         assert any(f"[{endpoint}]" in m for m in placed), placed
-    remote.load_draft(tiny["draft"])
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="specula.engine"):
+        remote.load_draft(tiny["draft"])  # asks for every layer offloaded, yet stays local
+    placed = [r.getMessage() for r in caplog.records if "model buffer size" in r.getMessage()]
+    assert placed and not any("RPC" in m for m in placed), placed
     got = _reply(remote)
     remote.close()
     assert got.token_ids == want.token_ids

@@ -21,6 +21,7 @@ import queue
 import select
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +53,7 @@ class Handler(BaseHTTPRequestHandler):
     server: SpeculaHTTPServer
     protocol_version = "HTTP/1.1"
     server_version = "Specula"
+    _checked = 0.0  # when _wait last looked at the socket
 
     # -- plumbing --------------------------------------------------------------
 
@@ -188,14 +190,22 @@ class Handler(BaseHTTPRequestHandler):
             self._whole(req, rid, served, prompt_tokens, out, cancel)
 
     def _wait(self, out: queue.Queue[Message], cancel: threading.Event) -> Message:
-        """The job's next message; a vanished client cancels the job meanwhile."""
+        """The job's next message; a vanished client cancels the job meanwhile.
+
+        The socket is checked at least every POLL_S, also while messages keep
+        arriving (a non-streaming reply produces text without writing any).
+        """
         while True:
-            try:
-                return out.get(timeout=POLL_S)
-            except queue.Empty:
+            now = time.monotonic()
+            if now - self._checked >= POLL_S:
+                self._checked = now
                 if not cancel.is_set() and self._client_gone():
                     log.info("client left; cancelling its request")
                     cancel.set()
+            try:
+                return out.get(timeout=POLL_S)
+            except queue.Empty:
+                pass
 
     def _drain(self, out: queue.Queue[Message], cancel: threading.Event) -> Done | str:
         """Messages up to the end of the reply: the Done, or a failure sentence."""

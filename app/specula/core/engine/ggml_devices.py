@@ -123,6 +123,16 @@ def list_devices() -> list[GGMLDevice]:
     return out
 
 
+def local_gpu_handles() -> list[int]:
+    """Handles of the local (non-RPC) GPU devices, for a load that must stay on this machine."""
+    lib = _bind()
+    out = []
+    for d in list_devices():
+        if d.is_gpu and not d.is_remote:
+            out.append(int(lib.ggml_backend_dev_get(d.index)))
+    return out
+
+
 def rpc_supported() -> bool:
     """Whether this build has the RPC backend (llama-cpp-python built with -DGGML_RPC=on)."""
     return bool(_bind().ggml_backend_reg_by_name(b"RPC"))

@@ -128,7 +128,10 @@ class Model:
         use_extra_bufts: bool | None = None,
         load_mode: int | None = None,
         quantization: str | None = None,
+        devices: Sequence[int] | None = None,
     ) -> None:
+        """``devices``: ggml device handles to offload to (None: llama.cpp's default, every
+        GPU and RPC worker; an empty list keeps the model on the CPU)."""
         ensure_backend()
         if use_extra_bufts is None:
             use_extra_bufts = extra_buffers_safe(quantization)
@@ -141,6 +144,10 @@ class Model:
         params.use_extra_bufts = use_extra_bufts
         if load_mode is not None:
             params.load_mode = load_mode
+        device_list: Any = None  # referenced until the load returns (llama.cpp copies it)
+        if devices is not None:
+            device_list = (ctypes.c_void_p * (len(devices) + 1))(*devices, None)
+            params.devices = ctypes.cast(device_list, ctypes.c_void_p)
         cancelled = False
 
         def _progress(frac: float, _user: Any) -> bool:
@@ -158,6 +165,7 @@ class Model:
         cb = L.llama_progress_callback(_progress)
         params.progress_callback = cb
         self._model = L.llama_model_load_from_file(str(self.path).encode(), params)
+        del device_list
         if not self._model:
             if cancelled:
                 raise LoadCancelled(str(self.path))

@@ -20,7 +20,7 @@ from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.drafters import DraftModelDrafter
 from specula.core.engine.events import Event
 from specula.core.engine.generator import Generator
-from specula.core.engine.ggml_devices import add_rpc_servers
+from specula.core.engine.ggml_devices import add_rpc_servers, local_gpu_handles
 from specula.core.engine.llama import (
     Context,
     LoadCancelled,
@@ -148,8 +148,11 @@ class Engine:
         report = check(self.target_info, info)
         if not report.usable:
             raise IncompatibleDraft(report)
+        # With RPC workers the draft stays on this machine: a network round trip per
+        # draft token would cost more than drafting saves.
+        local = local_gpu_handles() if self.options.rpc_servers else None
         model = Model(path, n_gpu_layers=self.options.n_gpu_layers_draft, progress=progress,
-                      quantization=info.quantization, load_mode=self._load_mode)
+                      quantization=info.quantization, load_mode=self._load_mode, devices=local)
         try:
             ctx = self._context(model)
         except LoadError:
