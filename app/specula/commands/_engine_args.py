@@ -14,8 +14,34 @@ def add_model_args(p: argparse.ArgumentParser, *, target_flag: str = "--model") 
     p.add_argument("--draft", help="draft GGUF (same tokenizer)")
     p.add_argument("--ctx", type=int, default=4096, help="context length (default 4096)")
     p.add_argument("--threads", type=int, default=None, help="CPU threads (default: physical cores)")
-    p.add_argument("--gpu-layers", type=int, default=0, help="target layers on the GPU")
-    p.add_argument("--draft-gpu-layers", type=int, default=0, help="draft layers on the GPU")
+    p.add_argument("--gpu-layers", type=gpu_layers, default="auto",
+                   help="target layers on the GPU, or auto (default: what is left after the draft)")
+    p.add_argument("--draft-gpu-layers", type=gpu_layers, default="auto",
+                   help="draft layers on the GPU, or auto (default: all, if it fits)")
+    p.add_argument("--rpc", type=rpc_endpoints, default=(), metavar="HOST:PORT,...",
+                   help="llama.cpp rpc-server workers to split the target over")
+
+
+def gpu_layers(text: str) -> int | str:
+    """argparse type: a layer count (-1 = all) or "auto"."""
+    if text == "auto":
+        return text
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a layer count or 'auto'") from None
+    if n < -1:
+        raise argparse.ArgumentTypeError("use -1 for all layers, 0 for none")
+    return n
+
+
+def rpc_endpoints(text: str) -> tuple[str, ...]:
+    from specula.core.engine.ggml_devices import parse_endpoints
+
+    try:
+        return parse_endpoints(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_sampling_args(p: argparse.ArgumentParser, *, max_tokens: int = 512) -> None:
@@ -39,9 +65,33 @@ def add_spec_args(p: argparse.ArgumentParser, *, with_mode: bool = True) -> None
     g.add_argument("--p-min", type=float, default=0.0, help="stop drafting below this draft probability")
 
 
+def _auto_layers(a: argparse.Namespace) -> tuple[int, int]:
+    """hardware.plan_offload for the files given (0, 0 when a header cannot be read)."""
+    from specula.core import hardware
+    from specula.core.gguf_meta import GGUFError, read_model_info
+
+    try:
+        target = read_model_info(a.target)
+        draft = read_model_info(a.draft) if a.draft else None
+    except (GGUFError, OSError):
+        return 0, 0  # the load itself will report the file problem
+    return hardware.plan_offload(target, draft, a.ctx)
+
+
 def engine_options(a: argparse.Namespace) -> EngineOptions:
-    return EngineOptions(n_ctx=a.ctx, n_threads=a.threads, n_gpu_layers_target=a.gpu_layers,
-                         n_gpu_layers_draft=a.draft_gpu_layers)
+    """EngineOptions from the arguments; registers RPC workers first so that auto sees them."""
+    rpc = tuple(getattr(a, "rpc", ()) or ())
+    if rpc:
+        from specula.core.engine.ggml_devices import add_rpc_servers
+
+        add_rpc_servers(rpc)
+    target, draft = a.gpu_layers, a.draft_gpu_layers
+    if "auto" in (target, draft):
+        auto_draft, auto_target = _auto_layers(a)
+        target = auto_target if target == "auto" else target
+        draft = auto_draft if draft == "auto" else draft
+    return EngineOptions(n_ctx=a.ctx, n_threads=a.threads, n_gpu_layers_target=int(target),
+                         n_gpu_layers_draft=int(draft), rpc_servers=rpc)
 
 
 def sampling_params(a: argparse.Namespace) -> SamplingParams:

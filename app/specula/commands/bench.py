@@ -45,8 +45,8 @@ def run(a: argparse.Namespace) -> int:
         prompts = prompts[: a.limit]
     if not prompts:
         return fail("no prompts to run")
-    engine = Engine(engine_options(a))
     try:
+        engine = Engine(engine_options(a))
         engine.load_target(a.target)
         if a.draft:
             engine.load_draft(a.draft)

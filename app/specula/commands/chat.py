@@ -37,8 +37,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _load(a: argparse.Namespace) -> Engine | int:
-    engine = Engine(engine_options(a))
     try:
+        engine = Engine(engine_options(a))
         print(f"loading {a.target} ...", file=sys.stderr)
         engine.load_target(a.target)
         if a.draft:

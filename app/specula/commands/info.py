@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from specula.commands._common import fail, print_json
+from specula.commands._engine_args import rpc_endpoints
 from specula.core.gguf_meta import GGUFError, ModelInfo, read_model_info
 
 
@@ -12,6 +13,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", nargs="?", help="a GGUF file")
     p.add_argument("--system", action="store_true", help="describe this machine's backends")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--rpc", type=rpc_endpoints, default=(), metavar="HOST:PORT,...",
+                   help="with --system: also list these rpc-server workers")
 
 
 def _human_bytes(n: int | None) -> str:
@@ -52,6 +55,14 @@ def run(args: argparse.Namespace) -> int:
             from specula.core import hardware
         except ImportError:
             return fail("system description is not available in this build")
+        if args.rpc:
+            from specula.core.engine.ggml_devices import add_rpc_servers
+            from specula.core.engine.llama import LoadError
+
+            try:
+                add_rpc_servers(args.rpc)
+            except LoadError as exc:
+                return fail(str(exc))
         report = hardware.describe_system()
         if args.json:
             print_json(report.to_dict())

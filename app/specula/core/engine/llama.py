@@ -56,11 +56,14 @@ def ensure_backend() -> None:
 
         @L.llama_log_callback  # type: ignore[untyped-decorator]
         def _on_log(level: int, text: bytes, _user: Any) -> None:
-            # GGML_LOG_LEVEL: 2 info, 3 warn, 4 error; llama.cpp is chatty at info.
-            if level >= 3 and text:
-                msg = text.decode("utf-8", errors="replace").rstrip()
-                if msg:
-                    log.log(logging.ERROR if level >= 4 else logging.WARNING, "llama.cpp: %s", msg)
+            # GGML_LOG_LEVEL: 2 info, 3 warn, 4 error; llama.cpp is chatty at info, so info
+            # goes to DEBUG (where device placement, "model buffer size" etc. can be read).
+            if not text or (level < 3 and not log.isEnabledFor(logging.DEBUG)):
+                return
+            msg = text.decode("utf-8", errors="replace").rstrip()
+            if msg:
+                lvl = logging.ERROR if level >= 4 else logging.WARNING if level == 3 else logging.DEBUG
+                log.log(lvl, "llama.cpp: %s", msg)
 
         _log_callback = _on_log
         L.llama_log_set(_log_callback, ctypes.c_void_p(0))
@@ -125,7 +128,10 @@ class Model:
         use_extra_bufts: bool | None = None,
         load_mode: int | None = None,
         quantization: str | None = None,
+        devices: Sequence[int] | None = None,
     ) -> None:
+        """``devices``: ggml device handles to offload to (None: llama.cpp's default, every
+        GPU and RPC worker; an empty list keeps the model on the CPU)."""
         ensure_backend()
         if use_extra_bufts is None:
             use_extra_bufts = extra_buffers_safe(quantization)
@@ -138,6 +144,10 @@ class Model:
         params.use_extra_bufts = use_extra_bufts
         if load_mode is not None:
             params.load_mode = load_mode
+        device_list: Any = None  # referenced until the load returns (llama.cpp copies it)
+        if devices is not None:
+            device_list = (ctypes.c_void_p * (len(devices) + 1))(*devices, None)
+            params.devices = ctypes.cast(device_list, ctypes.c_void_p)
         cancelled = False
 
         def _progress(frac: float, _user: Any) -> bool:
@@ -155,6 +165,7 @@ class Model:
         cb = L.llama_progress_callback(_progress)
         params.progress_callback = cb
         self._model = L.llama_model_load_from_file(str(self.path).encode(), params)
+        del device_list
         if not self._model:
             if cancelled:
                 raise LoadCancelled(str(self.path))

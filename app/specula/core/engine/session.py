@@ -23,6 +23,7 @@ from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.drafters import DraftModelDrafter
 from specula.core.engine.events import Event
 from specula.core.engine.generator import Generator
+from specula.core.engine.ggml_devices import add_rpc_servers, local_gpu_handles
 from specula.core.engine.llama import (
     Context,
     LoadCancelled,
@@ -73,11 +74,17 @@ class EngineOptions:
     # dropped under memory pressure (or by proactive reclaim) and re-read mid-reply,
     # which makes decode times erratic; reading costs a slower load.
     use_mmap: bool = False
+    # Remote workers ("host:port" of llama.cpp rpc-server processes): offloaded layers are
+    # split over them, so a target too big for this machine can still run. Needs a
+    # llama-cpp-python built with -DGGML_RPC=on.
+    rpc_servers: tuple[str, ...] = ()
 
 
 class Engine:
     def __init__(self, options: EngineOptions | None = None) -> None:
         self.options = options or EngineOptions()
+        if self.options.rpc_servers:
+            add_rpc_servers(self.options.rpc_servers)  # LoadError when absent or unreachable
         self.n_threads = self.options.n_threads or default_threads()
         self.backend = backend_name()
         self.target_info: ModelInfo | None = None
@@ -128,9 +135,9 @@ class Engine:
             raise LoadError(str(exc)) from exc
 
     def _load(self, path: str | Path, info: ModelInfo, gpu_layers: int,
-              progress: Progress | None) -> tuple[Model, Context]:
+              progress: Progress | None, devices: Sequence[int] | None = None) -> tuple[Model, Context]:
         model = Model(path, n_gpu_layers=gpu_layers, progress=progress,
-                      quantization=info.quantization, load_mode=self._load_mode)
+                      quantization=info.quantization, load_mode=self._load_mode, devices=devices)
         try:
             return model, self._context(model)
         except LoadError:
@@ -156,7 +163,10 @@ class Engine:
         report = check(self.target_info, info)
         if not report.usable:
             raise IncompatibleDraft(report)
-        model, ctx = self._load(path, info, self.options.n_gpu_layers_draft, progress)
+        # With RPC workers the draft stays on this machine: a network round trip per
+        # draft token would cost more than drafting saves.
+        local = local_gpu_handles() if self.options.rpc_servers else None
+        model, ctx = self._load(path, info, self.options.n_gpu_layers_draft, progress, devices=local)
         self.unload_draft()
         self._draft, self.draft_info, self.compat = model, info, report
         self._drafter = DraftModelDrafter(ctx, min(model.n_vocab, self._target.n_vocab))

@@ -1,0 +1,101 @@
+"""`specula serve`: the OpenAI-compatible local server with speculative decoding."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from specula.commands._common import fail
+from specula.commands._engine_args import (
+    add_model_args,
+    add_sampling_args,
+    add_spec_args,
+    engine_options,
+    sampling_params,
+)
+from specula.core.engine.config import Mode, SpecConfig
+from specula.core.engine.session import Engine, LoadError
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from specula.server import DEFAULT_HOST, DEFAULT_PORT
+
+    add_model_args(p)
+    add_sampling_args(p, max_tokens=1024)
+    add_spec_args(p)
+    g = p.add_argument_group("server")
+    g.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})")
+    g.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    g.add_argument("--allow-remote", action="store_true",
+                   help="allow binding to a non-loopback address (needs an API key)")
+    g.add_argument("--api-key", default=None,
+                   help="require 'Authorization: Bearer KEY' (default: $SPECULA_API_KEY)")
+    g.add_argument("--verbose", action="store_true", help="log every request")
+
+
+def _spec(a: argparse.Namespace) -> SpecConfig | None:
+    """The defaults for requests: chain when a draft is loaded, plain without, unless --mode."""
+    if a.mode is None:
+        return SpecConfig(mode=Mode.CHAIN if a.draft else Mode.PLAIN, draft_max=a.draft_max,
+                          draft_min=a.draft_min, p_min=a.p_min)
+    return SpecConfig(mode=Mode(a.mode), draft_max=a.draft_max, draft_min=a.draft_min,
+                      p_min=a.p_min)
+
+
+def run(a: argparse.Namespace) -> int:
+    from specula.server import EngineThread, LocalServer, RemoteBindingRefused, ServedModel
+
+    logging.basicConfig(level=logging.INFO if a.verbose else logging.WARNING,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    api_key = a.api_key or os.environ.get("SPECULA_API_KEY") or None
+    try:  # refuse a bad binding before spending a minute loading models
+        from specula.server.local import check_binding
+
+        check_binding(a.host, a.allow_remote, api_key)
+    except RemoteBindingRefused as exc:
+        return fail(str(exc))
+    try:
+        engine = Engine(engine_options(a))
+        print(f"loading {a.target} ...", file=sys.stderr)
+        engine.load_target(a.target)
+        if a.draft:
+            print(f"loading draft {a.draft} ...", file=sys.stderr)
+            engine.load_draft(a.draft)
+    except LoadError as exc:
+        return fail(str(exc))
+    host = EngineThread(engine, ServedModel.from_engine(engine, a.target, a.draft))
+    server = LocalServer(host, bind=a.host, port=a.port, api_key=api_key,
+                         allow_remote=a.allow_remote, sampling=sampling_params(a), spec=_spec(a))
+    served = host.served()
+    assert served is not None
+    try:
+        server.start()
+    except OSError as exc:
+        host.close()
+        return fail(f"cannot listen on {a.host}:{a.port}: {exc}")
+    draft = f", draft {served.draft_id}" if served.draft_id else ""
+    o = engine.options
+    layers = f"GPU layers: target {o.n_gpu_layers_target}, draft {o.n_gpu_layers_draft}"
+    if o.rpc_servers:
+        layers += f"; RPC workers {', '.join(o.rpc_servers)}"
+    print(layers, file=sys.stderr)
+    print(f"serving '{served.id}'{draft} on {server.url}/v1 ({engine.backend}, "
+          f"{engine.n_threads} threads, one request at a time). Ctrl-C stops.", file=sys.stderr)
+    sys.stderr.flush()
+    try:
+        threading_wait()
+    except KeyboardInterrupt:
+        print("stopping", file=sys.stderr)
+    finally:
+        server.stop()
+        host.close()
+    return 0
+
+
+def threading_wait() -> None:
+    """Block the main thread (Ctrl-C interrupts it) while the server threads work."""
+    import threading
+
+    threading.Event().wait()

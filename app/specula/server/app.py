@@ -1,0 +1,283 @@
+"""The HTTP side: routes, authentication, waiting on the engine, writing replies.
+
+Why the standard library's ThreadingHTTPServer and no framework: the server
+has four routes, one engine thread does the real work, and every HTTP thread
+mostly waits on a queue; a framework would add a dependency (and for ASGI an
+event loop bridged to the engine thread) without making anything faster. Each
+connection gets a thread, so a waiting request never blocks /v1/models.
+
+A client that goes away is noticed two ways: a failed write while streaming,
+and a zero-byte peek on the socket while waiting (non-streaming replies and
+requests still in the queue). Either sets the request's cancel Event, which the
+generator checks every step, so the engine is free for the next request at once.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import queue
+import select
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+
+from specula.core.engine.events import Done, StopReason
+from specula.server import streaming as S
+from specula.server.jobs import Message, generation_job
+from specula.server.queue import QueueFull, ServedModel
+from specula.server.schemas import GenerationRequest, OpenAIError, parse_json, parse_request
+
+if TYPE_CHECKING:
+    from specula.server.local import LocalServer
+
+log = logging.getLogger("specula.server")
+
+MAX_BODY = 16 * 1024 * 1024
+POLL_S = 0.2  # how often a waiting thread checks whether its client is still there
+
+
+class SpeculaHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], owner: LocalServer) -> None:
+        self.owner = owner
+        super().__init__(address, Handler)
+
+
+class Handler(BaseHTTPRequestHandler):
+    server: SpeculaHTTPServer
+    protocol_version = "HTTP/1.1"
+    server_version = "Specula"
+    _checked = 0.0  # when _wait last looked at the socket
+
+    # -- plumbing --------------------------------------------------------------
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s " + format, self.address_string(), *args)
+
+    def _send_json(self, status: int, obj: dict[str, Any],
+                   headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(obj, ensure_ascii=False).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:
+            self.close_connection = True
+
+    def _error(self, exc: OpenAIError) -> None:
+        if exc.status == 499:  # the client is gone: nobody to answer
+            self.close_connection = True
+            return
+        self._send_json(exc.status, exc.body())
+
+    def _client_gone(self) -> bool:
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
+    def _authorized(self) -> bool:
+        key = self.server.owner.api_key
+        if not key:
+            return True
+        given = self.headers.get("Authorization", "")
+        scheme, _, token = given.partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), key.encode()):
+            return True
+        self._error(OpenAIError(401, "Incorrect or missing API key: send 'Authorization: "
+                                "Bearer <key>'.", code="invalid_api_key"))
+        return False
+
+    def _body(self) -> dict[str, Any]:
+        length = self.headers.get("Content-Length")
+        if length is None or not length.isdigit():
+            self.close_connection = True
+            raise OpenAIError(411, "A Content-Length header is required.", code="length_required")
+        if int(length) > MAX_BODY:
+            self.close_connection = True
+            raise OpenAIError(413, f"The request body is larger than {MAX_BODY} bytes.",
+                              code="request_too_large")
+        return parse_json(self.rfile.read(int(length)))
+
+    # -- routes ----------------------------------------------------------------
+
+    def do_GET(self) -> None:
+        if not self._authorized():
+            return
+        path = self.path.split("?", 1)[0].rstrip("/")
+        served = self.server.owner.host.served()
+        if path in ("/v1/models", "/models"):
+            data = [self._model_card(served)] if served else []
+            self._send_json(200, {"object": "list", "data": data})
+        elif path.startswith("/v1/models/") and served and served.matches(path[11:]):
+            self._send_json(200, self._model_card(served))
+        elif path.startswith("/v1/models/"):
+            self._error(OpenAIError(404, f"The model '{path[11:]}' does not exist.",
+                                    param="model", code="model_not_found"))
+        elif path in ("/health", ""):
+            self._send_json(200, {"status": "ok" if served else "no model loaded"})
+        else:
+            self._error(OpenAIError(404, f"Unknown path {path}.", code="unknown_url"))
+
+    def do_POST(self) -> None:
+        if not self._authorized():
+            return
+        path = self.path.split("?", 1)[0].rstrip("/")
+        kinds = {"/v1/chat/completions": "chat", "/chat/completions": "chat",
+                 "/v1/completions": "text", "/completions": "text"}
+        if path not in kinds:
+            self._error(OpenAIError(404, f"Unknown path {path}.", code="unknown_url"))
+            return
+        try:
+            self._generate(kinds[path], self._body())
+        except OpenAIError as exc:
+            self._error(exc)
+
+    def _not_allowed(self) -> None:
+        self.close_connection = True
+        self._error(OpenAIError(405, f"Method {self.command} is not allowed.",
+                                code="method_not_allowed"))
+
+    do_PUT = do_DELETE = do_PATCH = _not_allowed
+
+    def _model_card(self, served: ServedModel) -> dict[str, Any]:
+        return {
+            "id": served.id, "object": "model", "created": served.created, "owned_by": "local",
+            "specula": {"concurrency": 1, "draft": served.draft_id, "n_ctx": served.n_ctx,
+                        "backend": served.backend, "path": served.target_path},
+        }
+
+    # -- generation ------------------------------------------------------------
+
+    def _generate(self, kind: str, body: dict[str, Any]) -> None:
+        owner = self.server.owner
+        served = owner.host.served()
+        if served is None:
+            raise OpenAIError(503, "No model is loaded.", code="model_not_loaded",
+                              type="server_error")
+        req = parse_request(kind, body, owner.sampling, owner.spec_for(served))
+        if not served.matches(req.model):
+            raise OpenAIError(404, f"The model '{req.model}' does not exist; this server "
+                              f"serves '{served.id}'.", param="model", code="model_not_found")
+        out: queue.Queue[Message] = queue.Queue()
+        cancel = threading.Event()
+        try:
+            owner.host.submit(generation_job(req, out, cancel))
+        except QueueFull as exc:
+            raise OpenAIError(429, f"The server is busy: {exc}.", code="queue_full",
+                              type="rate_limit_error") from exc
+        kind_, first = self._wait(out, cancel)
+        if kind_ == "error":
+            raise first
+        if kind_ == "fail":
+            raise OpenAIError(500, str(first), type="server_error")
+        prompt_tokens = int(first)
+        rid = S.new_id(kind)
+        if req.stream:
+            self._stream(req, rid, served, prompt_tokens, out, cancel)
+        else:
+            self._whole(req, rid, served, prompt_tokens, out, cancel)
+
+    def _wait(self, out: queue.Queue[Message], cancel: threading.Event) -> Message:
+        """The job's next message; a vanished client cancels the job meanwhile.
+
+        The socket is checked at least every POLL_S, also while messages keep
+        arriving (a non-streaming reply produces text without writing any).
+        """
+        while True:
+            now = time.monotonic()
+            if now - self._checked >= POLL_S:
+                self._checked = now
+                if not cancel.is_set() and self._client_gone():
+                    log.info("client left; cancelling its request")
+                    cancel.set()
+            try:
+                return out.get(timeout=POLL_S)
+            except queue.Empty:
+                pass
+
+    def _drain(self, out: queue.Queue[Message], cancel: threading.Event) -> Done | str:
+        """Messages up to the end of the reply: the Done, or a failure sentence."""
+        while True:
+            kind, value = self._wait(out, cancel)
+            if kind == "done":
+                assert isinstance(value, Done)
+                return value
+            if kind == "fail":
+                return str(value)
+
+    def _whole(self, req: GenerationRequest, rid: str, served: ServedModel, prompt_tokens: int,
+               out: queue.Queue[Message], cancel: threading.Event) -> None:
+        done = self._drain(out, cancel)
+        if isinstance(done, str) or done.stop_reason is StopReason.ERROR:
+            msg = done if isinstance(done, str) else done.message
+            self.server.owner.record(rid, None if isinstance(done, str) else done)
+            raise OpenAIError(500, msg or "Generation failed.", type="server_error")
+        self.server.owner.record(rid, done)
+        if cancel.is_set():
+            self.close_connection = True
+            return
+        stats = S.spec_stats(done, served.draft_id)
+        self._send_json(200, S.completion(req, rid, served.id, prompt_tokens, done, stats),
+                        {S.STATS_HEADER: S.stats_header(stats)})
+
+    def _stream(self, req: GenerationRequest, rid: str, served: ServedModel, prompt_tokens: int,
+                out: queue.Queue[Message], cancel: threading.Event) -> None:
+        self.close_connection = True  # the stream ends when the connection does
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(S.sse(S.chunk(req, rid, served.id, role=True)))
+        except OSError:
+            cancel.set()
+        kind, value = "", None
+        while not cancel.is_set():
+            kind, value = self._wait(out, cancel)
+            if kind != "text":
+                break
+            try:
+                self.wfile.write(S.sse(S.chunk(req, rid, served.id, str(value))))
+                self.wfile.flush()
+                gone = self._client_gone()  # a write into the socket buffer can still succeed
+            except OSError:
+                gone = True
+            if gone:
+                log.info("client left mid-stream; cancelling its request")
+                cancel.set()
+        if kind not in ("done", "fail"):
+            value = self._drain(out, cancel)
+        done = value
+        self.server.owner.record(rid, done if isinstance(done, Done) else None)
+        if cancel.is_set():
+            return
+        try:
+            if not isinstance(done, Done) or done.stop_reason is StopReason.ERROR:
+                msg = done.message if isinstance(done, Done) else str(done)
+                err = OpenAIError(500, msg or "Generation failed.", type="server_error")
+                self.wfile.write(S.sse(err.body()))
+            else:
+                stats = S.spec_stats(done, served.draft_id)
+                use = S.usage(prompt_tokens, done)
+                self.wfile.write(S.sse(S.chunk(req, rid, served.id, finish=S.FINISH[done.stop_reason],
+                                               usage=use, specula=stats)))
+                if req.include_usage:
+                    self.wfile.write(S.sse(S.usage_chunk(req, rid, served.id, use, stats)))
+            self.wfile.write(S.sse("[DONE]"))
+            self.wfile.flush()
+        except OSError:
+            pass
+

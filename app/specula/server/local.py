@@ -1,0 +1,132 @@
+"""LocalServer: bind, serve on a background thread, stop; the object the CLI and the GUI hold."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import threading
+from collections import deque
+from dataclasses import dataclass
+
+from specula.core.engine.config import Mode, SpecConfig
+from specula.core.engine.events import Done, StopReason
+from specula.core.engine.sampling import SamplingParams
+from specula.server.app import SpeculaHTTPServer
+from specula.server.queue import EngineHost, ServedModel
+
+log = logging.getLogger("specula.server")
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 1234  # LM Studio's port: clients configured for it work unchanged
+
+
+class RemoteBindingRefused(ValueError):
+    """Binding beyond this machine without --allow-remote and an API key."""
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve anywhere
+
+
+def check_binding(host: str, allow_remote: bool, api_key: str | None) -> None:
+    """Only loopback by default: a model server on the network answers anyone who finds it."""
+    if is_loopback(host):
+        return
+    if not allow_remote:
+        raise RemoteBindingRefused(
+            f"Binding to {host} would expose the server beyond this machine; "
+            "pass --allow-remote (and an API key) to do that on purpose.")
+    if not api_key:
+        raise RemoteBindingRefused(
+            f"Binding to {host} needs an API key: --api-key KEY or SPECULA_API_KEY.")
+
+
+@dataclass(frozen=True)
+class Finished:
+    """How one request ended (kept for the log, the GUI and the tests)."""
+
+    request_id: str
+    stop_reason: StopReason | None  # None: the engine failed
+    tokens: int
+
+
+class LocalServer:
+    """An OpenAI-compatible server over an :class:`EngineHost`.
+
+    ``sampling`` holds the defaults for fields a request leaves out (the
+    app's preset; temperature 0 = greedy unless the request says otherwise);
+    ``spec`` the default speculative settings (None: chain with a draft
+    loaded, plain without, decided per request because the GUI may change
+    the pair while the server runs).
+    """
+
+    def __init__(self, host: EngineHost, *, bind: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
+                 api_key: str | None = None, allow_remote: bool = False,
+                 sampling: SamplingParams | None = None, spec: SpecConfig | None = None) -> None:
+        check_binding(bind, allow_remote, api_key)
+        self.host = host
+        self.bind = bind
+        self.port = port
+        self.api_key = api_key or None
+        self.sampling = sampling or SamplingParams()
+        self.spec = spec
+        self.finished: deque[Finished] = deque(maxlen=100)
+        self._httpd: SpeculaHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def spec_for(self, served: ServedModel) -> SpecConfig:
+        if self.spec is not None:
+            return self.spec
+        return SpecConfig(mode=Mode.CHAIN if served.draft_id else Mode.PLAIN)
+
+    def record(self, request_id: str, done: Done | None) -> None:
+        f = Finished(request_id, done.stop_reason if done else None,
+                     len(done.token_ids) if done else 0)
+        self.finished.append(f)
+        log.info("%s: %s, %d tokens", request_id, f.stop_reason.value if f.stop_reason else
+                 "failed", f.tokens)
+
+    @property
+    def url(self) -> str:
+        """``http://host:port`` (the real port once started, also when 0 was asked for)."""
+        host = f"[{self.bind}]" if ":" in self.bind else self.bind
+        return f"http://{host}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _bind(self) -> SpeculaHTTPServer:
+        if self._httpd is None:
+            self._httpd = SpeculaHTTPServer((self.bind, self.port), self)
+            self.port = int(self._httpd.server_address[1])
+        return self._httpd
+
+    def start(self) -> None:
+        """Bind (raises OSError when the port is taken) and serve on a daemon thread."""
+        if self.running:
+            return
+        httpd = self._bind()
+        self._thread = threading.Thread(target=httpd.serve_forever, name="specula-http",
+                                        daemon=True)
+        self._thread.start()
+
+    def serve_forever(self) -> None:
+        """Serve on the calling thread until :meth:`stop` (or Ctrl-C)."""
+        self._bind().serve_forever()
+
+    def stop(self) -> None:
+        """Stop accepting requests and close the socket (running replies end with it)."""
+        if self._httpd is not None:
+            if self.running:
+                self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(5)
+            self._thread = None

@@ -1,0 +1,244 @@
+"""Request bodies of the OpenAI API -> engine settings, with OpenAI-style errors.
+
+Every field is checked for its type and range here, so that a bad request is
+answered with a 400 and an ``{"error": {...}}`` object that names the
+offending ``param``, and nothing malformed ever reaches the engine thread.
+Fields the engine cannot honour (``n > 1``, ``logprobs``, non-zero
+frequency/presence penalties) are refused rather than silently ignored.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from specula.core.engine.config import Mode, SpecConfig
+from specula.core.engine.sampling import SamplingParams
+
+MAX_STOP_STRINGS = 4  # as the OpenAI API
+ROLES = ("system", "user", "assistant", "tool", "developer")
+
+
+class OpenAIError(Exception):
+    """An error answered as ``{"error": {"message", "type", "param", "code"}}``."""
+
+    def __init__(self, status: int, message: str, *, param: str | None = None,
+                 code: str | None = None, type: str = "invalid_request_error") -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.param = param
+        self.code = code
+        self.type = type
+
+    def body(self) -> dict[str, Any]:
+        return {"error": {"message": self.message, "type": self.type,
+                          "param": self.param, "code": self.code}}
+
+
+def bad(param: str, message: str, code: str = "invalid_value") -> OpenAIError:
+    return OpenAIError(400, message, param=param, code=code)
+
+
+@dataclass
+class GenerationRequest:
+    """One chat or text completion, validated and mapped to engine settings."""
+
+    kind: str  # "chat" | "text"
+    model: str
+    sampling: SamplingParams
+    spec: SpecConfig
+    stream: bool = False
+    include_usage: bool = False
+    messages: list[dict[str, str]] = field(default_factory=list)
+    prompt: str | list[int] = ""
+
+
+def parse_json(raw: bytes) -> dict[str, Any]:
+    try:
+        body = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise OpenAIError(400, f"The request body is not valid JSON: {exc}",
+                          code="invalid_json") from exc
+    if not isinstance(body, dict):
+        raise OpenAIError(400, "The request body must be a JSON object.", code="invalid_json")
+    return body
+
+
+def _typed(body: dict[str, Any], name: str, kinds: tuple[type, ...], what: str,
+           default: Any = None) -> Any:
+    """``body[name]`` if it has one of ``kinds`` (bools are not numbers), else a 400."""
+    value = body.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) and bool not in kinds:
+        raise bad(name, f"'{name}' must be {what}, not a boolean.", "invalid_type")
+    if not isinstance(value, kinds):
+        raise bad(name, f"'{name}' must be {what}, not {type(value).__name__}.", "invalid_type")
+    return value
+
+
+def _number(body: dict[str, Any], name: str, default: float, lo: float, hi: float) -> float:
+    value = float(_typed(body, name, (int, float), "a number", default))
+    if not lo <= value <= hi:
+        raise bad(name, f"'{name}' must be between {lo:g} and {hi:g}, got {value:g}.")
+    return value
+
+
+def _integer(body: dict[str, Any], name: str, default: int | None, lo: int,
+             hi: int | None = None) -> int | None:
+    value = _typed(body, name, (int,), "an integer", default)
+    if value is None:
+        return None
+    if value < lo or (hi is not None and value > hi):
+        rng = f"at least {lo}" if hi is None else f"between {lo} and {hi}"
+        raise bad(name, f"'{name}' must be {rng}, got {value}.")
+    return int(value)
+
+
+def _stop(body: dict[str, Any]) -> list[str]:
+    stop = body.get("stop")
+    if stop is None:
+        return []
+    if isinstance(stop, str):
+        stop = [stop]
+    if not isinstance(stop, list) or not all(isinstance(s, str) for s in stop):
+        raise bad("stop", "'stop' must be a string or a list of strings.", "invalid_type")
+    if len(stop) > MAX_STOP_STRINGS:
+        raise bad("stop", f"'stop' takes at most {MAX_STOP_STRINGS} strings.")
+    return [s for s in stop if s]
+
+
+def _refuse_unsupported(body: dict[str, Any]) -> None:
+    if _integer(body, "n", 1, 1) != 1:
+        raise bad("n", "Only n=1 is supported: one reply per request.", "unsupported_value")
+    for name in ("frequency_penalty", "presence_penalty"):
+        if _number(body, name, 0.0, -2.0, 2.0) != 0.0:
+            raise bad(name, f"'{name}' is not supported; use 'repeat_penalty'.",
+                      "unsupported_value")
+    if body.get("logprobs") not in (None, False, 0):
+        raise bad("logprobs", "'logprobs' is not supported.", "unsupported_value")
+
+
+def sampling_from(body: dict[str, Any], defaults: SamplingParams) -> SamplingParams:
+    """OpenAI fields (plus top_k, min_p, repeat_penalty) over the server's defaults."""
+    _refuse_unsupported(body)
+    max_tokens = _integer(body, "max_completion_tokens", None, 1)
+    if max_tokens is None:
+        max_tokens = _integer(body, "max_tokens", defaults.max_tokens, 1)
+    return replace(
+        defaults,
+        temperature=_number(body, "temperature", defaults.temperature, 0.0, 2.0),
+        top_p=_number(body, "top_p", defaults.top_p, 0.0, 1.0),
+        top_k=int(_integer(body, "top_k", defaults.top_k, 0) or 0),
+        min_p=_number(body, "min_p", defaults.min_p, 0.0, 1.0),
+        repeat_penalty=_number(body, "repeat_penalty", defaults.repeat_penalty, 0.0, 10.0),
+        seed=_integer(body, "seed", defaults.seed, -(2**63)),
+        max_tokens=max_tokens or defaults.max_tokens,
+        stop=_stop(body),
+    )
+
+
+def spec_from(body: dict[str, Any], defaults: SpecConfig) -> SpecConfig:
+    """The extra ``"specula": {mode, draft_max, draft_min, p_min}`` body field."""
+    extra = body.get("specula")
+    if extra is None:
+        return defaults
+    if not isinstance(extra, dict):
+        raise bad("specula", "'specula' must be an object.", "invalid_type")
+    unknown = set(extra) - {"mode", "draft_max", "draft_min", "p_min"}
+    if unknown:
+        raise bad("specula", f"Unknown 'specula' fields: {', '.join(sorted(unknown))}.")
+    mode = _typed(extra, "mode", (str,), "a string", defaults.mode.value)
+    if mode not in {m.value for m in Mode}:
+        raise bad("specula.mode", f"'mode' must be one of {', '.join(m.value for m in Mode)}.")
+    try:
+        return replace(
+            defaults, mode=Mode(mode),
+            draft_max=int(_integer(extra, "draft_max", defaults.draft_max, 0, 32) or 0),
+            draft_min=int(_integer(extra, "draft_min", defaults.draft_min, 0, 32) or 0),
+            p_min=_number(extra, "p_min", defaults.p_min, 0.0, 1.0),
+        )
+    except OpenAIError as exc:
+        exc.param = f"specula.{exc.param}"
+        raise
+
+
+def _content(msg: dict[str, Any], i: int) -> str:
+    content = msg.get("content")
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: only text is understood
+        texts = []
+        for part in content:
+            if not isinstance(part, dict) or part.get("type") != "text" \
+                    or not isinstance(part.get("text"), str):
+                raise bad(f"messages[{i}].content", "Only text content parts are supported.")
+            texts.append(part["text"])
+        return "".join(texts)
+    raise bad(f"messages[{i}].content", "'content' must be a string or a list of text parts.",
+              "invalid_type")
+
+
+def _messages(body: dict[str, Any]) -> list[dict[str, str]]:
+    msgs = body.get("messages")
+    if msgs is None:
+        raise bad("messages", "'messages' is required.", "missing_required_parameter")
+    if not isinstance(msgs, list) or not msgs:
+        raise bad("messages", "'messages' must be a non-empty list.", "invalid_type")
+    out = []
+    for i, msg in enumerate(msgs):
+        if not isinstance(msg, dict):
+            raise bad(f"messages[{i}]", "Each message must be an object.", "invalid_type")
+        role = msg.get("role")
+        if role not in ROLES:
+            raise bad(f"messages[{i}].role", f"'role' must be one of {', '.join(ROLES)}.")
+        out.append({"role": "system" if role == "developer" else str(role),
+                    "content": _content(msg, i)})
+    return out
+
+
+def _prompt(body: dict[str, Any]) -> str | list[int]:
+    prompt = body.get("prompt")
+    if prompt is None:
+        raise bad("prompt", "'prompt' is required.", "missing_required_parameter")
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+        prompt = prompt[0]  # a batch of one
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, list) and prompt and all(
+            isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in prompt):
+        return [int(t) for t in prompt]
+    raise bad("prompt", "'prompt' must be a string, a list of one string or a list of token ids.",
+              "invalid_type")
+
+
+def _common(body: dict[str, Any]) -> tuple[str, bool, bool]:
+    model = body.get("model")
+    if model is None:
+        raise bad("model", "'model' is required.", "missing_required_parameter")
+    if not isinstance(model, str):
+        raise bad("model", "'model' must be a string.", "invalid_type")
+    stream = _typed(body, "stream", (bool,), "a boolean", False)
+    opts = _typed(body, "stream_options", (dict,), "an object", {})
+    include_usage = _typed(opts, "include_usage", (bool,), "a boolean", False)
+    return model, bool(stream), bool(include_usage)
+
+
+def parse_request(kind: str, body: dict[str, Any], sampling: SamplingParams,
+                  spec: SpecConfig) -> GenerationRequest:
+    """Validate a /v1/chat/completions ("chat") or /v1/completions ("text") body."""
+    model, stream, include_usage = _common(body)
+    req = GenerationRequest(kind, model, sampling_from(body, sampling), spec_from(body, spec),
+                            stream, include_usage)
+    if kind == "chat":
+        req.messages = _messages(body)
+    else:
+        if body.get("echo") or body.get("suffix"):
+            raise bad("echo" if body.get("echo") else "suffix", "'echo' and 'suffix' are not "
+                      "supported.", "unsupported_value")
+        req.prompt = _prompt(body)
+    return req

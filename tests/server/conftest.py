@@ -1,0 +1,54 @@
+"""A running server on 127.0.0.1 over the tiny target + draft, shared by a test module."""
+
+from __future__ import annotations
+
+import http.client
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from specula.core.engine.session import Engine, EngineOptions
+from specula.server import EngineThread, LocalServer, ServedModel
+
+N_CTX = 2048
+
+
+@pytest.fixture(scope="module")
+def server(tiny: dict[str, Path]) -> Iterator[LocalServer]:
+    engine = Engine(EngineOptions(n_ctx=N_CTX, n_threads=2))
+    engine.load_target(tiny["target"])
+    engine.load_draft(tiny["draft"])
+    host = EngineThread(engine, ServedModel.from_engine(engine, tiny["target"], tiny["draft"]))
+    srv = LocalServer(host, port=0)
+    srv.start()
+    yield srv
+    srv.stop()
+    host.close()
+
+
+@pytest.fixture
+def client(server: LocalServer) -> Any:
+    from openai import OpenAI
+
+    return OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=60)
+
+
+def raw(server: LocalServer, method: str, path: str, body: bytes | str | None = None,
+        headers: dict[str, str] | None = None) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """One request with http.client: (status, JSON body, headers)."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    try:
+        conn.request(method, path, body=body, headers={"Content-Type": "application/json",
+                                                       **(headers or {})})
+        resp = conn.getresponse()
+        data = resp.read()
+        return resp.status, json.loads(data) if data else {}, dict(resp.getheaders())
+    finally:
+        conn.close()
+
+
+def post(server: LocalServer, path: str, obj: object, **kw: Any) -> tuple[int, dict[str, Any], dict[str, str]]:
+    return raw(server, "POST", path, json.dumps(obj), **kw)
