@@ -10,6 +10,7 @@ from specula.gui import theme
 from specula.gui.downloads.manager import DownloadManager
 from specula.gui.engine_client import EngineClient
 from specula.gui.models.library_service import LibraryService
+from specula.gui.server_host import ServerSwitch
 from specula.gui.workers import EngineSettings
 
 
@@ -34,6 +35,7 @@ class AppContext(QObject):
         self.downloads.download_finished.connect(lambda *_a: self.library.rescan())
         self.library_folders_changed.connect(self.library.rescan)
         self.library.rescan()
+        self.server = ServerSwitch(self.engine, self.settings.n_ctx, self)
 
     def engine_settings(self) -> EngineSettings:
         s = self.settings
@@ -48,6 +50,8 @@ class AppContext(QObject):
         self.settings_changed.emit()
 
     def close(self) -> None:
+        if self.server.running:
+            self.server.stop()
         self.downloads.shutdown()
         self.engine.shutdown()
         self.store.close()

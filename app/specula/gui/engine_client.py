@@ -45,6 +45,7 @@ class EngineClient(QObject):
     _req_unload_draft = Signal()
     _req_generate = Signal(int, object, object, object, object)
     _req_shutdown = Signal()
+    _req_job = Signal(object)
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -70,6 +71,7 @@ class EngineClient(QObject):
         self._req_unload_draft.connect(w.unload_draft, q)
         self._req_generate.connect(w.generate, q)
         self._req_shutdown.connect(w.shutdown, q)
+        self._req_job.connect(w.run_job, q)
         w.target_loaded.connect(self._on_target_loaded, q)
         w.draft_loaded.connect(self._on_draft_loaded, q)
         w.draft_unloaded.connect(self._on_draft_unloaded, q)
@@ -144,6 +146,10 @@ class EngineClient(QObject):
     def stop_all(self) -> None:
         for reply in self._replies.values():
             reply.stop()
+
+    def submit_job(self, job: object) -> None:
+        """Run ``job(engine)`` on the engine thread after what is queued (any thread may call)."""
+        self._req_job.emit(job)
 
     def shutdown(self, timeout_ms: int = 10000) -> None:
         """Stop what runs, close the engine on its thread and end the thread."""

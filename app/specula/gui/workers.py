@@ -98,6 +98,14 @@ class EngineWorker(QObject):
         )
 
     @Slot(object)
+    def run_job(self, job: Any) -> None:
+        """Run a local-server request on this thread (the job reports its own errors)."""
+        try:
+            job(self._engine)
+        except Exception:
+            log.error("server job failed\n%s", traceback.format_exc())
+
+    @Slot(object)
     def configure(self, settings: EngineSettings) -> None:
         self._settings = copy.copy(settings)
 

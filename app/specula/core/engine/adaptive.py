@@ -32,7 +32,10 @@ log = logging.getLogger("specula.engine.adaptive")
 
 P_EDGES = (0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.995)
 ENTROPY_SPLIT = 1.0  # nats
-PROBE_FIRST, PROBE_MAX = 16, 256
+PROBE_FIRST, PROBE_MAX = 1, 16  # replies between probes of a draft that does not pay
+PROBE_STEPS = 3  # draft steps a probe makes
+MEASURED = 3  # observations of a batch size before its own average replaces the fit
+REFRESH_PLAIN = 48  # steps between plain steps that re-measure one-token decodes
 
 
 def _bin(p_top: float, entropy: float) -> int:
@@ -68,22 +71,42 @@ class CostModel:
         self.draft = per if self.draft is None else self.draft + 0.2 * (per - self.draft)
 
     def verify_time(self, n: int) -> float | None:
-        if n in self.verify:
-            return self.verify[n]
-        known = sorted(self.verify)
+        """Verify seconds for a batch of n tokens: a weighted line through what was measured.
+
+        One line V(n) = a + b (n - 1) over every batch size seen, weighted by how
+        often each was seen, so that a rare size (the plain step, when drafting
+        usually wins) borrows strength from the common ones and one slow outlier
+        cannot make plain decoding look slower than it is.
+        """
+        known = [m for m in self.verify if self.verify_n.get(m, 0) > 0]
         if not known:
             return None
-        lo = max((m for m in known if m < n), default=None)
-        hi = min((m for m in known if m > n), default=None)
-        if lo is not None and hi is not None:
-            t = (n - lo) / (hi - lo)
-            return self.verify[lo] + t * (self.verify[hi] - self.verify[lo])
-        base = self.verify[known[0]]
-        v1 = base / (1 + 0.5 * (known[0] - 1))  # prior: a k-token verify ~ 1 + 0.5(k-1) steps
-        if lo is not None:
-            slope = (self.verify[lo] - self.verify[known[0]]) / (lo - known[0]) if lo != known[0] else 0.5 * v1
-            return self.verify[lo] + max(slope, 0.05 * v1) * (n - lo)
-        return v1 * (1 + 0.5 * (n - 1))
+        if self.verify_n.get(n, 0) >= MEASURED:
+            # Measured often enough, a batch size is its own number: verify time is not
+            # linear (one token takes the matrix-vector path; kernels change tiles at
+            # some batch sizes, e.g. 5 tokens cost 1.6x 4 tokens for an F16 target here).
+            return self.verify[n]
+        batches = [m for m in known if m >= 2]
+        if n >= 2 and len(batches) >= 2:
+            known = batches
+        if len(known) == 1:
+            m = known[0]
+            v1 = self.verify[m] / (1 + 0.5 * (m - 1))  # prior: k tokens ~ 1 + 0.5(k-1) steps
+            return v1 * (1 + 0.5 * (n - 1))
+        w = [min(self.verify_n[m], 20) for m in known]
+        x = [m - 1 for m in known]
+        y = [self.verify[m] for m in known]
+        sw = sum(w)
+        mx = sum(wi * xi for wi, xi in zip(w, x, strict=True)) / sw
+        my = sum(wi * yi for wi, yi in zip(w, y, strict=True)) / sw
+        sxx = sum(wi * (xi - mx) ** 2 for wi, xi in zip(w, x, strict=True))
+        sxy = sum(wi * (xi - mx) * (yi - my) for wi, xi, yi in zip(w, x, y, strict=True))
+        slope = max(sxy / sxx, 0.0) if sxx > 0 else 0.0
+        intercept = my - slope * mx
+        if intercept <= 0:  # a degenerate fit: fall back to the nearest measurement
+            nearest = min(known, key=lambda m: abs(m - n))
+            return self.verify[nearest]
+        return intercept + slope * (n - 1)
 
     def catchup_time(self, tokens: int) -> float:
         if tokens <= 1 or self.draft is None:
@@ -138,13 +161,21 @@ def expected_tokens(a: float, k: int) -> float:
 class AdaptivePolicy:
     name = "adaptive"
 
-    def __init__(self, cfg: SpecConfig, state_path: Path | None = None) -> None:
+    def __init__(self, cfg: SpecConfig, state_path: Path | None = None, *,
+                 allow_draft: bool = True) -> None:
         self.cfg = cfg
+        self.allow_draft = allow_draft
+        if not allow_draft:
+            self.name = "lookup"  # prompt lookup alone, with the same cost model
         self.cost = CostModel()
         self.acc = AcceptanceModel()
         self.state_path = state_path
         self.probe_every = PROBE_FIRST
         self.since_draft = 0
+        self.replies_since_probe = 0
+        self.since_plain = 0
+        self.tree_tries = 0
+        self._probe_left = 0
         self._lag = 1  # tokens the draft must be fed before it can draft
         self._probe = False
         self.decisions: dict[str, int] = {"none": 0, "draft": 0, "tree": 0, "lookup": 0, "probe": 0}
@@ -188,43 +219,65 @@ class AdaptivePolicy:
     def plan(self, inp: PlanInput) -> Plan:
         k_max = min(self.cfg.draft_max, inp.room)
         self._lag = inp.draft_lag
-        if k_max <= 0:
-            return self._decide(Plan("none", 0))
         v1 = self.cost.verify_time(1)
-        # Exploration until both sides have been measured once.
-        if v1 is None:
+        self.since_plain += 1
+        if k_max <= 0 or v1 is None or self.since_plain >= REFRESH_PLAIN:
+            # measure a plain step first, and now and then again: drafting is judged
+            # against it, and it is rarely measured while drafting wins
+            self.since_plain = 0
             return self._decide(Plan("none", 0))
-        if inp.has_draft and self.cost.draft is None:
-            return self._decide(Plan("draft", min(2, k_max)), probe=True)
         plain = 1.0 / v1
-        d_rate, _ = self._draft_rate(k_max) if inp.has_draft else (0.0, 0)
+        if self._lookup_untried(inp):  # cheap exploration: one token
+            return self._decide(Plan("lookup", 1, inp.lookup_tokens[:1]), probe=True)
         l_rate, l_k = self._lookup_rate(inp, k_max)
-        if self._lookup_untried(inp):
-            k = min(k_max, len(inp.lookup_tokens))
-            return self._decide(Plan("lookup", k, inp.lookup_tokens[:k]))
-        if l_rate > max(plain, d_rate) and inp.lookup_tokens:
+        d_rate = 0.0
+        if inp.has_draft and self.allow_draft:
+            in_sync = inp.draft_lag <= 2
+            if in_sync and (self.cost.draft is None or self._probe_left > 0):
+                self._probe_left = max(self._probe_left - 1, 0)
+                return self._decide(Plan("draft", min(2, k_max)), probe=True)
+            d_rate, _ = self._draft_rate(k_max)
+            k_new = self._unmeasured_k(k_max)
+            if in_sync and k_new and d_rate > 0.6 * plain:
+                return self._decide(Plan("draft", k_new), probe=True)
+        if l_rate > max(plain, d_rate):
             return self._decide(Plan("lookup", l_k, inp.lookup_tokens[:l_k]))
         if d_rate > plain:
-            return self._decide(self._shape(k_max))
-        if inp.has_draft and self.since_draft >= self.probe_every:
-            return self._decide(Plan("draft", min(2, k_max)), probe=True)
+            return self._decide(self._shape(k_max, plain))
         return self._decide(Plan("none", 0))
 
-    def _shape(self, k_max: int) -> Plan:
-        """Chain or tree, by their measured rates (a tree is tried every 32 draft steps)."""
+    def _unmeasured_k(self, k_max: int) -> int:
+        """A draft length whose verify batch has not been timed enough yet (0: none).
+
+        Verify time can jump between batch sizes, so each length up to the maximum
+        is measured a few times before the model is trusted (once per pair and
+        machine: the measurements are saved).
+        """
+        for k in range(1, k_max + 1):
+            if self.cost.verify_n.get(k + 1, 0) < MEASURED:
+                return k
+        return 0
+
+    def _shape(self, k_max: int, plain: float) -> Plan:
+        """Chain or tree: a tree is tried twice, then every 32 draft steps, and used while
+        its measured rate beats both the chain's and plain decoding's."""
+        chain = Plan("draft", k_max)
         if self.cfg.tree_budget <= 1:
-            return Plan("draft", k_max)
+            return chain
         self.draft_steps += 1
-        chain, tree = self.shape_rate.get("draft"), self.shape_rate.get("tree")
-        if tree is None or chain is None or self.draft_steps % 32 == 0:
-            return Plan("tree" if tree is None and chain is not None else "draft", k_max)
-        return Plan("tree", self.cfg.tree_budget) if tree > chain else Plan("draft", k_max)
+        c_rate, t_rate = self.shape_rate.get("draft"), self.shape_rate.get("tree")
+        if c_rate is None:
+            return chain
+        if t_rate is None or self.tree_tries < 2 or self.draft_steps % 32 == 0:
+            self.tree_tries += 1
+            return Plan("tree", self.cfg.tree_budget)
+        return Plan("tree", self.cfg.tree_budget) if t_rate > max(c_rate, plain) else chain
 
     def _lookup_untried(self, inp: PlanInput) -> bool:
-        """A match of 2+ tokens whose length has been judged fewer than 8 times: try it."""
+        """A match of 2+ tokens whose length has been judged fewer than 4 times."""
         return (
-            len(inp.lookup_tokens) >= 2 and inp.lookup_match >= 2
-            and self.acc.lookup_tot.get(inp.lookup_match, 0.0) < 8
+            bool(inp.lookup_tokens) and inp.lookup_match >= 2
+            and self.acc.lookup_tot.get(inp.lookup_match, 0.0) < 4
         )
 
     def _decide(self, plan: Plan, probe: bool = False) -> Plan:
@@ -276,11 +329,13 @@ class AdaptivePolicy:
             self.since_draft = 0
             return
         self.cost.observe_verify(rec.drafted + 1, rec.verify_s)
+        if rec.drafted == 0:
+            self.since_plain = 0
         if outcome.source == "draft" and rec.drafted:
             self.cost.observe_draft(rec.draft_decodes, rec.catchup, rec.draft_s)
             self.acc.observe(outcome.top_probs, outcome.entropies, outcome.n_accepted)
-            if self._probe:
-                # a probe that says drafting still does not pay backs off further
+            if self._probe and self._probe_left == 0:
+                # the probe's last step: back off further if drafting still does not pay
                 d_rate, _ = self._draft_rate(self.cfg.draft_max)
                 v1 = self.cost.verify_time(1)
                 pays = v1 is not None and d_rate > 1.0 / v1
@@ -292,12 +347,28 @@ class AdaptivePolicy:
             self.since_draft += 1
 
     def sync_draft_at_prefill(self) -> bool:
-        """Feed the prompt to the draft up front only while drafting is expected to pay."""
+        """Feed the prompt to the draft up front while drafting pays, or to probe.
+
+        Probing happens at the start of a reply, when the draft has just seen the
+        prompt: later in a reply, catching the draft up on everything it skipped
+        would cost more than the probe can tell. A probe that finds drafting
+        still does not pay doubles the number of replies until the next one.
+        """
+        if not self.allow_draft:
+            return False
         v1 = self.cost.verify_time(1)
-        if v1 is None or self.cost.draft is None:
-            return True
         self._lag = 1
-        return self._draft_rate(self.cfg.draft_max)[0] > 1.0 / v1
+        if v1 is None or self.cost.draft is None:
+            self._probe_left = PROBE_STEPS
+            return True
+        if self._draft_rate(self.cfg.draft_max)[0] > 1.0 / v1:
+            return True
+        self.replies_since_probe += 1
+        if self.replies_since_probe >= self.probe_every:
+            self.replies_since_probe = 0
+            self._probe_left = PROBE_STEPS
+            return True
+        return False
 
     def finish(self) -> None:
         self.save()

@@ -7,8 +7,8 @@ keep it and whether to draft another, and finally reports the step back with
 :meth:`DraftPolicy.observe`.
 
 :class:`FixedPolicy` is LM Studio's model (max/min draft size and a probability
-cut-off); :class:`LookupPolicy` drafts from n-gram matches only; the adaptive
-policy lives in :mod:`specula.core.engine.adaptive`.
+cut-off); :class:`TreePolicy` always drafts a tree. The adaptive policy, which
+also serves prompt lookup alone, lives in :mod:`specula.core.engine.adaptive`.
 """
 
 from __future__ import annotations
@@ -123,15 +123,3 @@ class TreePolicy(StaticPolicy):
         if inp.room <= 0 or not inp.has_draft:
             return Plan("none", 0)
         return Plan("tree", self.cfg.tree_budget)
-
-
-class LookupPolicy(StaticPolicy):
-    """Prompt lookup only: propose the matched continuation, else a plain step."""
-
-    name = "lookup"
-
-    def plan(self, inp: PlanInput) -> Plan:
-        k = min(self.cfg.draft_max, inp.room, len(inp.lookup_tokens))
-        if k <= 0:
-            return Plan("none", 0)
-        return Plan("lookup", k, inp.lookup_tokens[:k])

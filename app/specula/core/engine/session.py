@@ -35,7 +35,6 @@ from specula.core.engine.llama import (
 from specula.core.engine.policy import (
     DraftPolicy,
     FixedPolicy,
-    LookupPolicy,
     PlainPolicy,
     TreePolicy,
 )
@@ -208,13 +207,14 @@ class Engine:
         """
         if spec.mode is Mode.PLAIN:
             return PlainPolicy()
-        if spec.mode is Mode.LOOKUP:
-            return LookupPolicy(spec)
-        if spec.mode is Mode.ADAPTIVE:
-            key = f"adaptive:{spec.draft_max}:{spec.p_min}"
+        if spec.mode in (Mode.ADAPTIVE, Mode.LOOKUP):
+            # Lookup alone uses the adaptive cost model too: it proposes only where
+            # proposing pays, so it never costs much more than plain decoding.
+            key = spec.mode.value
             pol = self._policies.get(key)
             if not isinstance(pol, AdaptivePolicy):
-                pol = AdaptivePolicy(spec, self._policy_state_path())
+                pol = AdaptivePolicy(spec, self._policy_state_path(key),
+                                     allow_draft=spec.mode is Mode.ADAPTIVE)
                 self._policies[key] = pol
             pol.cfg = spec
             return pol
@@ -224,14 +224,15 @@ class Engine:
             return TreePolicy(spec)
         return FixedPolicy(spec)
 
-    def _policy_state_path(self) -> Path:
+    def _policy_state_path(self, mode: str) -> Path:
         """Where the adaptive policy's models for this pair on this machine are kept."""
         def ident(info: ModelInfo | None) -> str:
             if info is None:
                 return "none"
             return f"{Path(info.source).name}:{info.file_size}"
 
-        raw = f"{ident(self.target_info)}|{ident(self.draft_info)}|{self.backend}|{self.n_threads}"
+        draft = ident(self.draft_info) if mode == "adaptive" else "none"
+        raw = f"{ident(self.target_info)}|{draft}|{self.backend}|{self.n_threads}|{mode}"
         digest = hashlib.sha256(raw.encode()).hexdigest()[:20]
         return paths.data_dir() / "adaptive" / f"{digest}.json"
 

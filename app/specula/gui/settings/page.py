@@ -6,7 +6,9 @@ next time a target is loaded.
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QFormLayout,
     QGroupBox,
@@ -20,6 +22,7 @@ from specula.core import paths
 from specula.gui.chat.settings_panel import SpecForm, spin
 from specula.gui.context import AppContext
 from specula.gui.settings.model_folders import ModelFolders
+from specula.server import DEFAULT_PORT
 
 
 class SettingsPage(QScrollArea):
@@ -58,6 +61,24 @@ class SettingsPage(QScrollArea):
         self.folders = ModelFolders(ctx)
         lay.addWidget(self.folders)
 
+        served = QGroupBox("Local server (OpenAI-compatible API)")
+        form = self._form(served)
+        self.serve = QCheckBox("Serve the loaded models to other apps on this machine")
+        self.serve.setToolTip(
+            "GET /v1/models, POST /v1/chat/completions and /v1/completions on 127.0.0.1, "
+            "with the same engine and speculative settings as the chat; requests queue with "
+            "your own replies. Speculative statistics come back in a \"specula\" field.")
+        form.addRow(self.serve)
+        self.port = spin(1, 65535, DEFAULT_PORT, "TCP port on 127.0.0.1")
+        form.addRow("Port", self.port)
+        self.serve_status = QLabel("Local server off.")
+        self.serve_status.setObjectName("Muted")
+        self.serve_status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        form.addRow(self.serve_status)
+        lay.addWidget(served)
+        self.serve.toggled.connect(self._toggle_server)
+        ctx.server.state_changed.connect(self._server_state)
+
         spec = QGroupBox("Default speculative settings")
         spec_lay = QVBoxLayout(spec)
         self.spec = SpecForm(s.speculative)
@@ -75,6 +96,20 @@ class SettingsPage(QScrollArea):
         for w in (self.threads, self.n_ctx, self.gpu_target, self.gpu_draft):
             w.valueChanged.connect(self.save)
         self.spec.changed.connect(self.save)
+
+    def _toggle_server(self, on: bool) -> None:
+        if on:
+            self.ctx.server.start(self.port.value())
+        else:
+            self.ctx.server.stop()
+
+    def _server_state(self, running: bool, message: str) -> None:
+        self.serve_status.setText(message)
+        self.port.setEnabled(not running)
+        if self.serve.isChecked() != running:
+            self.serve.blockSignals(True)
+            self.serve.setChecked(running)
+            self.serve.blockSignals(False)
 
     @staticmethod
     def _form(box: QGroupBox) -> QFormLayout:
