@@ -1,4 +1,8 @@
-"""Screenshots of every page with the tiny models: ``python -m specula.tools.screenshots OUTDIR``.
+"""Screenshots of every page: ``python -m specula.tools.screenshots OUTDIR``.
+
+With no options it uses the tiny test models; ``--target T --draft D
+[--incompatible G] [--prefix real-] [--prompt TEXT]`` takes real GGUF files
+instead (the README's real-pair screenshots).
 
 Runs offscreen unless a display is set (``QWidget.grab()`` works either
 way), in a throw-away SPECULA_HOME, with the real engine: it loads the tiny
@@ -7,6 +11,7 @@ target and draft, sends a message, runs a comparison and writes PNGs.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import tempfile
@@ -18,7 +23,7 @@ PROMPT = "hello world, write the draft model code"
 SIZE = (1440, 900)
 
 
-def _wait(app: object, cond: Callable[[], bool], timeout: float = 120.0) -> None:
+def _wait(app: object, cond: Callable[[], bool], timeout: float = 900.0) -> None:
     from PySide6.QtCore import QEventLoop
     from PySide6.QtWidgets import QApplication
 
@@ -30,28 +35,45 @@ def _wait(app: object, cond: Callable[[], bool], timeout: float = 120.0) -> None
         app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
 
 
+def _parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m specula.tools.screenshots")
+    p.add_argument("out", nargs="?", default="docs/screenshots")
+    p.add_argument("--target", help="target GGUF (default: the tiny test target)")
+    p.add_argument("--draft", help="draft GGUF (default: the tiny test draft)")
+    p.add_argument("--incompatible", help="a GGUF listed as a draft, to show it disabled")
+    p.add_argument("--prefix", default="", help="prefix of the PNG names")
+    p.add_argument("--prompt", default=PROMPT)
+    p.add_argument("--max-tokens", type=int, default=160)
+    return p.parse_args(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    out = Path(args[0] if args else "docs/screenshots").resolve()
+    args = _parse(sys.argv[1:] if argv is None else argv)
+    out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     work = Path(tempfile.mkdtemp(prefix="specula-shots-"))
     os.environ["SPECULA_HOME"] = str(work / "home")
 
-    from specula.tools.tiny_models import build_family
+    if args.target and args.draft:
+        target, draft, other = args.target, args.draft, args.incompatible
+    else:
+        from specula.tools.tiny_models import build_family
 
-    tiny = build_family(work / "models")
+        tiny = build_family(work / "models")
+        target, draft, other = str(tiny["target"]), str(tiny["draft"]), str(tiny["other"])
     from specula.core.settings import Settings
 
     settings = Settings()
-    settings.generation.max_tokens = 160
-    settings.recent_drafts = [str(tiny["other"])]  # shows up disabled, with its reason
+    settings.generation.max_tokens = args.max_tokens
+    if other:
+        settings.recent_drafts = [other]  # shows up disabled, with its reason
     settings.save()
 
     from specula.gui.app import create_window, ensure_qapp
 
     app = ensure_qapp()
-    window = create_window(str(tiny["target"]), str(tiny["draft"]))
+    window = create_window(target, draft)
     window.resize(*SIZE)
     window.show()
     engine, chat = window.ctx.engine, window.chat
@@ -62,13 +84,13 @@ def main(argv: list[str] | None = None) -> int:
         end = time.monotonic() + 0.4
         while time.monotonic() < end:
             app.processEvents()
-        path = out / f"{name}.png"
+        path = out / f"{args.prefix}{name}.png"
         window.grab().save(str(path))
         print(path)
 
     done: list[object] = []
     chat.reply_finished.connect(done.append)
-    chat.send(PROMPT)
+    chat.send(args.prompt)
     _wait(app, lambda: len(done) == 1)
     chat.colours.set_mode("source")
     shot("chat-token-colours")
@@ -85,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     theme.apply("dark")
 
     compare = window.show_page("compare")
-    compare.prompt.setPlainText(PROMPT)
+    compare.prompt.setPlainText(args.prompt)
     compared: list[str] = []
     compare.compared.connect(compared.append)
     compare.run()

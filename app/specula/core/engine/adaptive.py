@@ -34,6 +34,7 @@ P_EDGES = (0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.995)
 ENTROPY_SPLIT = 1.0  # nats
 PROBE_FIRST, PROBE_MAX = 1, 16  # replies between probes of a draft that does not pay
 PROBE_STEPS = 3  # draft steps a probe makes
+MARGIN = 0.05  # expected gain over plain decoding needed before drafting
 MEASURED = 3  # observations of a batch size before its own average replaces the fit
 REFRESH_PLAIN = 48  # steps between plain steps that re-measure one-token decodes
 
@@ -240,9 +241,12 @@ class AdaptivePolicy:
             k_new = self._unmeasured_k(k_max)
             if in_sync and k_new and d_rate > 0.6 * plain:
                 return self._decide(Plan("draft", k_new), probe=True)
-        if l_rate > max(plain, d_rate):
+        # A margin over plain: the models are estimates on a noisy machine, and every
+        # switch from plain to drafting pays for catching the draft up.
+        bar = plain * (1.0 + MARGIN)
+        if l_rate > max(bar, d_rate):
             return self._decide(Plan("lookup", l_k, inp.lookup_tokens[:l_k]))
-        if d_rate > plain:
+        if d_rate > bar:
             return self._decide(self._shape(k_max, plain))
         return self._decide(Plan("none", 0))
 
@@ -274,9 +278,9 @@ class AdaptivePolicy:
         return Plan("tree", self.cfg.tree_budget) if t_rate > max(c_rate, plain) else chain
 
     def _lookup_untried(self, inp: PlanInput) -> bool:
-        """A match of 2+ tokens whose length has been judged fewer than 4 times."""
+        """A match of 3+ tokens whose length has been judged fewer than 4 times."""
         return (
-            bool(inp.lookup_tokens) and inp.lookup_match >= 2
+            bool(inp.lookup_tokens) and inp.lookup_match >= 3
             and self.acc.lookup_tot.get(inp.lookup_match, 0.0) < 4
         )
 
@@ -361,7 +365,7 @@ class AdaptivePolicy:
         if v1 is None or self.cost.draft is None:
             self._probe_left = PROBE_STEPS
             return True
-        if self._draft_rate(self.cfg.draft_max)[0] > 1.0 / v1:
+        if self._draft_rate(self.cfg.draft_max)[0] > (1.0 + MARGIN) / v1:
             return True
         self.replies_since_probe += 1
         if self.replies_since_probe >= self.probe_every:
