@@ -19,6 +19,7 @@ from specula.core.gguf_meta import GGUFError
 from specula.core.hub import SORTS, HubClient
 from specula.core.hub_errors import HubError
 from specula.core.library import Library, LibraryError
+from specula.core.model_badges import detected_gpu_free
 from specula.core.pairing import hub_drafts, library_drafts
 from specula.core.remote_source import read_remote_info
 from specula.core.targets import resolve_model
@@ -203,7 +204,7 @@ def _fit(args: argparse.Namespace) -> int:
     models_dir = Library(args.models_dir).models_dir
     target = resolve_model(args.target, models_dir=models_dir)
     draft = resolve_model(args.draft, models_dir=models_dir) if args.draft else None
-    gpu = [int(g * GiB) for g in args.gpu_free] if args.gpu_free else _detected_gpu_free()
+    gpu = [int(g * GiB) for g in args.gpu_free] if args.gpu_free else detected_gpu_free()
     est = estimate(target.info, draft.info if draft else None, n_ctx=args.ctx,
                    cache_type=args.cache_type, target_weights=target.weights,
                    draft_weights=draft.weights if draft else None,
@@ -213,19 +214,4 @@ def _fit(args: argparse.Namespace) -> int:
     else:
         print(format_estimate(est))
     return 1 if est.verdict is FitVerdict.NO else 0
-
-
-def _detected_gpu_free() -> list[int]:
-    """Free VRAM per GPU when the hardware module can tell (added by the GPU detection work)."""
-    try:
-        from specula.core import hardware  # type: ignore[attr-defined]
-    except ImportError:
-        return []
-    probe = getattr(hardware, "gpu_free_bytes", None)
-    if probe is None:
-        return []
-    try:
-        return [int(b) for b in probe()]
-    except Exception:  # detection is a convenience; the estimate still works without it
-        return []
 

@@ -138,16 +138,11 @@ def error_badge(message: str) -> Badge:
 
 
 def detected_gpu_free() -> list[int]:
-    """Free VRAM per GPU when the hardware module can tell; [] (CPU backend) otherwise."""
+    """Free VRAM per local GPU; [] on a CPU build or when detection fails."""
+    from specula.core import hardware
+
     try:
-        from specula.core import hardware  # type: ignore[attr-defined]
-    except ImportError:
-        return []
-    probe = getattr(hardware, "gpu_free_bytes", None)
-    if probe is None:
-        return []
-    try:
-        return [int(b) for b in probe()]
+        return hardware.gpu_free_bytes()
     except Exception:  # detection is a convenience; the estimate still works without it
         return []
 
