@@ -170,3 +170,13 @@ def test_adaptive_tries_a_tree_and_keeps_the_faster_shape() -> None:
         pol.observe(Outcome("tree", [], [], 2, 0, slow_tree))
     shapes = [pol.plan(inp).source for _ in range(31)]
     assert shapes.count("draft") == 31 - shapes.count("tree") and shapes.count("tree") <= 2
+
+
+def test_adaptive_is_the_default() -> None:
+    from specula.cli import build_parser
+    from specula.commands._engine_args import spec_config
+    from specula.core.settings import Settings
+
+    assert Settings().speculative.to_spec().mode is Mode.ADAPTIVE
+    args = build_parser().parse_args(["chat", "--model", "t.gguf"])
+    assert spec_config(args, has_draft=True).mode is Mode.ADAPTIVE

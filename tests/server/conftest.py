@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.session import Engine, EngineOptions
 from specula.server import EngineThread, LocalServer, ServedModel
 
@@ -22,7 +23,9 @@ def server(tiny: dict[str, Path]) -> Iterator[LocalServer]:
     engine.load_target(tiny["target"])
     engine.load_draft(tiny["draft"])
     host = EngineThread(engine, ServedModel.from_engine(engine, tiny["target"], tiny["draft"]))
-    srv = LocalServer(host, port=0)
+    # The tests exercise drafting; the default mode (adaptive) may decide that drafting
+    # does not pay on models this small, so they ask for a fixed chain.
+    srv = LocalServer(host, port=0, spec=SpecConfig(mode=Mode.CHAIN))
     srv.start()
     yield srv
     srv.stop()

@@ -59,7 +59,7 @@ def add_spec_args(p: argparse.ArgumentParser, *, with_mode: bool = True) -> None
     g = p.add_argument_group("speculative decoding")
     if with_mode:
         g.add_argument("--mode", default=None, choices=[m.value for m in Mode],
-                       help="drafting mode (default: chain with a draft, plain without)")
+                       help="drafting mode (default: adaptive, which drafts only where drafting pays)")
     g.add_argument("--draft-max", type=int, default=4, help="max draft tokens per step")
     g.add_argument("--draft-min", type=int, default=0, help="discard drafts shorter than this")
     g.add_argument("--p-min", type=float, default=0.0, help="stop drafting below this draft probability")
@@ -100,5 +100,5 @@ def sampling_params(a: argparse.Namespace) -> SamplingParams:
 
 
 def spec_config(a: argparse.Namespace, has_draft: bool) -> SpecConfig:
-    mode = Mode(a.mode) if getattr(a, "mode", None) else (Mode.CHAIN if has_draft else Mode.PLAIN)
+    mode = Mode(a.mode) if getattr(a, "mode", None) else Mode.ADAPTIVE
     return SpecConfig(mode=mode, draft_max=a.draft_max, draft_min=a.draft_min, p_min=a.p_min)

@@ -36,9 +36,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _spec(a: argparse.Namespace) -> SpecConfig | None:
-    """The defaults for requests: chain when a draft is loaded, plain without, unless --mode."""
+    """The defaults for requests: adaptive (drafts only where it pays), unless --mode."""
     if a.mode is None:
-        return SpecConfig(mode=Mode.CHAIN if a.draft else Mode.PLAIN, draft_max=a.draft_max,
+        return SpecConfig(mode=Mode.ADAPTIVE, draft_max=a.draft_max,
                           draft_min=a.draft_min, p_min=a.p_min)
     return SpecConfig(mode=Mode(a.mode), draft_max=a.draft_max, draft_min=a.draft_min,
                       p_min=a.p_min)

@@ -56,7 +56,7 @@ class GenerationDefaults:
 class SpeculativeDefaults:
     """Speculative settings; ``mode`` is a :class:`Mode` value other than plain."""
 
-    mode: str = Mode.CHAIN.value
+    mode: str = Mode.ADAPTIVE.value  # the default: drafts only where drafting pays
     draft_max: int = 4
     draft_min: int = 0
     p_min: float = 0.0

@@ -82,7 +82,7 @@ class LocalServer:
     def spec_for(self, served: ServedModel) -> SpecConfig:
         if self.spec is not None:
             return self.spec
-        return SpecConfig(mode=Mode.CHAIN if served.draft_id else Mode.PLAIN)
+        return SpecConfig(mode=Mode.ADAPTIVE)
 
     def record(self, request_id: str, done: Done | None) -> None:
         f = Finished(request_id, done.stop_reason if done else None,
