@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.sampling import SamplingParams
-from specula.core.engine.session import EngineOptions
+from specula.core.engine.session import Engine, EngineOptions
 
 
 def add_model_args(p: argparse.ArgumentParser, *, target_flag: str = "--model") -> None:
@@ -102,3 +103,14 @@ def sampling_params(a: argparse.Namespace) -> SamplingParams:
 def spec_config(a: argparse.Namespace, has_draft: bool) -> SpecConfig:
     mode = Mode(a.mode) if getattr(a, "mode", None) else Mode.ADAPTIVE
     return SpecConfig(mode=mode, draft_max=a.draft_max, draft_min=a.draft_min, p_min=a.p_min)
+
+
+def load_engine(a: argparse.Namespace) -> Engine:
+    """Build the Engine from the command's options and load the pair; raises LoadError."""
+    engine = Engine(engine_options(a))
+    print(f"loading {a.target} ...", file=sys.stderr)
+    engine.load_target(a.target)
+    if a.draft:
+        print(f"loading draft {a.draft} ...", file=sys.stderr)
+        engine.load_draft(a.draft)
+    return engine

@@ -16,7 +16,7 @@ from specula.commands._engine_args import (
     add_model_args,
     add_sampling_args,
     add_spec_args,
-    engine_options,
+    load_engine,
     sampling_params,
     spec_config,
 )
@@ -38,15 +38,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _load(a: argparse.Namespace) -> Engine | int:
     try:
-        engine = Engine(engine_options(a))
-        print(f"loading {a.target} ...", file=sys.stderr)
-        engine.load_target(a.target)
-        if a.draft:
-            print(f"loading draft {a.draft} ...", file=sys.stderr)
-            engine.load_draft(a.draft)
+        return load_engine(a)
     except LoadError as exc:
         return fail(str(exc))
-    return engine
 
 
 def _handle_command(line: str, state: dict[str, object], engine: Engine) -> bool:

@@ -6,6 +6,7 @@ import argparse
 
 from specula.commands._common import fail, print_json
 from specula.commands._engine_args import rpc_endpoints
+from specula.commands._models_text import human
 from specula.core.gguf_meta import GGUFError, ModelInfo, read_model_info
 
 
@@ -18,14 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _human_bytes(n: int | None) -> str:
-    if n is None:
-        return "?"
-    size = float(n)
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if size < 1024 or unit == "TB":
-            return f"{size:.0f} {unit}" if unit in ("B", "KB") else f"{size:.2f} {unit}"
-        size /= 1024
-    return f"{n} B"
+    return human(n)
 
 
 def format_info(info: ModelInfo) -> str:

@@ -12,11 +12,11 @@ from specula.commands._engine_args import (
     add_model_args,
     add_sampling_args,
     add_spec_args,
-    engine_options,
+    load_engine,
     sampling_params,
 )
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.session import Engine, LoadError
+from specula.core.engine.session import LoadError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -57,12 +57,7 @@ def run(a: argparse.Namespace) -> int:
     except RemoteBindingRefused as exc:
         return fail(str(exc))
     try:
-        engine = Engine(engine_options(a))
-        print(f"loading {a.target} ...", file=sys.stderr)
-        engine.load_target(a.target)
-        if a.draft:
-            print(f"loading draft {a.draft} ...", file=sys.stderr)
-            engine.load_draft(a.draft)
+        engine = load_engine(a)
     except LoadError as exc:
         return fail(str(exc))
     host = EngineThread(engine, ServedModel.from_engine(engine, a.target, a.draft))

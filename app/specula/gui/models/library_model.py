@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import (
-    QAbstractTableModel,
     QModelIndex,
     QPersistentModelIndex,
     QSortFilterProxyModel,
@@ -14,6 +13,7 @@ from PySide6.QtCore import (
 
 from specula.core.library import LocalModel
 from specula.core.model_badges import human_params, human_size
+from specula.gui.models.row_table import RowTableModel
 
 MODEL_ROLE = Qt.ItemDataRole.UserRole + 1
 SORT_ROLE = Qt.ItemDataRole.UserRole + 2
@@ -30,29 +30,16 @@ def _location(model: LocalModel) -> str:
     return str(model.path.parent)  # an extra folder: where the file really is
 
 
-class LibraryTableModel(QAbstractTableModel):
-    def __init__(self, parent: object = None) -> None:
-        super().__init__(parent)  # type: ignore[arg-type]
-        self.models: list[LocalModel] = []
+class LibraryTableModel(RowTableModel):
+    columns = COLUMNS
+    header_tips = HEADER_TIPS
+
+    @property
+    def models(self) -> list[LocalModel]:
+        return self.rows  # type: ignore[return-value]
 
     def set_models(self, models: list[LocalModel]) -> None:
-        self.beginResetModel()
-        self.models = list(models)
-        self.endResetModel()
-
-    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self.models)
-
-    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(COLUMNS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation,
-                   role: int = Qt.ItemDataRole.DisplayRole) -> object:
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return COLUMNS[section]
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.ToolTipRole:
-            return HEADER_TIPS[section]
-        return None
+        self.set_rows(models)
 
     def data(self, index: QModelIndex | QPersistentModelIndex,
              role: int = Qt.ItemDataRole.DisplayRole) -> object:

@@ -2,36 +2,25 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
 
 from specula.core.hub import RepoSummary
 from specula.core.model_badges import human_count
+from specula.gui.models.row_table import RowTableModel
 
 REPO_ROLE = Qt.ItemDataRole.UserRole + 1
 COLUMNS = ("Repository", "Downloads", "Likes", "Updated")
 
 
-class SearchResultsModel(QAbstractTableModel):
-    def __init__(self, parent: object = None) -> None:
-        super().__init__(parent)  # type: ignore[arg-type]
-        self.results: list[RepoSummary] = []
+class SearchResultsModel(RowTableModel):
+    columns = COLUMNS
+
+    @property
+    def results(self) -> list[RepoSummary]:
+        return self.rows  # type: ignore[return-value]
 
     def set_results(self, results: list[RepoSummary]) -> None:
-        self.beginResetModel()
-        self.results = list(results)
-        self.endResetModel()
-
-    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self.results)
-
-    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(COLUMNS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation,
-                   role: int = Qt.ItemDataRole.DisplayRole) -> object:
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return COLUMNS[section]
-        return None
+        self.set_rows(results)
 
     def data(self, index: QModelIndex | QPersistentModelIndex,
              role: int = Qt.ItemDataRole.DisplayRole) -> object:
