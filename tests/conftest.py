@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from specula.core.gguf_meta import ModelInfo, read_model_info
 from specula.tools.tiny_models import build_family
 
 REAL_MODELS_DIR = Path(os.environ.get("SPECULA_BENCH_DIR", Path.home() / ".cache/specula-bench"))
@@ -38,3 +40,18 @@ def real_model(name: str) -> Path:
     if not path.exists():
         pytest.skip(f"real model {name} not fetched (../shared/bench-models/fetch)")
     return path
+
+
+@pytest.fixture
+def qwen7b(tiny: dict[str, Path]) -> ModelInfo:
+    """The shape of Qwen2.5-Coder-7B-Instruct Q4_K_M (numbers from its GGUF header)."""
+    return replace(read_model_info(tiny["target"]), name="Qwen2.5-Coder-7B-Instruct",
+                   n_layers=28, n_head=28, n_head_kv=4, head_dim=128, n_embd=3584,
+                   vocab_size=152064, context_length=32768, file_size=4_683_073_536)
+
+
+@pytest.fixture
+def qwen05b(qwen7b: ModelInfo) -> ModelInfo:
+    """The shape of Qwen2.5-Coder-0.5B-Instruct Q4_K_M."""
+    return replace(qwen7b, name="Qwen2.5-Coder-0.5B-Instruct", n_layers=24, n_head=14,
+                   n_head_kv=2, head_dim=64, n_embd=896, file_size=397_808_192)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -26,18 +25,6 @@ def gpu(free_gib: float, name: str = "CUDA0", backend: str = "CUDA") -> GGMLDevi
 CPU = GGMLDevice(0, "CPU", "test cpu", "cpu", "CPU", 16 * GiB, 32 * GiB)
 
 
-@pytest.fixture
-def qwen7b(tiny: dict[str, Path]) -> ModelInfo:
-    """The shape of Qwen2.5-Coder-7B-Instruct Q4_K_M (28 layers, 4.4 GiB)."""
-    return replace(read_model_info(tiny["target"]), name="Qwen2.5-Coder-7B-Instruct",
-                   n_layers=28, n_head=28, n_head_kv=4, head_dim=128, n_embd=3584,
-                   vocab_size=152064, context_length=32768, file_size=4_683_073_536)
-
-
-@pytest.fixture
-def qwen05b(qwen7b: ModelInfo) -> ModelInfo:
-    return replace(qwen7b, name="Qwen2.5-Coder-0.5B-Instruct", n_layers=24, n_head=14,
-                   n_head_kv=2, head_dim=64, n_embd=896, file_size=397_808_192)
 
 
 def test_devices_include_the_cpu_with_memory() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,20 +15,6 @@ from specula.core.fit import (
     kv_cache_bytes,
 )
 from specula.core.gguf_meta import ModelInfo, read_model_info
-
-
-@pytest.fixture
-def qwen7b(tiny: dict[str, Path]) -> ModelInfo:
-    """The shape of Qwen2.5-Coder-7B-Instruct Q4_K_M (numbers from its GGUF header)."""
-    return replace(read_model_info(tiny["target"]), name="Qwen2.5-Coder-7B-Instruct",
-                   n_layers=28, n_head=28, n_head_kv=4, head_dim=128, n_embd=3584,
-                   vocab_size=152064, context_length=32768, file_size=4_683_073_536)
-
-
-@pytest.fixture
-def qwen05b(qwen7b: ModelInfo) -> ModelInfo:
-    return replace(qwen7b, name="Qwen2.5-Coder-0.5B-Instruct", n_layers=24, n_head=14,
-                   n_head_kv=2, head_dim=64, n_embd=896, file_size=397_808_192)
 
 
 def test_kv_cache_matches_llama_cpp(qwen7b: ModelInfo) -> None:
