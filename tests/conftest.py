@@ -8,8 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from specula.core.gguf_meta import ModelInfo, read_model_info
+from specula.core.gguf.model_info import ModelInfo, read_model_info
 from specula.tools.tiny_models import build_family
+
+# The fake hub (fixtures fake_hub, hub_models) serves every test folder.
+pytest_plugins = ["tests.fixtures.hub_repos"]
 
 REAL_MODELS_DIR = Path(os.environ.get("SPECULA_BENCH_DIR", Path.home() / ".cache/specula-bench"))
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from specula.core.compat import Verdict, check
-from specula.core.gguf_meta import read_model_info
+from specula.core.gguf.compat import Verdict, check
+from specula.core.gguf.model_info import read_model_info
 from tests.conftest import real_model
 
 pytestmark = pytest.mark.real_models
@@ -23,9 +23,9 @@ def test_qwen_pair_is_identical_and_gemma_is_not() -> None:
 
 def test_real_pair_greedy_speculation_matches_plain() -> None:
     from specula.core.engine.config import Mode, SpecConfig
+    from specula.core.engine.engine import Engine, EngineOptions
     from specula.core.engine.events import Done
     from specula.core.engine.sampling import SamplingParams
-    from specula.core.engine.session import Engine, EngineOptions
 
     eng = Engine(EngineOptions(n_ctx=512))
     eng.load_target(real_model("qwen-1.5b"))

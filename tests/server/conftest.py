@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.session import Engine, EngineOptions
+from specula.core.engine.engine import Engine, EngineOptions
 from specula.server import EngineThread, LocalServer, ServedModel
 
 N_CTX = 2048

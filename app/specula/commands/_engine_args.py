@@ -6,8 +6,8 @@ import argparse
 import sys
 
 from specula.core.engine.config import Mode, SpecConfig
+from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.sampling import SamplingParams
-from specula.core.engine.session import Engine, EngineOptions
 
 
 def add_model_args(p: argparse.ArgumentParser, *, target_flag: str = "--model") -> None:
@@ -68,8 +68,8 @@ def add_spec_args(p: argparse.ArgumentParser, *, with_mode: bool = True) -> None
 
 def _auto_layers(a: argparse.Namespace) -> tuple[int, int]:
     """hardware.plan_offload for the files given (0, 0 when a header cannot be read)."""
-    from specula.core import hardware
-    from specula.core.gguf_meta import GGUFError, read_model_info
+    from specula.core.gguf.model_info import GGUFError, read_model_info
+    from specula.core.hardware import system as hardware
 
     try:
         target = read_model_info(a.target)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from typing import TextIO
 
-from specula.core.download import DownloadProgress, DownloadState
-from specula.core.hub import RepoListing, RepoSummary
-from specula.core.library import Library, LocalModel
-from specula.core.pairing import DraftCandidate, HubDrafts
+from specula.core.hub.client import RepoListing, RepoSummary
+from specula.core.hub.download import DownloadProgress, DownloadState
+from specula.core.library.scan import Library, LocalModel
+from specula.core.pairing.drafts import DraftCandidate, HubDrafts
 
 
 def human(n: float | None) -> str:

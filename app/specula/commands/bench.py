@@ -10,7 +10,7 @@ import sys
 from specula.commands._common import fail
 from specula.commands._engine_args import add_sampling_args, engine_options, sampling_params
 from specula.core.bench import RunResult, format_report, load_prompts, parse_modes, run_bench
-from specula.core.engine.session import Engine, LoadError
+from specula.core.engine.engine import Engine, LoadError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from specula.commands._common import fail, print_json
-from specula.core.compat import check, format_report
-from specula.core.gguf_meta import GGUFError, read_model_info
+from specula.core.gguf.compat import check, format_report
+from specula.core.gguf.model_info import GGUFError, read_model_info
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

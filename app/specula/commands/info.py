@@ -7,7 +7,7 @@ import argparse
 from specula.commands._common import fail, print_json
 from specula.commands._engine_args import rpc_endpoints
 from specula.commands._models_text import human
-from specula.core.gguf_meta import GGUFError, ModelInfo, read_model_info
+from specula.core.gguf.model_info import GGUFError, ModelInfo, read_model_info
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -46,7 +46,7 @@ def format_info(info: ModelInfo) -> str:
 def run(args: argparse.Namespace) -> int:
     if args.system:
         try:
-            from specula.core import hardware
+            from specula.core.hardware import system as hardware
         except ImportError:
             return fail("system description is not available in this build")
         if args.rpc:

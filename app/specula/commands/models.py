@@ -13,16 +13,16 @@ from collections.abc import Callable
 
 from specula.commands import _models_text as text
 from specula.commands._common import fail, print_json
-from specula.core.download import Download, DownloadState
-from specula.core.fit import FitVerdict, GiB, estimate, format_estimate
-from specula.core.gguf_meta import GGUFError
-from specula.core.hub import SORTS, HubClient
-from specula.core.hub_errors import HubError
-from specula.core.library import Library, LibraryError
-from specula.core.model_badges import detected_gpu_free
-from specula.core.pairing import hub_drafts, library_drafts
-from specula.core.remote_source import read_remote_info
-from specula.core.targets import resolve_model
+from specula.core.gguf.model_info import GGUFError
+from specula.core.hardware.fit import FitVerdict, GiB, estimate, format_estimate
+from specula.core.hub.client import SORTS, HubClient
+from specula.core.hub.download import Download, DownloadState
+from specula.core.hub.errors import HubError
+from specula.core.hub.remote_header import read_remote_info
+from specula.core.hub.targets import resolve_model
+from specula.core.library.scan import Library, LibraryError
+from specula.core.pairing.badges import detected_gpu_free
+from specula.core.pairing.drafts import hub_drafts, library_drafts
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

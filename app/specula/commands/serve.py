@@ -16,7 +16,7 @@ from specula.commands._engine_args import (
     sampling_params,
 )
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.session import LoadError
+from specula.core.engine.engine import LoadError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -18,9 +18,9 @@ from importlib import resources
 from pathlib import Path
 
 from specula.core.engine.config import Mode, SpecConfig
+from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done
 from specula.core.engine.sampling import SamplingParams
-from specula.core.engine.session import Engine
 
 
 @dataclass

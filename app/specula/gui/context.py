@@ -9,9 +9,9 @@ from specula.core.settings import Settings
 from specula.gui import theme
 from specula.gui.downloads.manager import DownloadManager
 from specula.gui.engine_client import EngineClient
+from specula.gui.engine_worker import EngineSettings
 from specula.gui.models.library_service import LibraryService
 from specula.gui.server_host import ServerSwitch
-from specula.gui.workers import EngineSettings
 
 
 class AppContext(QObject):

@@ -3,7 +3,7 @@
 Everything here runs on the GUI thread. Requests go to the worker through
 private queued signals; results come back through the worker's signals and
 are kept as state (what is loaded, on which backend) or routed to the
-:class:`~specula.gui.workers.Reply` they belong to.
+:class:`~specula.gui.engine_worker.Reply` they belong to.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import threading
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal
 
-from specula.core.compat import CompatReport
 from specula.core.engine.config import SpecConfig
 from specula.core.engine.events import Done
 from specula.core.engine.sampling import SamplingParams
-from specula.core.gguf_meta import ModelInfo
-from specula.gui.workers import EngineSettings, EngineWorker, Reply, ReplyBatch
+from specula.core.gguf.compat import CompatReport
+from specula.core.gguf.model_info import ModelInfo
+from specula.gui.engine_worker import EngineSettings, EngineWorker, Reply, ReplyBatch
 
 
 class EngineClient(QObject):

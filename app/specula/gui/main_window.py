@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 from specula.gui.chat.page import ChatPage
 from specula.gui.compare.page import ComparePage
 from specula.gui.context import AppContext
-from specula.gui.downloads.panel import DownloadsPage
+from specula.gui.downloads.page import DownloadsPage
 from specula.gui.models.discover_page import DiscoverPage
 from specula.gui.models.library_page import LibraryPage
 from specula.gui.settings.page import SettingsPage

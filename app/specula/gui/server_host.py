@@ -14,7 +14,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
-from specula.core.gguf_meta import ModelInfo
+from specula.core.gguf.model_info import ModelInfo
 from specula.gui.engine_client import EngineClient
 from specula.server import DEFAULT_PORT, LocalServer, ServedModel
 from specula.server.queue import Job

@@ -15,8 +15,8 @@ import queue
 import threading
 from typing import Any
 
+from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done, TokenEvent
-from specula.core.engine.session import Engine
 from specula.server.queue import Job
 from specula.server.schemas import GenerationRequest, OpenAIError
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from specula.core.engine.session import Engine
+from specula.core.engine.engine import Engine
 
 log = logging.getLogger("specula.server")
 

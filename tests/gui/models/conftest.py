@@ -1,4 +1,4 @@
-"""Fixtures for the model pages: the fake hub (from the hub tests) and a bare AppContext."""
+"""Fixtures for the model pages: a bare AppContext (the fake hub comes from tests/fixtures/hub_repos.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from specula.gui.context import AppContext
-from tests.hub.conftest import fake_hub, hub_models  # noqa: F401  (fixtures)
 
 
 @pytest.fixture

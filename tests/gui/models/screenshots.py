@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.hub.fake_hub import FakeFile, FakeHub
+from tests.fixtures.fake_hub import FakeFile, FakeHub
 
 BENCH = Path(os.environ.get("SPECULA_BENCH_DIR", Path.home() / ".cache/specula-bench"))
 SIZE = (1440, 900)

@@ -6,11 +6,11 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 
-from specula.core.model_badges import Tone
+from specula.core.pairing.badges import Tone
 from specula.gui.models.discover_page import DiscoverPage
 from specula.gui.models.repo_files_view import FIT_COL, PAIR_COL
-from tests.hub.conftest import SMALL_FILE, SMALL_REPO, TARGET_FILE, TARGET_REPO, ZEBRA_REPO
-from tests.hub.fake_hub import FakeHub
+from tests.fixtures.fake_hub import FakeHub
+from tests.fixtures.hub_repos import SMALL_FILE, SMALL_REPO, TARGET_FILE, TARGET_REPO, ZEBRA_REPO
 
 
 def _page(ctx, qtbot) -> DiscoverPage:  # type: ignore[no-untyped-def]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from specula.core.download import DownloadState
-from specula.core.partial_files import part_file
+from specula.core.hub.download import DownloadState
+from specula.core.hub.partial_files import part_file
 from specula.gui.downloads.manager import DownloadManager
-from specula.gui.downloads.panel import DownloadsPage
-from tests.hub.conftest import SMALL_FILE, SMALL_REPO, SPLIT_FIRST, TARGET_FILE, TARGET_REPO
-from tests.hub.fake_hub import FakeHub
+from specula.gui.downloads.page import DownloadsPage
+from tests.fixtures.fake_hub import FakeHub
+from tests.fixtures.hub_repos import SMALL_FILE, SMALL_REPO, SPLIT_FIRST, TARGET_FILE, TARGET_REPO
 
 
 def _page(ctx, qtbot) -> DownloadsPage:  # type: ignore[no-untyped-def]

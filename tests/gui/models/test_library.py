@@ -10,9 +10,9 @@ from specula.core.settings import Settings
 from specula.gui.models.library_model import COLUMNS, MODEL_ROLE
 from specula.gui.models.library_page import LibraryPage
 from specula.gui.settings.model_folders import ModelFolders
+from tests.fixtures.fake_hub import FakeHub
+from tests.fixtures.hub_repos import SMALL_FILE, SMALL_REPO, TARGET_FILE, TARGET_REPO
 from tests.gui.models.conftest import put_model
-from tests.hub.conftest import SMALL_FILE, SMALL_REPO, TARGET_FILE, TARGET_REPO
-from tests.hub.fake_hub import FakeHub
 
 
 def _library(ctx, qtbot, hub_models) -> LibraryPage:  # type: ignore[no-untyped-def]

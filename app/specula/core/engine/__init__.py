@@ -1,6 +1,6 @@
 """Speculative decoding over llama.cpp's low-level API.
 
-Public surface: :class:`~specula.core.engine.session.Engine` (load a target and
+Public surface: :class:`~specula.core.engine.engine.Engine` (load a target and
 an optional draft, then ``chat``/``complete`` yield events),
 :class:`~specula.core.engine.sampling.SamplingParams`,
 :class:`~specula.core.engine.config.SpecConfig`, the events in

@@ -1,7 +1,7 @@
 """The chat's offer when no compatible draft is at hand: "Download X (491 MB) as a draft?"
 
 The best hub draft for the chosen target is found in the background
-(:func:`specula.core.pairing.hub_drafts`: family search, remote headers
+(:func:`specula.core.pairing.drafts.hub_drafts`: family search, remote headers
 checked); accepting starts the download in the shared downloads list and,
 once it is done and verified, loads it as the draft.
 """
@@ -14,10 +14,10 @@ from pathlib import Path
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
 
-from specula.core.gguf_meta import read_model_info
-from specula.core.hub import HubClient, split_target
-from specula.core.model_badges import human_size
-from specula.core.pairing import hub_drafts
+from specula.core.gguf.model_info import read_model_info
+from specula.core.hub.client import HubClient, split_target
+from specula.core.pairing.badges import human_size
+from specula.core.pairing.drafts import hub_drafts
 from specula.gui.context import AppContext
 from specula.gui.tasks import Task, TaskContext, TaskError, start_task
 

@@ -26,10 +26,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from specula.core import compat
-from specula.core.compat import CompatReport
-from specula.core.gguf_meta import ModelInfo, read_model_info
-from specula.core.model_badges import model_scale
+from specula.core.gguf import compat
+from specula.core.gguf.compat import CompatReport
+from specula.core.gguf.model_info import ModelInfo, read_model_info
+from specula.core.pairing.badges import model_scale
 from specula.gui.chat.draft_offer import DraftOffer
 from specula.gui.context import AppContext
 from specula.gui.errors import show_error

@@ -26,10 +26,10 @@ from specula.gui.chat.render import TokenTuple
 from specula.gui.chat.settings_panel import SettingsPanel
 from specula.gui.chat.transcript import Transcript
 from specula.gui.context import AppContext
+from specula.gui.engine_worker import Reply, ReplyBatch
 from specula.gui.errors import show_error
 from specula.gui.stats.footer import footer_text
 from specula.gui.stats.panel import StatsPanel
-from specula.gui.workers import Reply, ReplyBatch
 
 
 class ChatPage(QWidget):

@@ -26,9 +26,9 @@ from specula.core.engine.stats import GenerationStats
 from specula.gui.chat.message import AutoHeightBrowser
 from specula.gui.chat.render import plain_html
 from specula.gui.context import AppContext
+from specula.gui.engine_worker import Reply, ReplyBatch
 from specula.gui.errors import show_error
 from specula.gui.stats.footer import footer_text
-from specula.gui.workers import Reply, ReplyBatch
 
 
 def first_difference(a: str, b: str) -> int:

@@ -16,11 +16,11 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QThreadPool, Signal
 
-from specula.core.download import Download, DownloadProgress, DownloadResult, DownloadState
-from specula.core.download_records import DownloadRecord, load_records, save_records
-from specula.core.gguf_split import part_names
-from specula.core.hub import HubClient
-from specula.core.partial_files import local_path, part_file, sidecar_file
+from specula.core.gguf.split import part_names
+from specula.core.hub.client import HubClient
+from specula.core.hub.download import Download, DownloadProgress, DownloadResult, DownloadState
+from specula.core.hub.download_records import DownloadRecord, load_records, save_records
+from specula.core.hub.partial_files import local_path, part_file, sidecar_file
 from specula.gui.downloads.model import DownloadItem, DownloadListModel
 from specula.gui.downloads.worker import DownloadRunner, DownloadSignals
 from specula.gui.tasks import TaskError

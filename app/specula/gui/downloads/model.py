@@ -12,9 +12,9 @@ from pathlib import PurePosixPath
 
 from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, Qt
 
-from specula.core.download import DownloadState
-from specula.core.download_records import DownloadRecord
-from specula.core.model_badges import human_duration, human_size
+from specula.core.hub.download import DownloadState
+from specula.core.hub.download_records import DownloadRecord
+from specula.core.pairing.badges import human_duration, human_size
 
 ITEM_ROLE = Qt.ItemDataRole.UserRole + 1
 STATE_ROLE = Qt.ItemDataRole.UserRole + 2

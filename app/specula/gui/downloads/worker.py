@@ -13,7 +13,7 @@ import traceback
 
 from PySide6.QtCore import QObject, QRunnable, Signal
 
-from specula.core.download import Download, DownloadProgress, DownloadResult
+from specula.core.hub.download import Download, DownloadProgress, DownloadResult
 from specula.gui.tasks import TaskError, describe_error
 
 log = logging.getLogger("specula.gui.downloads")

@@ -1,4 +1,4 @@
-"""Painting the core's :class:`~specula.core.model_badges.Badge` as a coloured pill in a view.
+"""Painting the core's :class:`~specula.core.pairing.badges.Badge` as a coloured pill in a view.
 
 A model returns a Badge for :data:`BADGE_ROLE`; :class:`BadgeDelegate` draws
 it (rounded background in the tone's colour, the text, the detail as the
@@ -11,7 +11,7 @@ from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRect, QSize, Qt
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
 
-from specula.core.model_badges import Badge, Tone
+from specula.core.pairing.badges import Badge, Tone
 from specula.gui import theme
 
 BADGE_ROLE = Qt.ItemDataRole.UserRole + 20

@@ -24,11 +24,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from specula.core.gguf_meta import ModelInfo
-from specula.core.hub import HubClient, RepoListing, RepoSummary
-from specula.core.model_badges import badges_for, detected_gpu_free, human_size
-from specula.core.partial_files import local_path
-from specula.core.remote_source import read_remote_info
+from specula.core.gguf.model_info import ModelInfo
+from specula.core.hub.client import HubClient, RepoListing, RepoSummary
+from specula.core.hub.partial_files import local_path
+from specula.core.hub.remote_header import read_remote_info
+from specula.core.pairing.badges import badges_for, detected_gpu_free, human_size
 from specula.gui.context import AppContext
 from specula.gui.models.drafts_panel import DraftsPanel
 from specula.gui.models.repo_files_view import FileRow, RepoFilesModel, RepoFilesView

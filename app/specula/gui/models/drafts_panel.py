@@ -1,6 +1,6 @@
 """'Drafts for this model': recommended drafts, local ones first, hub ones with one-click download.
 
-The candidates come from :mod:`specula.core.pairing` (library drafts checked
+The candidates come from :mod:`specula.core.pairing.drafts` (library drafts checked
 on their full headers, hub siblings verified by their remote headers), worked
 out in the background; choosing another model cancels the older result.
 """
@@ -22,11 +22,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from specula.core.gguf_meta import ModelInfo
-from specula.core.hub import HubClient, split_target
-from specula.core.library import LocalModel
-from specula.core.model_badges import human_size
-from specula.core.pairing import DraftCandidate, HubDrafts, hub_drafts, library_drafts
+from specula.core.gguf.model_info import ModelInfo
+from specula.core.hub.client import HubClient, split_target
+from specula.core.library.scan import LocalModel
+from specula.core.pairing.badges import human_size
+from specula.core.pairing.drafts import DraftCandidate, HubDrafts, hub_drafts, library_drafts
 from specula.gui.tasks import Task, TaskContext, TaskError, start_task
 
 

@@ -11,8 +11,8 @@ from PySide6.QtCore import (
     Qt,
 )
 
-from specula.core.library import LocalModel
-from specula.core.model_badges import human_params, human_size
+from specula.core.library.scan import LocalModel
+from specula.core.pairing.badges import human_params, human_size
 from specula.gui.models.row_table import RowTableModel
 
 MODEL_ROLE = Qt.ItemDataRole.UserRole + 1

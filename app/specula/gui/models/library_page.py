@@ -25,8 +25,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from specula.core.library import LocalModel
-from specula.core.model_badges import human_size
+from specula.core.library.scan import LocalModel
+from specula.core.pairing.badges import human_size
 from specula.gui.context import AppContext
 from specula.gui.errors import show_error
 from specula.gui.models.library_model import (

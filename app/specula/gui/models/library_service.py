@@ -11,7 +11,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
-from specula.core.library import Library, LocalModel, ScanResult, resolve_models_dir
+from specula.core.library.scan import Library, LocalModel, ScanResult, resolve_models_dir
 from specula.core.settings import Settings
 from specula.gui.tasks import Task, TaskContext, TaskError, start_task
 

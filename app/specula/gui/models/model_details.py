@@ -21,9 +21,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from specula.core.library import LocalModel
-from specula.core.library_pairs import Pair, Pairs, pairs_for
-from specula.core.model_badges import human_params, human_size
+from specula.core.library.scan import LocalModel
+from specula.core.pairing.badges import human_params, human_size
+from specula.core.pairing.library_pairs import Pair, Pairs, pairs_for
 from specula.gui.tasks import Task, TaskContext, TaskError, start_task
 
 PATH_ROLE = Qt.ItemDataRole.UserRole + 1

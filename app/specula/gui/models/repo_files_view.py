@@ -19,9 +19,9 @@ from PySide6.QtCore import (
 )
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 
-from specula.core.gguf_meta import ModelInfo
-from specula.core.hub import RemoteModel
-from specula.core.model_badges import READING, Badge, FileBadges, error_badge, human_size
+from specula.core.gguf.model_info import ModelInfo
+from specula.core.hub.client import RemoteModel
+from specula.core.pairing.badges import READING, Badge, FileBadges, error_badge, human_size
 from specula.gui.models.badges import BADGE_ROLE, BadgeDelegate
 
 FILE_ROLE = Qt.ItemDataRole.UserRole + 1

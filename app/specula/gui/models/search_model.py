@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
 
-from specula.core.hub import RepoSummary
-from specula.core.model_badges import human_count
+from specula.core.hub.client import RepoSummary
+from specula.core.pairing.badges import human_count
 from specula.gui.models.row_table import RowTableModel
 
 REPO_ROLE = Qt.ItemDataRole.UserRole + 1

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from specula.core.library import suggested_extra_dirs
+from specula.core.library.scan import suggested_extra_dirs
 from specula.gui.context import AppContext
 
 

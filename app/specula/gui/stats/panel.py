@@ -13,9 +13,9 @@ from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QVBoxLayout, QWidget
 
 from specula.core.engine.stats import GenerationStats
+from specula.gui.engine_worker import ReplyBatch
 from specula.gui.stats.chart import RateChart
 from specula.gui.stats.series import RollingSeries
-from specula.gui.workers import ReplyBatch
 
 REFRESH_MS = 200
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from specula.gui.workers import StepPoint
+from specula.gui.engine_worker import StepPoint
 
 WINDOW_STEPS = 8
 WINDOW_S = 0.25  # and at least this much time, so one fast step does not spike the line

@@ -1,0 +1,276 @@
+"""The engine as the app, the CLI and the server use it.
+
+An :class:`Engine` owns a target model and an optional draft model with their
+contexts, checks a draft's tokenizer before loading it, renders chats with the
+model's own template, and runs replies through one :class:`Generator`. It is
+not thread-safe: one owner thread (the GUI's engine worker, the CLI, the
+server's queue) calls it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from specula.core import paths
+from specula.core.chat.template import ChatTemplate
+from specula.core.engine.adaptive import AdaptivePolicy
+from specula.core.engine.config import Mode, SpecConfig
+from specula.core.engine.drafters import DraftModelDrafter
+from specula.core.engine.events import Event
+from specula.core.engine.generator import Generator
+from specula.core.engine.ggml_devices import add_rpc_servers, local_gpu_handles
+from specula.core.engine.llama import (
+    Context,
+    LoadCancelled,
+    LoadError,
+    Model,
+    backend_name,
+    default_threads,
+)
+from specula.core.engine.policy import (
+    DraftPolicy,
+    FixedPolicy,
+    PlainPolicy,
+    TreePolicy,
+)
+from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.tree import MAX_TREE_SEQS
+from specula.core.gguf.compat import CompatReport, check
+from specula.core.gguf.model_info import GGUFError, ModelInfo, read_model_info
+
+__all__ = [
+    "Engine",
+    "EngineOptions",
+    "IncompatibleDraft",
+    "LoadCancelled",
+    "LoadError",
+]
+
+Progress = Callable[[float], bool]
+MAX_VERIFY_TOKENS = 64  # n_outputs_max: the largest verify batch (chain or tree) plus margin
+
+
+class IncompatibleDraft(LoadError):
+    """The draft's tokenizer cannot serve the target; ``report`` says why."""
+
+    def __init__(self, report: CompatReport) -> None:
+        super().__init__(f"This draft cannot be used with the target: {report.reason()}")
+        self.report = report
+
+
+@dataclass
+class EngineOptions:
+    n_ctx: int = 4096
+    n_threads: int | None = None
+    n_gpu_layers_target: int = 0
+    n_gpu_layers_draft: int = 0
+    n_batch: int = 512
+    # Read weights into process memory instead of mapping the file. Mapped pages can be
+    # dropped under memory pressure (or by proactive reclaim) and re-read mid-reply,
+    # which makes decode times erratic; reading costs a slower load.
+    use_mmap: bool = False
+    # Remote workers ("host:port" of llama.cpp rpc-server processes): offloaded layers are
+    # split over them, so a target too big for this machine can still run. Needs a
+    # llama-cpp-python built with -DGGML_RPC=on.
+    rpc_servers: tuple[str, ...] = ()
+
+
+class Engine:
+    def __init__(self, options: EngineOptions | None = None) -> None:
+        self.options = options or EngineOptions()
+        if self.options.rpc_servers:
+            add_rpc_servers(self.options.rpc_servers)  # LoadError when absent or unreachable
+        self.n_threads = self.options.n_threads or default_threads()
+        self.backend = backend_name()
+        self.target_info: ModelInfo | None = None
+        self.draft_info: ModelInfo | None = None
+        self.compat: CompatReport | None = None
+        self._target: Model | None = None
+        self._draft: Model | None = None
+        self._gen: Generator | None = None
+        self._drafter: DraftModelDrafter | None = None
+        self._template: ChatTemplate | None = None
+        self._policies: dict[str, DraftPolicy] = {}
+
+    # -- loading -------------------------------------------------------------
+
+    @property
+    def has_target(self) -> bool:
+        return self._gen is not None
+
+    @property
+    def has_draft(self) -> bool:
+        return self._drafter is not None
+
+    @property
+    def target_model(self) -> Model | None:
+        return self._target
+
+    @property
+    def generator(self) -> Generator | None:
+        return self._gen
+
+    @property
+    def _load_mode(self) -> int:
+        return 1 if self.options.use_mmap else 0  # LLAMA_LOAD_MODE_MMAP / _NONE
+
+    def _context(self, model: Model) -> Context:
+        n_ctx = min(self.options.n_ctx, model.n_ctx_train) if model.n_ctx_train > 0 else self.options.n_ctx
+        return Context(
+            model, n_ctx=n_ctx, n_threads=self.n_threads, n_batch=self.options.n_batch,
+            # Token trees: one sequence per branch, in one unified KV cache.
+            n_seq_max=MAX_TREE_SEQS + 1, kv_unified=True, n_outputs_max=MAX_VERIFY_TOKENS,
+        )
+
+    @staticmethod
+    def _info(path: str | Path) -> ModelInfo:
+        try:
+            return read_model_info(path)
+        except GGUFError as exc:
+            raise LoadError(str(exc)) from exc
+
+    def _load(self, path: str | Path, info: ModelInfo, gpu_layers: int,
+              progress: Progress | None, devices: Sequence[int] | None = None) -> tuple[Model, Context]:
+        model = Model(path, n_gpu_layers=gpu_layers, progress=progress,
+                      quantization=info.quantization, load_mode=self._load_mode, devices=devices)
+        try:
+            return model, self._context(model)
+        except LoadError:
+            model.close()
+            raise
+
+    def load_target(self, path: str | Path, progress: Progress | None = None) -> ModelInfo:
+        """Load (or replace) the target; the draft is unloaded with the old target."""
+        info = self._info(path)
+        model, ctx = self._load(path, info, self.options.n_gpu_layers_target, progress)
+        self.unload()
+        self._target, self.target_info = model, info
+        self._template = ChatTemplate.for_model(model)
+        self._gen = Generator(model, ctx)
+        self._policies = {}
+        return info
+
+    def load_draft(self, path: str | Path, progress: Progress | None = None) -> CompatReport:
+        """Load a draft model after checking that its tokenizer can serve the target."""
+        if self._target is None or self.target_info is None or self._gen is None:
+            raise LoadError("Load a target model before a draft model.")
+        info = self._info(path)
+        report = check(self.target_info, info)
+        if not report.usable:
+            raise IncompatibleDraft(report)
+        # With RPC workers the draft stays on this machine: a network round trip per
+        # draft token would cost more than drafting saves.
+        local = local_gpu_handles() if self.options.rpc_servers else None
+        model, ctx = self._load(path, info, self.options.n_gpu_layers_draft, progress, devices=local)
+        self.unload_draft()
+        self._draft, self.draft_info, self.compat = model, info, report
+        self._drafter = DraftModelDrafter(ctx, min(model.n_vocab, self._target.n_vocab))
+        self._gen.drafter = self._drafter
+        self._policies = {}
+        return report
+
+    def unload_draft(self) -> None:
+        if self._gen is not None:
+            self._gen.drafter = None
+        if self._drafter is not None:
+            self._drafter.ctx.close()
+        if self._draft is not None:
+            self._draft.close()
+        self._drafter = self._draft = None
+        self.draft_info = self.compat = None
+        self._policies = {}
+
+    def unload(self) -> None:
+        self.unload_draft()
+        if self._gen is not None:
+            self._gen.ctx.close()
+        if self._target is not None:
+            self._target.close()
+        self._gen = self._target = None
+        self.target_info = None
+        self._template = None
+
+    def close(self) -> None:
+        self.unload()
+
+    # -- generation ----------------------------------------------------------
+
+    def policy_for(self, spec: SpecConfig) -> DraftPolicy:
+        """The draft policy a reply with ``spec`` uses.
+
+        Chain and tree need a draft model (plain without one); lookup needs none;
+        adaptive uses whatever is there and keeps learning across replies.
+        """
+        if spec.mode is Mode.PLAIN:
+            return PlainPolicy()
+        if spec.mode in (Mode.ADAPTIVE, Mode.LOOKUP):
+            # Lookup alone uses the adaptive cost model too: it proposes only where
+            # proposing pays, so it never costs much more than plain decoding.
+            key = spec.mode.value
+            pol = self._policies.get(key)
+            if not isinstance(pol, AdaptivePolicy):
+                pol = AdaptivePolicy(spec, self._policy_state_path(key),
+                                     allow_draft=spec.mode is Mode.ADAPTIVE)
+                self._policies[key] = pol
+            pol.cfg = spec
+            return pol
+        if self._drafter is None:
+            return PlainPolicy()
+        if spec.mode is Mode.TREE:
+            return TreePolicy(spec)
+        return FixedPolicy(spec)
+
+    def _policy_state_path(self, mode: str) -> Path:
+        """Where the adaptive policy's models for this pair on this machine are kept."""
+        def ident(info: ModelInfo | None) -> str:
+            if info is None:
+                return "none"
+            return f"{Path(info.source).name}:{info.file_size}"
+
+        draft = ident(self.draft_info) if mode == "adaptive" else "none"
+        raw = f"{ident(self.target_info)}|{draft}|{self.backend}|{self.n_threads}|{mode}"
+        digest = hashlib.sha256(raw.encode()).hexdigest()[:20]
+        return paths.data_dir() / "adaptive" / f"{digest}.json"
+
+    def render(self, messages: Sequence[dict[str, str]]) -> str:
+        if self._template is None:
+            raise LoadError("No target model is loaded.")
+        return self._template.render(messages)
+
+    def tokenize_chat(self, messages: Sequence[dict[str, str]]) -> list[int]:
+        if self._template is None or self._target is None:
+            raise LoadError("No target model is loaded.")
+        return self._template.tokenize(self._target, messages)
+
+    def chat(
+        self,
+        messages: Sequence[dict[str, str]],
+        sampling: SamplingParams,
+        spec: SpecConfig,
+        cancel: threading.Event | None = None,
+    ) -> Iterator[Event]:
+        """Reply to ``messages`` (role/content dicts) with the model's chat template."""
+        return self.generate_tokens(self.tokenize_chat(messages), sampling, spec, cancel)
+
+    def complete(
+        self, prompt: str, sampling: SamplingParams, spec: SpecConfig, cancel: threading.Event | None = None
+    ) -> Iterator[Event]:
+        """Continue raw text (no chat template)."""
+        if self._target is None:
+            raise LoadError("No target model is loaded.")
+        return self.generate_tokens(self._target.tokenize(prompt), sampling, spec, cancel)
+
+    def generate_tokens(
+        self,
+        prompt: Sequence[int],
+        sampling: SamplingParams,
+        spec: SpecConfig,
+        cancel: threading.Event | None = None,
+    ) -> Iterator[Event]:
+        if self._gen is None:
+            raise LoadError("No target model is loaded.")
+        return self._gen.generate(prompt, sampling, spec, self.policy_for(spec), cancel)

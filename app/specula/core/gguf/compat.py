@@ -1,0 +1,177 @@
+"""Can a draft model serve a target model? Every check, with a plain sentence.
+
+The blocking rules are the ones llama.cpp itself applies before speculating
+(``common_speculative_are_compatible`` in ``common/speculative.cpp``): same
+vocab type, same add_bos (and BOS id when set), same add_eos (and EOS id when
+set), vocab sizes within 128, identical token text from id 5 on. What it does
+not check but still changes the tokens a draft proposes (pre-tokenizer, merges,
+token types, end-of-turn token) is reported as a warning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+
+from specula.core.gguf.model_info import ModelInfo, TokenizerInfo
+
+VOCAB_MAX_SIZE_DIFFERENCE = 128  # SPEC_VOCAB_MAX_SIZE_DIFFERENCE
+VOCAB_CHECK_START_TOKEN_ID = 5  # SPEC_VOCAB_CHECK_START_TOKEN_ID
+
+
+class Verdict(str, Enum):
+    IDENTICAL = "identical"  # same tokenizer fingerprint: every token means the same
+    COMPATIBLE = "compatible"  # llama.cpp's rules pass; warnings may remain
+    INCOMPATIBLE = "incompatible"
+
+
+class Severity(str, Enum):
+    BLOCKING = "blocking"  # failing it makes the pair unusable
+    WARNING = "warning"  # failing it costs acceptance, not correctness
+
+
+@dataclass
+class Check:
+    name: str
+    passed: bool
+    severity: Severity
+    message: str
+
+
+@dataclass
+class CompatReport:
+    target: str
+    draft: str
+    verdict: Verdict
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def usable(self) -> bool:
+        return self.verdict is not Verdict.INCOMPATIBLE
+
+    @property
+    def failures(self) -> list[Check]:
+        return [c for c in self.checks if not c.passed and c.severity is Severity.BLOCKING]
+
+    @property
+    def warnings(self) -> list[Check]:
+        return [c for c in self.checks if not c.passed and c.severity is Severity.WARNING]
+
+    def reason(self) -> str:
+        """One line for a tooltip: why the pair cannot be used, or that it can."""
+        if self.failures:
+            return "; ".join(c.message for c in self.failures)
+        if self.warnings:
+            return "Usable, but: " + "; ".join(c.message for c in self.warnings)
+        return "Same tokenizer." if self.verdict is Verdict.IDENTICAL else "Compatible tokenizer."
+
+    def to_dict(self) -> dict[str, object]:
+        d = asdict(self)
+        d["verdict"] = self.verdict.value
+        d["usable"] = self.usable
+        for c in d["checks"]:
+            c["severity"] = c["severity"].value
+        return d
+
+
+def _first_text_difference(t: TokenizerInfo, d: TokenizerInfo) -> tuple[int, str, str] | None:
+    n = min(len(t.tokens), len(d.tokens))
+    for i in range(VOCAB_CHECK_START_TOKEN_ID, n):
+        if t.tokens[i] != d.tokens[i]:
+            return i, t.tokens[i], d.tokens[i]
+    return None
+
+
+def _same(name: str, sev: Severity, ok: bool, good: str, bad: str) -> Check:
+    return Check(name, ok, sev, good if ok else bad)
+
+
+def check(target: ModelInfo, draft: ModelInfo) -> CompatReport:
+    """Compare the tokenizers of ``target`` and ``draft``; never raises on odd input."""
+    checks: list[Check] = []
+    t, d = target.tokenizer, draft.tokenizer
+    B, W = Severity.BLOCKING, Severity.WARNING
+    if t is None or d is None:
+        missing = target.display_name if t is None else draft.display_name
+        checks.append(Check("tokenizer", False, B, f"{missing} has no tokenizer in its GGUF."))
+        return CompatReport(target.source, draft.source, Verdict.INCOMPATIBLE, checks)
+
+    checks.append(_same(
+        "vocab_type", B, t.model == d.model,
+        f"Both use the {t.model} tokenizer type.",
+        f"Tokenizer types differ: target {t.model}, draft {d.model}.",
+    ))
+    bos_ok = t.add_bos == d.add_bos and (not t.add_bos or t.bos_id == d.bos_id)
+    checks.append(_same(
+        "bos", B, bos_ok,
+        (f"Both add BOS id {t.bos_id}." if t.add_bos else
+         f"Neither adds a BOS token (ids {t.bos_id} and {d.bos_id} are not used)."),
+        f"BOS differs: target add_bos={t.add_bos} id {t.bos_id}, "
+        f"draft add_bos={d.add_bos} id {d.bos_id}.",
+    ))
+    eos_ok = t.add_eos == d.add_eos and (not t.add_eos or t.eos_id == d.eos_id)
+    checks.append(_same(
+        "eos", B, eos_ok,
+        (f"Both add EOS id {t.eos_id}." if t.add_eos else
+         f"Neither appends an EOS token (end of generation: target {t.eos_id}, draft {d.eos_id})."),
+        f"EOS differs: target add_eos={t.add_eos} id {t.eos_id}, "
+        f"draft add_eos={d.add_eos} id {d.eos_id}.",
+    ))
+    nt, nd = len(t.tokens), len(d.tokens)
+    checks.append(_same(
+        "vocab_size", B, abs(nt - nd) <= VOCAB_MAX_SIZE_DIFFERENCE,
+        f"Vocab sizes {nt} and {nd} are within {VOCAB_MAX_SIZE_DIFFERENCE}.",
+        f"Vocab sizes differ by {abs(nt - nd)} ({nt} vs {nd}); at most "
+        f"{VOCAB_MAX_SIZE_DIFFERENCE} is allowed.",
+    ))
+    diff = _first_text_difference(t, d)
+    checks.append(_same(
+        "token_text", B, diff is None,
+        f"Token texts agree from id {VOCAB_CHECK_START_TOKEN_ID} to {min(nt, nd) - 1}.",
+        (f"Token {diff[0]} differs: target {diff[1]!r}, draft {diff[2]!r}." if diff else ""),
+    ))
+    # What llama.cpp does not check, but what changes tokenisation or stopping.
+    checks.append(_same(
+        "pre_tokenizer", W, t.pre == d.pre,
+        f"Same pre-tokenizer ({t.pre}).",
+        f"Pre-tokenizers differ: target {t.pre}, draft {d.pre}; the draft may split text "
+        "differently and be accepted less often.",
+    ))
+    checks.append(_same(
+        "merges", W, t.merges_hash == d.merges_hash,
+        f"Same BPE merges ({t.n_merges})." if t.n_merges else "Neither has BPE merges.",
+        f"BPE merges differ ({t.n_merges} vs {d.n_merges}); the draft tokenises differently.",
+    ))
+    n = min(len(t.token_types), len(d.token_types))
+    types_ok = t.token_types[:n] == d.token_types[:n]
+    checks.append(_same(
+        "token_types", W, types_ok,
+        "Token types (normal, control, byte...) agree.",
+        "Token types differ (e.g. a control token in one is normal in the other).",
+    ))
+    checks.append(_same(
+        "eot", W, t.eot_id == d.eot_id,
+        "Same end-of-turn token." if t.eot_id is not None else "Neither sets an end-of-turn token.",
+        f"End-of-turn tokens differ: target {t.eot_id}, draft {d.eot_id}.",
+    ))
+    if any(not c.passed and c.severity is B for c in checks):
+        verdict = Verdict.INCOMPATIBLE
+    elif target.tokenizer_fingerprint == draft.tokenizer_fingerprint:
+        verdict = Verdict.IDENTICAL
+    else:
+        verdict = Verdict.COMPATIBLE
+    return CompatReport(target.source, draft.source, verdict, checks)
+
+
+def format_report(report: CompatReport) -> str:
+    """The text `specula compat` prints."""
+    lines = [
+        f"target: {report.target}",
+        f"draft:  {report.draft}",
+        f"verdict: {report.verdict.value}"
+        + ("" if report.usable else " (this draft cannot be used with this target)"),
+    ]
+    for c in report.checks:
+        mark = "ok  " if c.passed else ("FAIL" if c.severity is Severity.BLOCKING else "warn")
+        lines.append(f"  [{mark}] {c.name:<14} {c.message}")
+    return "\n".join(lines)

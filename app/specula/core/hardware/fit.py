@@ -1,0 +1,194 @@
+"""Will a target (and its draft) fit in this machine's memory? A plain verdict with numbers.
+
+Why an estimate before loading: loading a model that does not fit either fails
+after a long wait or swaps the machine to a crawl. The parts llama.cpp
+allocates are predictable from the GGUF header: the weights (the file size),
+the KV cache of each model (2 x layers x context x KV heads x head size x the
+cache type's bytes), and a compute buffer (the logits of one micro-batch plus
+activations; with flash attention off, also the attention scores). Free RAM
+comes from psutil; free GPU memory is passed in by the caller (the hardware
+module detects devices), so this stays testable and backend-neutral.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from enum import Enum
+
+import psutil
+
+from specula.core.gguf.model_info import ModelInfo
+
+GiB = 1024**3
+MiB = 1024**2
+# Bytes per cached element for llama.cpp's --cache-type-k/-v choices (block size 32).
+CACHE_TYPE_BYTES: dict[str, float] = {
+    "f32": 4.0, "f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q5_1": 24 / 32,
+    "q5_0": 22 / 32, "q4_1": 20 / 32, "q4_0": 18 / 32, "iq4_nl": 18 / 32,
+}
+MODEL_OVERHEAD = 64 * MiB  # context, graph and backend bookkeeping per loaded model
+RAM_RESERVE = 512 * MiB  # what the OS and the app itself keep using
+GPU_USABLE = 0.9  # drivers and fragmentation keep the last tenth of VRAM
+DEFAULT_CTX = 4096
+
+
+class FitVerdict(str, Enum):
+    GPU = "fits on GPU"
+    PARTIAL = "partially offloaded"
+    CPU = "CPU only"
+    NO = "does not fit"
+
+
+@dataclass
+class ModelMemory:
+    """The memory one loaded model needs, in bytes."""
+
+    name: str
+    weights: int
+    kv_cache: int
+    compute: int
+    n_layers: int | None
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.kv_cache + self.compute
+
+    def to_dict(self) -> dict[str, object]:
+        return {**asdict(self), "total": self.total}
+
+
+def kv_cache_bytes(info: ModelInfo, n_ctx: int, cache_type: str = "f16") -> int:
+    """K and V caches for ``n_ctx`` tokens: 2 x layers x ctx x KV heads x head size x bytes."""
+    per_elem = CACHE_TYPE_BYTES.get(cache_type.lower())
+    if per_elem is None:
+        raise ValueError(f"unknown cache type {cache_type!r} (one of {', '.join(CACHE_TYPE_BYTES)})")
+    layers = info.n_layers or 0
+    kv_width = (info.n_head_kv or 0) * (info.head_dim or 0)
+    if not kv_width and info.n_embd:
+        kv_width = info.n_embd  # no head counts: assume full multi-head attention
+    return int(2 * layers * n_ctx * kv_width * per_elem)
+
+
+def compute_buffer_bytes(info: ModelInfo, n_ctx: int, n_ubatch: int = 512,
+                         flash_attn: bool = True) -> int:
+    """Scratch memory for one micro-batch: logits and activations (+ attention scores without FA)."""
+    n_ubatch = min(n_ubatch, n_ctx)
+    vocab = info.vocab_size or 0
+    embd = info.n_embd or 0
+    total = n_ubatch * (vocab + 8 * embd) * 4
+    if not flash_attn:
+        total += (info.n_head or 0) * n_ctx * n_ubatch * 4
+    return total + MODEL_OVERHEAD
+
+
+def model_memory(info: ModelInfo, n_ctx: int, cache_type: str = "f16",
+                 weights: int | None = None, flash_attn: bool = True) -> ModelMemory:
+    return ModelMemory(
+        info.display_name,
+        weights if weights is not None else (info.file_size or 0),
+        kv_cache_bytes(info, n_ctx, cache_type),
+        compute_buffer_bytes(info, n_ctx, flash_attn=flash_attn),
+        info.n_layers,
+    )
+
+
+def available_ram() -> int:
+    return int(psutil.virtual_memory().available)
+
+
+def _gib(n: float) -> str:
+    if n >= GiB / 10:
+        return f"{n / GiB:.1f} GiB"
+    return f"{n / MiB:.0f} MiB" if n >= MiB else f"{n / 1024:.0f} KiB"
+
+
+@dataclass
+class FitEstimate:
+    verdict: FitVerdict
+    target: ModelMemory
+    draft: ModelMemory | None
+    n_ctx: int
+    cache_type: str
+    ram_available: int
+    gpu_free: list[int]
+    gpu_layers: int | None  # target layers to offload (n_gpu_layers) when partially offloaded
+    message: str
+
+    @property
+    def total(self) -> int:
+        return self.target.total + (self.draft.total if self.draft else 0)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "verdict": self.verdict.value, "message": self.message, "total": self.total,
+            "n_ctx": self.n_ctx, "cache_type": self.cache_type,
+            "ram_available": self.ram_available, "gpu_free": self.gpu_free,
+            "gpu_layers": self.gpu_layers, "target": self.target.to_dict(),
+            "draft": self.draft.to_dict() if self.draft else None,
+        }
+
+
+def estimate(target: ModelInfo, draft: ModelInfo | None = None, *, n_ctx: int | None = None,
+             cache_type: str = "f16", target_weights: int | None = None,
+             draft_weights: int | None = None, ram_available: int | None = None,
+             gpu_free: Sequence[int] | None = None, flash_attn: bool = True) -> FitEstimate:
+    """The verdict for loading ``target`` (and ``draft``) at ``n_ctx`` tokens of context.
+
+    ``gpu_free`` lists free bytes per GPU of the active backend (empty or None: CPU
+    backend). ``ram_available`` defaults to what psutil reports now.
+    """
+    ctx = n_ctx or min(target.context_length or DEFAULT_CTX, DEFAULT_CTX)
+    if ctx <= 0:
+        raise ValueError("the context length must be positive")
+    t = model_memory(target, ctx, cache_type, target_weights, flash_attn)
+    d = model_memory(draft, ctx, cache_type, draft_weights, flash_attn) if draft else None
+    ram = available_ram() if ram_available is None else ram_available
+    gpus = [int(g) for g in (gpu_free or []) if g > 0]
+    total = t.total + (d.total if d else 0)
+    ram_usable = max(ram - RAM_RESERVE, 0)
+    gpu_usable = int(sum(gpus) * GPU_USABLE)
+    what = "target and draft" if d else "the model"
+
+    def result(verdict: FitVerdict, message: str, layers: int | None = None) -> FitEstimate:
+        return FitEstimate(verdict, t, d, ctx, cache_type, ram, gpus, layers, message)
+
+    if gpus and total <= gpu_usable:
+        return result(FitVerdict.GPU, f"Fits on the GPU: {what} need {_gib(total)}, "
+                      f"{_gib(gpu_usable)} of VRAM is usable.", t.n_layers)
+    if gpus:
+        # The draft runs every step: keep it and the compute buffers on the GPU, then
+        # as many target layers as the rest of the VRAM holds.
+        fixed = t.compute + (d.total if d else 0)
+        layers = t.n_layers or 0
+        per_layer = (t.weights + t.kv_cache) / layers if layers else float("inf")
+        on_gpu = int(max(gpu_usable - fixed, 0) // per_layer) if layers else 0
+        on_gpu = min(on_gpu, layers)
+        in_ram = total - (fixed if on_gpu else 0) - int(on_gpu * per_layer) if layers else total
+        if on_gpu and in_ram <= ram_usable:
+            return result(FitVerdict.PARTIAL,
+                          f"Partially offloaded: {on_gpu} of {layers} target layers on the GPU "
+                          f"({_gib(gpu_usable)} usable), {_gib(in_ram)} in RAM "
+                          f"({_gib(ram_usable)} available).", on_gpu)
+    if total <= ram_usable:
+        why = "the GPU is too small, " if gpus else ""
+        return result(FitVerdict.CPU, f"CPU only: {why}{what} need {_gib(total)}, "
+                      f"{_gib(ram_usable)} of RAM is available.", 0 if gpus else None)
+    vram = f" + {_gib(gpu_usable)} of VRAM" if gpus else ""
+    return result(FitVerdict.NO, f"Does not fit: {what} need {_gib(total)}, only "
+                  f"{_gib(ram_usable)} of RAM{vram} is available; try a smaller quantization "
+                  "or a shorter context.")
+
+
+def format_estimate(est: FitEstimate) -> str:
+    """The text `specula models fit` prints."""
+    lines = [f"verdict: {est.verdict.value}", f"  {est.message}",
+             f"  context {est.n_ctx} tokens, KV cache type {est.cache_type}"]
+    for role, m in (("target", est.target), ("draft", est.draft)):
+        if m is None:
+            continue
+        lines.append(f"  {role:<6} {m.name}: weights {_gib(m.weights)}, KV cache {_gib(m.kv_cache)}, "
+                     f"compute {_gib(m.compute)} = {_gib(m.total)}")
+    gpu = ", ".join(_gib(g) for g in est.gpu_free) or "none"
+    lines.append(f"  free: RAM {_gib(est.ram_available)}, GPU {gpu}")
+    return "\n".join(lines)

@@ -1,0 +1,243 @@
+"""The engine worker: one long-lived QObject on its own QThread that owns the Engine.
+
+The GUI reaches it only through queued signals (:class:`EngineClient` holds
+the thread and routes results to :class:`Reply` objects); a reply or a load
+stops through a ``threading.Event`` the engine checks every step, never a
+signal to the busy thread. Token events are batched: the worker emits what
+arrived every ~50 ms, with the latest statistics and one point per step.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+from PySide6.QtCore import QObject, QThread, Signal, Slot
+
+from specula.core.engine.config import SpecConfig
+from specula.core.engine.events import Done, StepEvent, TokenEvent
+from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.stats import GenerationStats
+from specula.core.gguf.compat import CompatReport
+from specula.core.gguf.model_info import ModelInfo
+
+log = logging.getLogger("specula.gui.worker")
+
+BATCH_S = 0.05  # how often streamed tokens cross to the GUI thread
+
+
+@dataclass
+class StepPoint:
+    """One verification step, for the live chart."""
+
+    tokens: int  # tokens in the reply after this step
+    total_s: float
+    drafted: int  # running totals
+    accepted: int
+
+
+@dataclass
+class ReplyBatch:
+    """What arrived since the previous batch."""
+
+    tokens: list[TokenEvent] = field(default_factory=list)
+    steps: list[StepPoint] = field(default_factory=list)
+    stats: GenerationStats | None = None  # a snapshot of the running totals
+
+
+@dataclass
+class EngineSettings:
+    """What the Engine is built with (applied when a target is next loaded)."""
+
+    n_ctx: int = 4096
+    n_threads: int = 0
+    n_gpu_layers_target: int = 0
+    n_gpu_layers_draft: int = 0
+
+
+class EngineWorker(QObject):
+    """Lives on the engine thread; every slot runs there."""
+
+    load_progressed = Signal(str, float)
+    """A load of ``kind`` (target | draft) reached this fraction."""
+    target_loaded = Signal(object, str, int)
+    """The target is ready: ModelInfo, backend name, thread count."""
+    draft_loaded = Signal(object, object)
+    """The draft is ready: ModelInfo, CompatReport."""
+    draft_unloaded = Signal()
+    """The draft was unloaded (by request or because the target changed)."""
+    load_failed = Signal(str, str)
+    """A load of ``kind`` failed with this human message."""
+    load_cancelled = Signal(str)
+    """The user cancelled a load of ``kind``."""
+    batch_ready = Signal(int, object)
+    """Request id, ReplyBatch: tokens and statistics since the last batch."""
+    reply_finished = Signal(int, object)
+    """Request id, Done."""
+    reply_failed = Signal(int, str)
+    """Request id, a human message."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._engine: Any = None
+        self._settings = EngineSettings()
+        self._built_with: EngineSettings | None = None
+
+    def _options(self) -> Any:
+        from specula.core.engine.engine import EngineOptions
+
+        s = self._settings
+        return EngineOptions(
+            n_ctx=s.n_ctx, n_threads=s.n_threads or None,
+            n_gpu_layers_target=s.n_gpu_layers_target, n_gpu_layers_draft=s.n_gpu_layers_draft,
+        )
+
+    @Slot(object)
+    def run_job(self, job: Any) -> None:
+        """Run a local-server request on this thread (the job reports its own errors)."""
+        try:
+            job(self._engine)
+        except Exception:
+            log.error("server job failed\n%s", traceback.format_exc())
+
+    @Slot(object)
+    def configure(self, settings: EngineSettings) -> None:
+        self._settings = copy.copy(settings)
+
+    @Slot(str, object)
+    def load_target(self, path: str, cancel: threading.Event) -> None:
+        from specula.core.engine.engine import Engine, LoadCancelled, LoadError
+
+        def progress(frac: float) -> bool:
+            self.load_progressed.emit("target", float(frac))
+            return not cancel.is_set()
+
+        try:
+            if self._engine is None or self._built_with != self._settings:
+                if self._engine is not None:
+                    self._engine.close()
+                    self.draft_unloaded.emit()
+                self._engine = Engine(self._options())
+                self._built_with = copy.copy(self._settings)
+            had_draft = bool(self._engine.has_draft)
+            info = self._engine.load_target(path, progress=progress)
+        except LoadCancelled:
+            self.load_cancelled.emit("target")
+            return
+        except LoadError as exc:
+            self.load_failed.emit("target", str(exc))
+            return
+        except Exception as exc:
+            log.error("target load failed\n%s", traceback.format_exc())
+            self.load_failed.emit("target", f"Could not load {path}: {exc}")
+            return
+        if had_draft:
+            self.draft_unloaded.emit()
+        self.target_loaded.emit(info, str(self._engine.backend), int(self._engine.n_threads))
+
+    @Slot(str, object)
+    def load_draft(self, path: str, cancel: threading.Event) -> None:
+        from specula.core.engine.engine import IncompatibleDraft, LoadCancelled, LoadError
+
+        def progress(frac: float) -> bool:
+            self.load_progressed.emit("draft", float(frac))
+            return not cancel.is_set()
+
+        if self._engine is None or not self._engine.has_target:
+            self.load_failed.emit("draft", "Load a target model before a draft model.")
+            return
+        try:
+            report: CompatReport = self._engine.load_draft(path, progress=progress)
+        except LoadCancelled:
+            self.load_cancelled.emit("draft")
+            return
+        except IncompatibleDraft as exc:
+            self.load_failed.emit("draft", f"This draft cannot serve the target: "
+                                           f"{exc.report.reason()}")
+            return
+        except LoadError as exc:
+            self.load_failed.emit("draft", str(exc))
+            return
+        except Exception as exc:
+            log.error("draft load failed\n%s", traceback.format_exc())
+            self.load_failed.emit("draft", f"Could not load {path}: {exc}")
+            return
+        info: ModelInfo = self._engine.draft_info
+        self.draft_loaded.emit(info, report)
+
+    @Slot()
+    def unload_draft(self) -> None:
+        if self._engine is not None:
+            self._engine.unload_draft()
+        self.draft_unloaded.emit()
+
+    @Slot(int, object, object, object, object)
+    def generate(
+        self, request_id: int, messages: list[dict[str, str]], sampling: SamplingParams,
+        spec: SpecConfig, cancel: threading.Event,
+    ) -> None:
+        if self._engine is None or not self._engine.has_target:
+            self.reply_failed.emit(request_id, "Load a target model first.")
+            return
+        batch = ReplyBatch()
+        last = time.monotonic()
+        try:
+            for ev in self._engine.chat(messages=messages, sampling=sampling, spec=spec,
+                                        cancel=cancel):
+                if isinstance(ev, TokenEvent):
+                    batch.tokens.append(ev)
+                elif isinstance(ev, StepEvent):
+                    s = ev.stats
+                    batch.steps.append(StepPoint(s.tokens, s.total_s, s.drafted, s.accepted))
+                    batch.stats = copy.copy(s)
+                elif isinstance(ev, Done):
+                    if batch.tokens or batch.steps:
+                        self.batch_ready.emit(request_id, batch)
+                    self.reply_finished.emit(request_id, ev)
+                    return
+                now = time.monotonic()
+                if now - last >= BATCH_S and (batch.tokens or batch.steps):
+                    self.batch_ready.emit(request_id, batch)
+                    batch, last = ReplyBatch(), now
+        except Exception as exc:
+            log.error("generation failed\n%s", traceback.format_exc())
+            self.reply_failed.emit(request_id, f"Generation failed: {exc}")
+            return
+        self.reply_failed.emit(request_id, "The engine ended the reply without a result.")
+
+    @Slot()
+    def shutdown(self) -> None:
+        if self._engine is not None:
+            try:
+                self._engine.close()
+            except Exception:
+                log.exception("engine close failed")
+            self._engine = None
+        thread = QThread.currentThread()
+        if thread is not None:
+            thread.quit()
+
+
+class Reply(QObject):
+    """One reply in flight; signals arrive on the GUI thread."""
+
+    batch_arrived = Signal(object)
+    """A ReplyBatch arrived."""
+    finished = Signal(object)
+    """The reply ended (Done; stop_reason CANCELLED keeps the partial text)."""
+    failed = Signal(str)
+    """The reply failed; a human message."""
+
+    def __init__(self, request_id: int, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.request_id = request_id
+        self.cancel_event = threading.Event()
+        self.done = False
+
+    def stop(self) -> None:
+        self.cancel_event.set()

@@ -1,0 +1,68 @@
+"""Token trees: one target decode per tree, greedy identity, exact sampling, clean KV."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from specula.core.engine.config import Mode, SpecConfig
+from specula.core.engine.engine import Engine
+from specula.core.engine.llama import Batch
+from specula.core.engine.sampling import SamplingParams
+from tests.core.engine.conftest import PLAIN, fresh_logits, make_engine, run
+from tests.core.engine.test_sampling_exact import N_RUNS, PARAMS, _chi2_pvalue, _exact_joint
+
+GREEDY = SamplingParams(max_tokens=48)
+PROMPTS = ["hello world", "def print(self): return the code", "the model and the token", "x"]
+
+
+def tree(budget: int = 12, width: int = 2, depth: int = 4) -> SpecConfig:
+    return SpecConfig(mode=Mode.TREE, draft_max=depth, tree_budget=budget, tree_width=width)
+
+
+@pytest.mark.parametrize("draft", ["draft", "exact_draft", "wrong_draft"])
+def test_tree_greedy_identity(tiny: dict[str, Path], draft: str) -> None:
+    eng = make_engine(tiny["target"], tiny[draft])
+    for prompt in PROMPTS:
+        plain, _ = run(eng, prompt, GREEDY, PLAIN)
+        for shape in (tree(4, 2, 2), tree(12, 2, 4), tree(16, 3, 5), tree(6, 1, 6)):
+            done, _events = run(eng, prompt, GREEDY, shape)
+            assert done.token_ids == plain.token_ids, (prompt, shape)
+            assert done.stats.mode == "tree"
+    eng.close()
+
+
+def test_tree_kv_after_step_equals_fresh(tiny: dict[str, Path]) -> None:
+    eng = make_engine(tiny["target"], tiny["draft"])
+    done, _ = run(eng, PROMPTS[2], GREEDY, tree(12, 2, 4))
+    committed = done.prompt_token_ids + done.token_ids
+    gen = eng.generator
+    assert gen is not None and gen.cache == committed[:-1]
+    assert gen.ctx.pos_max(0) == len(committed) - 2
+    for s in range(1, 17):  # every branch sequence is gone
+        assert gen.ctx.pos_max(s) == -1
+    b = Batch(4)
+    b.fill([committed[-1]], len(committed) - 1, outputs="last")
+    gen.ctx.decode(b)
+    got = gen.ctx.logits(-1).copy()
+    want = fresh_logits(eng.target_model, committed)
+    assert float(np.max(np.abs(got - want))) < 0.05
+    eng.close()
+
+
+@pytest.mark.slow
+def test_tree_sampling_keeps_target_distribution(tiny: dict[str, Path]) -> None:
+    eng: Engine = make_engine(tiny["target"], tiny["draft"])
+    prompt = eng.tokenize_chat([{"role": "user", "content": "hello"}])
+    expected = _exact_joint(eng, prompt, PARAMS)
+    counts: dict[tuple[int, int], int] = {}
+    for seed in range(N_RUNS):
+        done, _ = run(eng, prompt, SamplingParams(**{**PARAMS.to_dict(), "seed": seed}), tree(8, 3, 2))
+        key = (done.token_ids[0], done.token_ids[1])
+        counts[key] = counts.get(key, 0) + 1
+    from collections import Counter
+
+    assert _chi2_pvalue(Counter(counts), expected, N_RUNS) > 1e-3
+    eng.close()
