@@ -111,7 +111,7 @@ class EngineWorker(QObject):
 
     @Slot(str, object)
     def load_target(self, path: str, cancel: threading.Event) -> None:
-        from specula.core.engine.engine import Engine, LoadCancelled, LoadError
+        from specula.core.engine.engine import Cancelled, Engine, LoadError
 
         def progress(frac: float) -> bool:
             self.load_progressed.emit("target", float(frac))
@@ -126,7 +126,7 @@ class EngineWorker(QObject):
                 self._built_with = copy.copy(self._settings)
             had_draft = bool(self._engine.has_draft)
             info = self._engine.load_target(path, progress=progress)
-        except LoadCancelled:
+        except Cancelled:
             self.load_cancelled.emit("target")
             return
         except LoadError as exc:
@@ -142,7 +142,7 @@ class EngineWorker(QObject):
 
     @Slot(str, object)
     def load_draft(self, path: str, cancel: threading.Event) -> None:
-        from specula.core.engine.engine import IncompatibleDraft, LoadCancelled, LoadError
+        from specula.core.engine.engine import Cancelled, IncompatibleDraft, LoadError
 
         def progress(frac: float) -> bool:
             self.load_progressed.emit("draft", float(frac))
@@ -153,7 +153,7 @@ class EngineWorker(QObject):
             return
         try:
             report: CompatReport = self._engine.load_draft(path, progress=progress)
-        except LoadCancelled:
+        except Cancelled:
             self.load_cancelled.emit("draft")
             return
         except IncompatibleDraft as exc:

@@ -15,6 +15,8 @@ from types import TracebackType
 from PySide6.QtCore import Qt, QtMsgType, qInstallMessageHandler
 from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 
+from specula.core.cancel import Cancelled
+
 log = logging.getLogger("specula.gui")
 qt_log = logging.getLogger("specula.qt")
 
@@ -31,9 +33,6 @@ shown_errors: list[str] = []
 # Open dialogs without a parent: Python must hold them or they vanish at once.
 _open_boxes: set[QMessageBox] = set()
 
-
-class Cancelled(Exception):
-    """A job the user cancelled; never shown as an error."""
 
 
 def show_error(parent: QWidget | None, title: str, text: str, details: str = "") -> None:

@@ -19,9 +19,9 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
+from specula.core.cancel import Cancelled
 from specula.core.gguf.model_info import GGUFError
 from specula.core.hub.errors import HubError
-from specula.gui.errors import Cancelled
 
 log = logging.getLogger("specula.gui.tasks")
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specula.core import paths
+from specula.core.cancel import Cancelled
 from specula.core.chat.template import ChatTemplate
 from specula.core.engine.adaptive import AdaptivePolicy
 from specula.core.engine.config import Mode, SpecConfig
@@ -25,7 +26,6 @@ from specula.core.engine.generator import Generator
 from specula.core.engine.ggml_devices import add_rpc_servers, local_gpu_handles
 from specula.core.engine.llama import (
     Context,
-    LoadCancelled,
     LoadError,
     Model,
     backend_name,
@@ -43,10 +43,10 @@ from specula.core.gguf.compat import CompatReport, check
 from specula.core.gguf.model_info import GGUFError, ModelInfo, read_model_info
 
 __all__ = [
+    "Cancelled",
     "Engine",
     "EngineOptions",
     "IncompatibleDraft",
-    "LoadCancelled",
     "LoadError",
 ]
 

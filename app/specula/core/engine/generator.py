@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from specula.core.cancel import Cancelled
 from specula.core.engine import sampling
 from specula.core.engine.config import SpecConfig
 from specula.core.engine.drafters import DraftModelDrafter, PromptLookup, Proposal, common_prefix
@@ -26,10 +27,6 @@ from specula.core.engine.sampling import SamplingParams
 from specula.core.engine.stats import GenerationStats, StepRecord
 from specula.core.engine.text import StopFilter, Utf8Stream
 from specula.core.engine.tree import MAX_TREE_SEQS, TokenTree, build_tree, commit_tree, verify_tree
-
-
-class Cancelled(Exception):
-    pass
 
 
 def top2_gap(logits: np.ndarray) -> float:

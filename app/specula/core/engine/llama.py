@@ -21,6 +21,8 @@ import llama_cpp as L
 import numpy as np
 import numpy.typing as npt
 
+from specula.core.cancel import Cancelled
+
 log = logging.getLogger("specula.engine")
 
 F32 = npt.NDArray[np.float32]
@@ -33,9 +35,6 @@ _log_callback: Any = None  # keep the ctypes callback alive for the process life
 class LoadError(RuntimeError):
     """A model file llama.cpp could not load; the message says which and why."""
 
-
-class LoadCancelled(Exception):
-    """The user cancelled a model load (not an error: no dialog)."""
 
 
 class DecodeError(RuntimeError):
@@ -168,7 +167,7 @@ class Model:
         del device_list
         if not self._model:
             if cancelled:
-                raise LoadCancelled(str(self.path))
+                raise Cancelled(str(self.path))
             raise LoadError(
                 f"{self.path}: llama.cpp could not load this model "
                 "(unsupported architecture, corrupt or incomplete file, or not enough memory)"

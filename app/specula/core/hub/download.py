@@ -31,9 +31,10 @@ import requests
 import urllib3
 
 from specula.core import paths
+from specula.core.cancel import Cancelled
 from specula.core.gguf.split import part_names
 from specula.core.hub.client import HubClient, RemoteFile, validate_filename, validate_repo_id
-from specula.core.hub.errors import DownloadCancelled, ErrorKind, HubError, translate
+from specula.core.hub.errors import ErrorKind, HubError, translate
 from specula.core.hub.partial_files import Sidecar, local_path, part_file, sidecar_file
 from specula.core.hub.transfer_stats import SpeedMeter
 
@@ -98,7 +99,7 @@ def _hash_existing(path: Path, size: int, stop: threading.Event) -> hashlib._Has
     with path.open("rb") as fh:
         while left > 0:
             if stop.is_set():
-                raise DownloadCancelled
+                raise Cancelled
             block = fh.read(min(left, 4 << 20))
             if not block:
                 break
@@ -157,7 +158,7 @@ class Download:
         self.state = DownloadState.RUNNING
         try:
             return self._run()
-        except DownloadCancelled:
+        except Cancelled:
             if self._cancel.is_set():
                 self._delete_incomplete()
                 self.state = DownloadState.CANCELLED
@@ -291,7 +292,7 @@ class Download:
                         self._meter.add(len(chunk))
                         self._emit()
                         if self._stop.is_set():
-                            raise DownloadCancelled
+                            raise Cancelled
                 if offset < size:  # the body ended early without an error
                     raise HubError(ErrorKind.NETWORK, f"the connection broke while fetching {what}")
             except OSError as exc:

@@ -39,9 +39,6 @@ class HubError(Exception):
         return {"kind": self.kind.value, "message": self.message, "status": self.status}
 
 
-class DownloadCancelled(Exception):
-    """Raised inside a download loop when the user cancelled; never shown as an error."""
-
 
 def _transport_errors() -> tuple[type[BaseException], ...]:
     """Connection-level exception types of every HTTP stack huggingface_hub may use."""
