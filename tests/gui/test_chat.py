@@ -28,8 +28,8 @@ def test_reply_streams_with_speculative_stats(loaded, qtbot) -> None:  # type: i
     assert f"{done.stats.accepted}/{done.stats.drafted} draft tokens accepted" in reply.footer.text()
     qtbot.waitUntil(lambda: page.stats_panel.values["accepted"].text() == str(done.stats.accepted))
     assert int(page.stats_panel.values["accepted"].text()) > 0
-    assert page.stats_panel.big.text() not in ("–", "0.0")
-    assert page.stats_panel.series.points, "the chart has points"
+    f = page.stats_panel.figures
+    assert f is not None and f.tokens == done.stats.tokens
     assert page.stats_panel.values["backend"].text() == page.engine.backend != ""
 
 

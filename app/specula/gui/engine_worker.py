@@ -4,7 +4,9 @@ The GUI reaches it only through queued signals (:class:`EngineClient` holds
 the thread and routes results to :class:`Reply` objects); a reply or a load
 stops through a ``threading.Event`` the engine checks every step, never a
 signal to the busy thread. Token events are batched: the worker emits what
-arrived every ~50 ms, with the latest statistics and one point per step.
+arrived every ~50 ms, with the latest statistics and one point per step, and
+only right after a step, so a batch's tokens and its statistics always agree
+(a token coloured as an accepted draft token is counted in Accepted).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from specula.core.engine.config import SpecConfig
 from specula.core.engine.events import Done, StepEvent, TokenEvent
+from specula.core.engine.live_stats import StepPoint
 from specula.core.engine.sampling import SamplingParams
 from specula.core.engine.stats import GenerationStats
 from specula.core.gguf.compat import CompatReport
@@ -29,16 +32,6 @@ from specula.core.gguf.model_info import ModelInfo
 log = logging.getLogger("specula.gui.worker")
 
 BATCH_S = 0.05  # how often streamed tokens cross to the GUI thread
-
-
-@dataclass
-class StepPoint:
-    """One verification step, for the live chart."""
-
-    tokens: int  # tokens in the reply after this step
-    total_s: float
-    drafted: int  # running totals
-    accepted: int
 
 
 @dataclass
@@ -193,17 +186,18 @@ class EngineWorker(QObject):
                     batch.tokens.append(ev)
                 elif isinstance(ev, StepEvent):
                     s = ev.stats
-                    batch.steps.append(StepPoint(s.tokens, s.total_s, s.drafted, s.accepted))
+                    batch.steps.append(StepPoint(s.tokens, s.total_s, s.ttft_s, s.drafted,
+                                                 s.accepted, ev.record.drafted))
                     batch.stats = copy.copy(s)
+                    now = time.monotonic()
+                    if now - last >= BATCH_S:
+                        self.batch_ready.emit(request_id, batch)
+                        batch, last = ReplyBatch(), now
                 elif isinstance(ev, Done):
                     if batch.tokens or batch.steps:
                         self.batch_ready.emit(request_id, batch)
                     self.reply_finished.emit(request_id, ev)
                     return
-                now = time.monotonic()
-                if now - last >= BATCH_S and (batch.tokens or batch.steps):
-                    self.batch_ready.emit(request_id, batch)
-                    batch, last = ReplyBatch(), now
         except Exception as exc:
             log.error("generation failed\n%s", traceback.format_exc())
             self.reply_failed.emit(request_id, f"Generation failed: {exc}")

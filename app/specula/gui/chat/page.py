@@ -85,6 +85,8 @@ class ChatPage(QWidget):
         self.transcript = Transcript(w)
         self.transcript.edit_requested.connect(self.edit_message)
         self.transcript.regenerate_requested.connect(self.regenerate)
+        # Paint the numbers with the tokens, so a green token is already counted.
+        self.transcript.rendered.connect(lambda: self.stats_panel.refresh_if_dirty())
         lay.addWidget(self.transcript, 1)
         bottom = QVBoxLayout()
         bottom.setContentsMargins(16, 0, 16, 0)
@@ -206,6 +208,8 @@ class ChatPage(QWidget):
     def _on_finished(self, done: Done) -> None:
         widget, self.reply, self.reply_widget = self.reply_widget, None, None
         stats = done.stats.to_dict()
+        stats.update(drafting_steps=self.stats_panel.live.drafting_steps,
+                     plain_run=self.stats_panel.live.plain_run)
         footer = footer_text(stats, done.stop_reason.value)
         if done.message:
             footer += f"\n{done.message}"

@@ -16,6 +16,8 @@ class Transcript(QScrollArea):
     """A user message's Edit was clicked (the MessageWidget)."""
     regenerate_requested = Signal(object)
     """An assistant message's Regenerate was clicked (the MessageWidget)."""
+    rendered = Signal()
+    """Streamed text was painted (the live numbers repaint with it)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -77,9 +79,13 @@ class Transcript(QScrollArea):
         self.render_dirty()
 
     def render_dirty(self) -> None:
+        painted = False
         for m in self.messages:
             if m.dirty:
                 m.render()
+                painted = True
+        if painted:
+            self.rendered.emit()
 
     def set_actions_enabled(self, enabled: bool) -> None:
         for m in self.messages:

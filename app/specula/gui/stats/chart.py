@@ -6,8 +6,8 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPaintEvent, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
+from specula.core.engine.live_stats import ChartPoint, axis_label, nice_ceiling
 from specula.gui import theme
-from specula.gui.stats.series import ChartPoint
 
 MAX_DRAWN = 400
 
@@ -16,11 +16,13 @@ class RateChart(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.points: list[ChartPoint] = []
+        self.axis_top = 1.0  # the rate axis' top label: a 1-2-5 step, never 0
         self.setMinimumHeight(120)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
 
     def set_points(self, points: list[ChartPoint]) -> None:
         self.points = points
+        self.axis_top = nice_ceiling(max((c.rate for c in points), default=0.0) * 1.05)
         self.update()
 
     def paintEvent(self, event: QPaintEvent) -> None:
@@ -39,11 +41,12 @@ class RateChart(QWidget):
         if len(pts) > MAX_DRAWN:
             stride = len(pts) / MAX_DRAWN
             pts = [pts[int(i * stride)] for i in range(MAX_DRAWN)] + [pts[-1]]
-        max_rate = max((c.rate for c in pts), default=0.0) * 1.15 or 1.0
+        max_rate = self.axis_top
         max_x = max(pts[-1].tokens if pts else 1, 1)
         p.setPen(QColor(pal.chart_rate))
         p.drawText(QRectF(0, 0, 120, 14), Qt.AlignmentFlag.AlignLeft, "tok/s")
-        p.drawText(QRectF(0, area.top() - 6, 30, 12), Qt.AlignmentFlag.AlignRight, f"{max_rate:.0f}")
+        p.drawText(QRectF(0, area.top() - 6, 30, 12), Qt.AlignmentFlag.AlignRight,
+                   axis_label(max_rate))
         p.drawText(QRectF(0, area.bottom() - 6, 30, 12), Qt.AlignmentFlag.AlignRight, "0")
         p.setPen(QColor(pal.chart_accept))
         w = self.width()
@@ -52,7 +55,7 @@ class RateChart(QWidget):
         p.drawText(QRectF(w - 32, area.bottom() - 6, 32, 12), Qt.AlignmentFlag.AlignLeft, "0")
         p.setPen(QColor(pal.muted))
         p.drawText(QRectF(area.left(), area.bottom() + 2, area.width(), 14),
-                   Qt.AlignmentFlag.AlignCenter, f"tokens (0-{max_x})" if pts else "no reply yet")
+                   Qt.AlignmentFlag.AlignCenter, f"tokens (0-{max_x})" if pts else "the chart starts after ~1 s of a reply")
         if not pts:
             p.end()
             return
@@ -66,11 +69,11 @@ class RateChart(QWidget):
             rate.lineTo(xy(c.tokens, c.rate / max_rate))
         p.setPen(QPen(QColor(pal.chart_rate), 2))
         p.drawPath(rate)
-        acc = [c for c in pts if c.acceptance >= 0]
+        acc = [(c.tokens, c.acceptance) for c in pts if c.acceptance is not None]
         if acc:
-            path = QPainterPath(xy(acc[0].tokens, acc[0].acceptance))
-            for c in acc[1:]:
-                path.lineTo(xy(c.tokens, c.acceptance))
+            path = QPainterPath(xy(*acc[0]))
+            for tokens, frac in acc[1:]:
+                path.lineTo(xy(tokens, frac))
             p.setPen(QPen(QColor(pal.chart_accept), 2, Qt.PenStyle.DashLine))
             p.drawPath(path)
         p.end()

@@ -1,8 +1,14 @@
-"""The one-line statistics under a reply, from GenerationStats.to_dict()."""
+"""The one-line statistics under a reply, from GenerationStats.to_dict() (plus our counts).
+
+The figures come from :mod:`specula.core.engine.live_stats`, the same ones the
+live panel shows, so the panel and the footer agree when a reply ends.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+
+from specula.core.engine import live_stats as ls
 
 STOP_REASONS = {
     "eos": "end of turn", "stop": "stop string", "length": "token limit",
@@ -10,22 +16,20 @@ STOP_REASONS = {
 }
 
 
-def _num(d: Mapping[str, object], key: str) -> float:
-    v = d.get(key, 0)
-    return float(v) if isinstance(v, (int, float)) else 0.0
-
-
 def footer_text(stats: Mapping[str, object], stop_reason: str = "") -> str:
-    """`41.2 tok/s · 128 tokens · TTFT 0.21 s · 96/120 draft accepted (80%) · 3.2/step · chain`."""
+    """`41.2 tok/s · 128 tokens · TTFT 0.21 s · 96/120 draft tokens accepted (80%) · ...`."""
+    f = ls.figures_from_dict(dict(stats))
     parts = [
-        f"{_num(stats, 'tokens_per_s'):.1f} tok/s",
-        f"{int(_num(stats, 'tokens'))} tokens",
-        f"TTFT {_num(stats, 'ttft_s'):.2f} s",
+        f"{ls.format_rate(f)} tok/s" if f.rate is not None else f"{ls.DASH} tok/s (too short to measure)",
+        f"{f.tokens} tokens",
+        f"TTFT {f.ttft_s:.2f} s" if f.ttft_s is not None else f"TTFT {ls.DASH}",
     ]
-    drafted, accepted = int(_num(stats, "drafted")), int(_num(stats, "accepted"))
-    if drafted:
-        parts.append(f"{accepted}/{drafted} draft tokens accepted ({accepted / drafted:.0%})")
-        parts.append(f"{_num(stats, 'mean_accepted_per_step'):.2f} accepted/step")
+    if f.drafted:
+        parts.append(f"{f.accepted}/{f.drafted} draft tokens accepted ({ls.format_acceptance(f)})")
+        parts.append(f"{ls.format_per_step(f)} accepted/step")
+    note = ls.drafting_note(f)
+    if note:
+        parts.append(note)
     mode = str(stats.get("mode", ""))
     if mode:
         rule = str(stats.get("acceptance_rule", ""))

@@ -1,7 +1,10 @@
-"""Live statistics for the reply being generated, refreshed 5 times a second.
+"""Live statistics for the reply being generated, refreshed at most 5 times a second.
 
 Batches from the engine worker only store the latest numbers; a timer paints
-them, so the view never updates once per token.
+them, so the view never updates once per token. Every figure comes from
+:mod:`specula.core.engine.live_stats`: no rate before the reply has run long
+enough, acceptance only over tokens actually drafted, and at the end the same
+figures as the footer under the reply.
 """
 
 from __future__ import annotations
@@ -12,12 +15,13 @@ import psutil
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QVBoxLayout, QWidget
 
+from specula.core.engine import live_stats as ls
 from specula.core.engine.stats import GenerationStats
 from specula.gui.engine_worker import ReplyBatch
 from specula.gui.stats.chart import RateChart
-from specula.gui.stats.series import RollingSeries
 
 REFRESH_MS = 200
+NUMBER_KEYS = ("tokens", "drafted", "accepted", "acceptance", "per_step", "ttft", "mode")
 
 
 def _mib(n: int) -> str:
@@ -27,7 +31,7 @@ def _mib(n: int) -> str:
 class StatsPanel(QFrame):
     ROWS: ClassVar[list[tuple[str, str]]] = [
         ("tokens", "Tokens"), ("drafted", "Drafted"), ("accepted", "Accepted"),
-        ("acceptance", "Acceptance"), ("per_step", "Mean accepted / step"),
+        ("acceptance", "Acceptance"), ("per_step", "Accepted / drafting step"),
         ("ttft", "Time to first token"), ("mode", "Mode"), ("memory", "Memory (RSS)"),
         ("backend", "Backend"), ("threads", "Threads"),
     ]
@@ -40,12 +44,18 @@ class StatsPanel(QFrame):
         title = QLabel("Live statistics")
         title.setObjectName("PanelTitle")
         lay.addWidget(title)
-        self.big = QLabel("–")
+        self.big = QLabel(ls.DASH)
         self.big.setObjectName("StatsBig")
         lay.addWidget(self.big)
-        sub = QLabel("tokens per second")
-        sub.setObjectName("Muted")
-        lay.addWidget(sub)
+        self.sub = QLabel("tokens per second")
+        self.sub.setObjectName("Muted")
+        self.sub.setWordWrap(True)
+        lay.addWidget(self.sub)
+        self.note = QLabel("")
+        self.note.setObjectName("StatsNote")
+        self.note.setWordWrap(True)
+        self.note.hide()
+        lay.addWidget(self.note)
         self.chart = RateChart(self)
         lay.addWidget(self.chart)
         grid = QGridLayout()
@@ -55,21 +65,22 @@ class StatsPanel(QFrame):
         for row, (key, label) in enumerate(self.ROWS):
             name = QLabel(label)
             name.setObjectName("Muted")
-            value = QLabel("–")
+            value = QLabel(ls.DASH)
             value.setObjectName("StatValue")
             grid.addWidget(name, row, 0)
             grid.addWidget(value, row, 1)
             self.values[key] = value
         lay.addLayout(grid)
-        self.series = RollingSeries()
+        self.live = ls.LiveStats()
         self.stats: GenerationStats | None = None
+        self.figures: ls.LiveFigures | None = None
         self.backend = ""
         self.n_threads = 0
         self._dirty = False
         self.refreshes = 0  # how many times the numbers were repainted (tests read it)
         self._timer = QTimer(self)
         self._timer.setInterval(REFRESH_MS)
-        self._timer.timeout.connect(self._tick)
+        self._timer.timeout.connect(self.refresh_if_dirty)
         self._timer.start()
         self.refresh()
 
@@ -78,44 +89,56 @@ class StatsPanel(QFrame):
         self._dirty = True
 
     def start_reply(self) -> None:
-        self.series.clear()
+        self.live.clear()
         self.stats = None
         self._dirty = True
 
     def add_batch(self, batch: ReplyBatch) -> None:
         for step in batch.steps:
-            self.series.add(step)
+            self.live.add(step)
         if batch.stats is not None:
             self.stats = batch.stats
         self._dirty = True
+
+    def final_figures(self, stats: GenerationStats) -> ls.LiveFigures:
+        """The reply's figures from its final totals (what the footer shows too)."""
+        return ls.figures(stats, self.live.drafting_steps, self.live.plain_run)
 
     def finish(self, stats: GenerationStats) -> None:
         self.stats = stats
         self.refresh()
 
-    def _tick(self) -> None:
+    def refresh_if_dirty(self) -> None:
         if self._dirty:
             self.refresh()
 
     def refresh(self) -> None:
         self._dirty = False
         self.refreshes += 1
-        s, v = self.stats, self.values
-        rss = psutil.Process().memory_info().rss
-        v["memory"].setText(_mib(rss))
-        v["backend"].setText(self.backend or "–")
-        v["threads"].setText(str(self.n_threads) if self.n_threads else "–")
-        self.chart.set_points(self.series.points)
-        if s is None:
-            self.big.setText("–")
-            for key in ("tokens", "drafted", "accepted", "acceptance", "per_step", "ttft", "mode"):
-                v[key].setText("–")
+        v = self.values
+        v["memory"].setText(_mib(psutil.Process().memory_info().rss))
+        v["backend"].setText(self.backend or ls.DASH)
+        v["threads"].setText(str(self.n_threads) if self.n_threads else ls.DASH)
+        self.chart.set_points(self.live.chart)
+        f = self.figures = self.live.figures(self.stats)
+        if f is None:
+            self.big.setText(ls.DASH)
+            self.sub.setText("tokens per second")
+            self.note.hide()
+            for key in NUMBER_KEYS:
+                v[key].setText(ls.DASH)
             return
-        self.big.setText(f"{s.tokens_per_s:.1f}")
-        v["tokens"].setText(str(s.tokens))
-        v["drafted"].setText(str(s.drafted))
-        v["accepted"].setText(str(s.accepted))
-        v["acceptance"].setText(f"{s.acceptance_rate:.0%}" if s.drafted else "–")
-        v["per_step"].setText(f"{s.mean_accepted_per_step:.2f}" if s.drafted else "–")
-        v["ttft"].setText(f"{s.ttft_s * 1000:.0f} ms")
-        v["mode"].setText(s.mode)
+        self.big.setText(ls.format_rate(f))
+        self.sub.setText("tokens per second" if f.rate is not None else
+                         f"tokens per second (shown after {ls.MIN_RATE_TOKENS} tokens "
+                         f"and {ls.MIN_RATE_S:g} s)")
+        v["tokens"].setText(str(f.tokens))
+        v["drafted"].setText(str(f.drafted))
+        v["accepted"].setText(str(f.accepted))
+        v["acceptance"].setText(ls.format_acceptance(f))
+        v["per_step"].setText(ls.format_per_step(f))
+        v["ttft"].setText(ls.format_ttft(f))
+        v["mode"].setText(f.mode)
+        note = ls.drafting_note(f)
+        self.note.setText(note[:1].upper() + note[1:])
+        self.note.setVisible(bool(note))

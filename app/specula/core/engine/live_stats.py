@@ -1,0 +1,211 @@
+"""The figures a reply shows while it runs and when it ends, computed once, here.
+
+Why this module exists: a rate over a tiny interval is not a rate. Early in a
+reply three tokens may arrive within half a millisecond, and tokens / seconds
+then reads thousands of tokens per second. So a rate is shown only once the
+reply has run for :data:`MIN_RATE_S` seconds *and* produced :data:`MIN_RATE_TOKENS`
+tokens after the first one; before that the view shows "—". Acceptance is
+counted over the tokens actually drafted, and "accepted per step" over the
+steps that drafted, so an adaptive reply that decodes plainly most of the time
+does not read as "100 % acceptance, 0.40 accepted/step".
+
+The live panel and the footer under a finished reply both format
+:class:`LiveFigures` with the functions below, so they agree at the end.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from specula.core.engine.stats import GenerationStats
+
+MIN_RATE_S = 0.5  # a rate needs at least this much decoding time ...
+MIN_RATE_TOKENS = 8  # ... and at least this many tokens after the first one
+CHART_WINDOW_S = 1.0  # the chart's rolling rate looks back this far, and far enough
+# to hold MIN_RATE_TOKENS tokens (or to the first token)
+PAUSED_AFTER_STEPS = 8  # this many plain steps in a row in adaptive mode = "paused"
+EPS_S = 1e-9  # float slack when comparing measured intervals with the thresholds
+DASH = "—"
+PAUSED_TEXT = "drafting paused: it is slower than plain on this machine"
+
+
+@dataclass(frozen=True)
+class StepPoint:
+    """One verification step as the live view needs it (running totals after it)."""
+
+    tokens: int  # tokens in the reply after this step
+    total_s: float  # seconds since the reply started
+    ttft_s: float  # time to the first token (0 until it arrived)
+    drafted: int  # running totals
+    accepted: int
+    step_drafted: int = 0  # what this step drafted (0 = a plain step)
+
+
+@dataclass(frozen=True)
+class ChartPoint:
+    tokens: int  # x: tokens so far in the reply
+    rate: float  # tokens/s over the rolling window (CHART_WINDOW_S and MIN_RATE_TOKENS)
+    acceptance: float | None  # accepted / drafted over the same window; None if none drafted
+
+
+@dataclass(frozen=True)
+class LiveFigures:
+    """What the panel and the footer show; ``None`` means "not measurable yet"."""
+
+    tokens: int
+    drafted: int
+    accepted: int
+    rate: float | None  # tokens per second after the first token
+    acceptance: float | None  # accepted / drafted
+    accepted_per_step: float | None  # accepted / steps that drafted
+    drafting_steps: int
+    steps: int
+    ttft_s: float | None
+    mode: str
+    paused: bool  # the adaptive policy stopped drafting because it does not pay
+
+
+def rate_or_none(tokens: int, ttft_s: float, total_s: float) -> float | None:
+    """Tokens per second after the first token, or None while the window is too small."""
+    decode_s = total_s - ttft_s
+    after_first = tokens - 1
+    if after_first < MIN_RATE_TOKENS or decode_s < MIN_RATE_S - EPS_S:
+        return None
+    return after_first / decode_s
+
+
+@dataclass
+class LiveStats:
+    """Running figures for one reply, fed with every step (plain Python, no Qt)."""
+
+    steps: list[StepPoint] = field(default_factory=list)
+    chart: list[ChartPoint] = field(default_factory=list)
+    drafting_steps: int = 0
+    plain_run: int = 0  # plain steps in a row at the end
+
+    def clear(self) -> None:
+        self.steps.clear()
+        self.chart.clear()
+        self.drafting_steps = 0
+        self.plain_run = 0
+
+    def add(self, step: StepPoint) -> None:
+        self.steps.append(step)
+        if step.step_drafted > 0:
+            self.drafting_steps += 1
+            self.plain_run = 0
+        else:
+            self.plain_run += 1
+        point = self._chart_point(step)
+        if point is not None:
+            self.chart.append(point)
+
+    def _chart_point(self, step: StepPoint) -> ChartPoint | None:
+        """A point once the rolling window holds enough time and tokens; else None."""
+        ref: StepPoint | None = None
+        for old in reversed(self.steps[:-1]):
+            if old.tokens < 1:
+                break
+            ref = old
+            if (step.total_s - old.total_s >= CHART_WINDOW_S - EPS_S
+                    and step.tokens - old.tokens >= MIN_RATE_TOKENS):
+                break
+        if ref is None:
+            return None
+        dt = step.total_s - ref.total_s
+        dn = step.tokens - ref.tokens
+        if dt < MIN_RATE_S - EPS_S or dn < MIN_RATE_TOKENS:
+            return None
+        drafted = step.drafted - ref.drafted
+        accepted = step.accepted - ref.accepted
+        return ChartPoint(step.tokens, dn / dt, accepted / drafted if drafted > 0 else None)
+
+    def figures(self, stats: GenerationStats | None) -> LiveFigures | None:
+        """The figures after the latest step (``stats`` = the engine's running totals)."""
+        if stats is None:
+            return None
+        return figures(stats, self.drafting_steps, self.plain_run)
+
+
+def figures(stats: GenerationStats, drafting_steps: int, plain_run: int = 0) -> LiveFigures:
+    """Figures from the engine's totals and the count of steps that drafted."""
+    drafted, accepted = stats.drafted, stats.accepted
+    paused = (stats.mode == "adaptive" and stats.steps >= PAUSED_AFTER_STEPS
+              and (drafted == 0 or plain_run >= PAUSED_AFTER_STEPS))
+    return LiveFigures(
+        tokens=stats.tokens,
+        drafted=drafted,
+        accepted=accepted,
+        rate=rate_or_none(stats.tokens, stats.ttft_s, stats.total_s),
+        acceptance=accepted / drafted if drafted > 0 else None,
+        accepted_per_step=accepted / drafting_steps if drafting_steps > 0 else None,
+        drafting_steps=drafting_steps,
+        steps=stats.steps,
+        ttft_s=stats.ttft_s if stats.tokens > 0 else None,
+        mode=stats.mode,
+        paused=paused,
+    )
+
+
+def figures_from_dict(d: dict[str, object]) -> LiveFigures:
+    """Figures from a stored message's meta (``GenerationStats.to_dict`` plus our counts)."""
+
+    def num(key: str) -> float:
+        v = d.get(key, 0)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
+
+    stats = GenerationStats(
+        mode=str(d.get("mode", "plain")), ttft_s=num("ttft_s"), total_s=num("total_s"),
+        tokens=int(num("tokens")), steps=int(num("steps")), drafted=int(num("drafted")),
+        accepted=int(num("accepted")),
+    )
+    drafting = int(num("drafting_steps")) if "drafting_steps" in d else stats.steps
+    return figures(stats, drafting, int(num("plain_run")))
+
+
+# -- formatting shared by the panel and the footer -----------------------------
+
+def format_rate(f: LiveFigures) -> str:
+    return DASH if f.rate is None else f"{f.rate:.1f}"
+
+
+def format_acceptance(f: LiveFigures) -> str:
+    return DASH if f.acceptance is None else f"{f.acceptance:.0%}"
+
+
+def format_per_step(f: LiveFigures) -> str:
+    return DASH if f.accepted_per_step is None else f"{f.accepted_per_step:.2f}"
+
+
+def format_ttft(f: LiveFigures) -> str:
+    return DASH if f.ttft_s is None else f"{f.ttft_s * 1000:.0f} ms"
+
+
+def drafting_note(f: LiveFigures) -> str:
+    """A sentence when drafting did not happen as the user might assume; else ''."""
+    if f.paused:
+        return PAUSED_TEXT
+    if f.mode == "adaptive" and f.steps and f.drafting_steps < f.steps:
+        return f"drafted in {f.drafting_steps} of {f.steps} steps"
+    return ""
+
+
+def nice_ceiling(value: float) -> float:
+    """The smallest 1, 2 or 5 times a power of ten >= ``value`` (an axis top, never 0)."""
+    if not math.isfinite(value) or value <= 0:
+        return 1.0
+    exp = math.floor(math.log10(value))
+    for m in (1.0, 2.0, 5.0, 10.0):
+        top = m * 10.0**exp
+        if top >= value * (1 - 1e-12):
+            return top
+    return 10.0 ** (exp + 1)
+
+
+def axis_label(value: float) -> str:
+    """An axis number with as many decimals as it needs (0.2, 5, 50)."""
+    if value >= 10 or value == int(value):
+        return f"{value:.0f}"
+    decimals = max(1, -math.floor(math.log10(value)))
+    return f"{value:.{decimals}f}"

@@ -1,0 +1,103 @@
+"""Live figures: no rate over a tiny window, acceptance over drafted tokens, sane axes."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from specula.core.engine import live_stats as ls
+from specula.core.engine.stats import GenerationStats
+
+
+def _stats(tokens: int, ttft: float, total: float, drafted: int = 0, accepted: int = 0,
+           steps: int = 1, mode: str = "chain") -> GenerationStats:
+    return GenerationStats(mode=mode, tokens=tokens, ttft_s=ttft, total_s=total,
+                           drafted=drafted, accepted=accepted, steps=steps)
+
+
+def test_three_tokens_in_half_a_millisecond_show_no_rate() -> None:
+    # The reported case: 3 tokens, 2 accepted, 0.4 ms after the first token -> 5473 tok/s.
+    s = _stats(3, 0.1, 0.1004, drafted=3, accepted=2)
+    f = ls.figures(s, drafting_steps=1)
+    assert f.rate is None and ls.format_rate(f) == ls.DASH
+    assert f.accepted == 2 and f.acceptance == pytest.approx(2 / 3)
+
+
+@pytest.mark.parametrize(("tokens", "decode_s", "shown"), [
+    (8, 10.0, False),   # 7 after the first: too few tokens, however long
+    (9, 0.49, False),   # enough tokens, too little time
+    (9, 0.5, True),
+    (100, 2.0, True),
+])
+def test_rate_needs_time_and_tokens(tokens: int, decode_s: float, shown: bool) -> None:
+    f = ls.figures(_stats(tokens, 0.2, 0.2 + decode_s), 1)
+    assert (f.rate is not None) is shown
+    if shown:
+        assert f.rate == pytest.approx((tokens - 1) / decode_s)
+
+
+def test_acceptance_and_per_step_count_only_drafting_steps() -> None:
+    # Adaptive: 10 steps, 2 of them drafted 4 tokens each, 3 accepted in all.
+    s = _stats(40, 0.1, 3.0, drafted=8, accepted=3, steps=10, mode="adaptive")
+    f = ls.figures(s, drafting_steps=2)
+    assert f.acceptance == pytest.approx(3 / 8)
+    assert f.accepted_per_step == pytest.approx(1.5)  # not 3 / 10
+    assert ls.drafting_note(f) == "drafted in 2 of 10 steps"
+
+
+def test_nothing_drafted_shows_dashes_and_the_pause_in_words() -> None:
+    s = _stats(40, 0.1, 3.0, steps=40, mode="adaptive")
+    f = ls.figures(s, drafting_steps=0, plain_run=40)
+    assert f.acceptance is None and f.accepted_per_step is None
+    assert ls.format_acceptance(f) == ls.format_per_step(f) == ls.DASH
+    assert ls.drafting_note(f) == ls.PAUSED_TEXT
+    chain = ls.figures(_stats(40, 0.1, 3.0, steps=40), 0)
+    assert not chain.paused and ls.drafting_note(chain) == ""
+
+
+def test_tracker_counts_steps_and_pauses() -> None:
+    live = ls.LiveStats()
+    live.add(ls.StepPoint(5, 0.2, 0.1, 4, 4, step_drafted=4))
+    for i in range(ls.PAUSED_AFTER_STEPS):
+        live.add(ls.StepPoint(6 + i, 0.3 + i * 0.1, 0.1, 4, 4, step_drafted=0))
+    assert live.drafting_steps == 1 and live.plain_run == ls.PAUSED_AFTER_STEPS
+    stats = _stats(6 + ls.PAUSED_AFTER_STEPS, 0.1, 1.1, 4, 4, steps=1 + ls.PAUSED_AFTER_STEPS,
+                   mode="adaptive")
+    f = live.figures(stats)
+    assert f is not None and f.paused and f.accepted_per_step == 4.0
+
+
+def test_chart_waits_for_a_window_then_rolls() -> None:
+    live = ls.LiveStats()
+    # One step per 10 ms, one token each, first token at 0.1 s.
+    for i in range(1, 200):
+        live.add(ls.StepPoint(i, 0.1 + (i - 1) * 0.01, 0.1, 0, 0))
+    first = live.chart[0]
+    # The first point needs 0.5 s after the first token: 50 steps later.
+    assert first.tokens == 51 and first.rate == pytest.approx(100.0)
+    assert all(p.acceptance is None for p in live.chart)
+    assert all(p.rate == pytest.approx(100.0) for p in live.chart)
+
+
+def test_figures_round_trip_through_a_stored_dict() -> None:
+    s = _stats(40, 0.1, 3.0, drafted=8, accepted=3, steps=10, mode="adaptive")
+    d = s.to_dict()
+    d.update(drafting_steps=2, plain_run=0)
+    assert ls.figures_from_dict(d) == ls.figures(s, 2, 0)
+
+
+@given(st.floats(min_value=1e-9, max_value=1e9, allow_nan=False))
+def test_axis_top_is_a_1_2_5_step_at_or_above_the_value(value: float) -> None:
+    top = ls.nice_ceiling(value)
+    assert top >= value * (1 - 1e-9) and top < value * 5.0001
+    mantissa = top / 10 ** __import__("math").floor(__import__("math").log10(top) + 1e-12)
+    assert round(mantissa, 6) in (1.0, 2.0, 5.0)
+
+
+def test_axis_never_reads_0_to_0() -> None:
+    assert ls.nice_ceiling(0.0) == 1.0
+    assert ls.nice_ceiling(0.23) == pytest.approx(0.5)
+    assert ls.axis_label(ls.nice_ceiling(0.23)) == "0.5"
+    assert ls.axis_label(ls.nice_ceiling(0.03)) == "0.05"
+    assert ls.axis_label(50.0) == "50"

@@ -1,0 +1,104 @@
+"""The live panel: no absurd early rate, a green token is counted, the end equals the footer."""
+
+from __future__ import annotations
+
+from specula.core.engine import live_stats as ls
+from specula.core.engine.events import Source, TokenEvent
+from specula.core.engine.stats import GenerationStats
+from specula.gui.engine_worker import ReplyBatch
+from specula.gui.stats.footer import footer_text
+from specula.gui.stats.panel import StatsPanel
+from tests.gui.conftest import send_and_wait
+
+
+def test_three_tokens_two_accepted_show_no_rate(qtbot) -> None:  # type: ignore[no-untyped-def]
+    panel = StatsPanel()
+    qtbot.addWidget(panel)
+    panel.start_reply()
+    # The reported moment: 3 tokens, 2 accepted, 0.4 ms after the first token.
+    s = GenerationStats(mode="chain", tokens=3, ttft_s=0.1, total_s=0.1004, steps=1,
+                        drafted=3, accepted=2)
+    panel.add_batch(ReplyBatch(steps=[ls.StepPoint(3, 0.1004, 0.1, 3, 2, 3)], stats=s))
+    panel.refresh()
+    assert panel.big.text() == ls.DASH  # the old panel read 4981.1 here
+    assert panel.values["accepted"].text() == "2"
+    assert panel.values["acceptance"].text() == "67%"
+    assert panel.chart.points == [] and panel.chart.axis_top == 1.0
+
+
+def test_axis_is_never_0_to_0(qtbot) -> None:  # type: ignore[no-untyped-def]
+    panel = StatsPanel()
+    qtbot.addWidget(panel)
+    panel.start_reply()
+    steps = [ls.StepPoint(i, 1.0 + 4.0 * i, 1.0, 0, 0, 0) for i in range(1, 12)]  # 0.25 tok/s
+    panel.add_batch(ReplyBatch(steps=steps, stats=GenerationStats(tokens=11, ttft_s=1.0,
+                                                                  total_s=45.0, steps=11)))
+    panel.refresh()
+    assert panel.chart.points and panel.chart.axis_top == 0.5
+    assert ls.axis_label(panel.chart.axis_top) == "0.5"
+    assert panel.big.text() == f"{10 / 44:.1f}"
+
+
+def test_adaptive_pause_is_said_in_words(qtbot) -> None:  # type: ignore[no-untyped-def]
+    panel = StatsPanel()
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.start_reply()
+    steps = [ls.StepPoint(i, 0.1 * i, 0.1, 0, 0, 0) for i in range(1, 21)]
+    panel.add_batch(ReplyBatch(steps=steps, stats=GenerationStats(
+        mode="adaptive", tokens=20, ttft_s=0.1, total_s=2.0, steps=20)))
+    panel.refresh()
+    assert panel.note.isVisible() and "slower than plain" in panel.note.text()
+    assert panel.values["acceptance"].text() == ls.DASH  # not "100%" over nothing
+    assert panel.values["per_step"].text() == ls.DASH
+
+
+def test_green_tokens_are_counted_when_painted(loaded, qtbot) -> None:  # type: ignore[no-untyped-def]
+    """Whenever the transcript shows accepted draft tokens, Accepted counts them."""
+    page = loaded.chat
+    page.settings_panel.max_tokens.setValue(200)
+    seen: list[tuple[int, int]] = []
+
+    def look() -> None:
+        widget = page.transcript.messages[-1]
+        shown = sum(1 for _t, src, _p in widget.tokens if src == "d")
+        accepted = page.stats_panel.values["accepted"].text()
+        seen.append((shown, int(accepted) if accepted.isdigit() else 0))
+
+    page.transcript.rendered.connect(look)
+    with qtbot.waitSignal(page.reply_finished, timeout=120000) as blocker:
+        page.composer.setPlainText("count the green tokens")
+        page.send_button.click()
+        assert page.reply is not None  # paint on every batch, not only on the 100 ms timer
+        page.reply.batch_arrived.connect(lambda _b: page.transcript.render_dirty())
+    done = blocker.args[0]
+    assert done.stats.accepted > 0 and seen
+    assert all(accepted >= shown for shown, accepted in seen), seen
+
+
+def test_panel_at_the_end_equals_the_footer(loaded, qtbot) -> None:  # type: ignore[no-untyped-def]
+    page = loaded.chat
+    page.settings_panel.max_tokens.setValue(300)
+    done = send_and_wait(qtbot, loaded, "a longer reply for the numbers")
+    panel, footer = page.stats_panel, page.transcript.messages[-1].footer.text()
+    f = panel.figures
+    assert f is not None and f.tokens == done.stats.tokens
+    assert f"{panel.values['accepted'].text()}/{panel.values['drafted'].text()} draft tokens " \
+           f"accepted ({panel.values['acceptance'].text()})" in footer
+    assert f"{panel.values['per_step'].text()} accepted/step" in footer
+    assert footer.startswith(f"{panel.big.text()} tok/s")
+    stored = page.ctx.store.messages(page.conversation_id)[-1].meta["stats"]
+    assert footer_text(stored, "length") == footer
+    # An independent count: accepted draft tokens per step that drafted.
+    assert f.accepted_per_step == done.stats.accepted / panel.live.drafting_steps
+
+
+def test_first_token_is_not_a_rate_event(make_window, tiny, qtbot) -> None:  # type: ignore[no-untyped-def]
+    """A single TokenEvent never moves the big number (only StepEvents carry stats)."""
+    panel = StatsPanel()
+    qtbot.addWidget(panel)
+    panel.start_reply()
+    ev = TokenEvent(1, "a", Source.DRAFT, 0.9, 0)
+    panel.add_batch(ReplyBatch(tokens=[ev]))
+    panel.refresh()
+    assert panel.big.text() == ls.DASH
