@@ -28,6 +28,8 @@ class EngineClient(QObject):
     """A draft finished loading (ModelInfo, CompatReport)."""
     draft_unloaded = Signal()
     """No draft is loaded any more."""
+    target_unloaded = Signal()
+    """The target was ejected; no model is loaded."""
     load_started = Signal(str, str)
     """A load of ``kind`` began for this path."""
     load_progressed = Signal(str, float)
@@ -36,6 +38,8 @@ class EngineClient(QObject):
     """A load of ``kind`` failed with this message."""
     load_cancelled = Signal(str)
     """A load of ``kind`` was cancelled."""
+    draft_refused = Signal(object)
+    """A draft was refused as incompatible (CompatReport); load_failed("draft", ...) follows."""
     busy_changed = Signal(bool)
     """A reply started (True) or the last one ended (False)."""
 
@@ -43,6 +47,7 @@ class EngineClient(QObject):
     _req_load_target = Signal(str, object)
     _req_load_draft = Signal(str, object)
     _req_unload_draft = Signal()
+    _req_unload_target = Signal()
     _req_generate = Signal(int, object, object, object, object)
     _req_shutdown = Signal()
     _req_job = Signal(object)
@@ -69,15 +74,18 @@ class EngineClient(QObject):
         self._req_load_target.connect(w.load_target, q)
         self._req_load_draft.connect(w.load_draft, q)
         self._req_unload_draft.connect(w.unload_draft, q)
+        self._req_unload_target.connect(w.unload_target, q)
         self._req_generate.connect(w.generate, q)
         self._req_shutdown.connect(w.shutdown, q)
         self._req_job.connect(w.run_job, q)
         w.target_loaded.connect(self._on_target_loaded, q)
         w.draft_loaded.connect(self._on_draft_loaded, q)
         w.draft_unloaded.connect(self._on_draft_unloaded, q)
+        w.target_unloaded.connect(self._on_target_unloaded, q)
         w.load_progressed.connect(self.load_progressed, q)
         w.load_failed.connect(self._on_load_failed, q)
         w.load_cancelled.connect(self._on_load_cancelled, q)
+        w.draft_refused.connect(self.draft_refused, q)
         w.batch_ready.connect(self._on_batch, q)
         w.reply_finished.connect(self._on_finished, q)
         w.reply_failed.connect(self._on_failed, q)
@@ -128,6 +136,11 @@ class EngineClient(QObject):
     def unload_draft(self) -> None:
         self._req_unload_draft.emit()
 
+    def unload_target(self) -> None:
+        """Eject the target (and the draft); a reply in flight is stopped first."""
+        self.stop_all()
+        self._req_unload_target.emit()
+
     def cancel_load(self) -> None:
         self._load_cancel.set()
 
@@ -176,6 +189,10 @@ class EngineClient(QObject):
     def _on_draft_unloaded(self) -> None:
         self.draft_info = self.draft_report = None
         self.draft_unloaded.emit()
+
+    def _on_target_unloaded(self) -> None:
+        self.target_info = None
+        self.target_unloaded.emit()
 
     def _on_load_failed(self, kind: str, message: str) -> None:
         self._answered(kind)

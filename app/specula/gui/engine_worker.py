@@ -64,8 +64,12 @@ class EngineWorker(QObject):
     """The draft is ready: ModelInfo, CompatReport."""
     draft_unloaded = Signal()
     """The draft was unloaded (by request or because the target changed)."""
+    target_unloaded = Signal()
+    """The target (and any draft) was ejected: no model is loaded."""
     load_failed = Signal(str, str)
     """A load of ``kind`` failed with this human message."""
+    draft_refused = Signal(object)
+    """The draft cannot serve the target (CompatReport); load_failed follows."""
     load_cancelled = Signal(str)
     """The user cancelled a load of ``kind``."""
     batch_ready = Signal(int, object)
@@ -150,6 +154,7 @@ class EngineWorker(QObject):
             self.load_cancelled.emit("draft")
             return
         except IncompatibleDraft as exc:
+            self.draft_refused.emit(exc.report)
             self.load_failed.emit("draft", f"This draft cannot serve the target: "
                                            f"{exc.report.reason()}")
             return
@@ -168,6 +173,18 @@ class EngineWorker(QObject):
         if self._engine is not None:
             self._engine.unload_draft()
         self.draft_unloaded.emit()
+
+    @Slot()
+    def unload_target(self) -> None:
+        """Eject: free both models (the engine is built again at the next load)."""
+        if self._engine is not None:
+            had_draft = bool(self._engine.has_draft)
+            self._engine.close()
+            self._engine = None
+            self._built_with = None
+            if had_draft:
+                self.draft_unloaded.emit()
+        self.target_unloaded.emit()
 
     @Slot(int, object, object, object, object)
     def generate(

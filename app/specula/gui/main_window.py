@@ -26,6 +26,7 @@ from specula.gui.downloads.page import DownloadsPage
 from specula.gui.models.discover_page import DiscoverPage
 from specula.gui.models.library_page import LibraryPage
 from specula.gui.settings.page import SettingsPage
+from specula.gui.wheel_guard import install as install_wheel_guard
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class MainWindow(QMainWindow):
     def __init__(self, ctx: AppContext) -> None:
         super().__init__()
         self.ctx = ctx
+        install_wheel_guard()
         self.setWindowTitle("Specula")
         central = QWidget(self)
         lay = QHBoxLayout(central)

@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QApplication
 
 import specula
@@ -74,6 +75,22 @@ PALETTES: dict[str, Palette] = {
 _current = "dark"
 
 
+class ThemeNotifier(QObject):
+    changed = Signal(str)
+    """The theme changed (its name): views that paint palette colours re-render."""
+
+
+_notifier: ThemeNotifier | None = None
+
+
+def notifier() -> ThemeNotifier:
+    """The one object that announces theme changes (created on first use)."""
+    global _notifier
+    if _notifier is None:
+        _notifier = ThemeNotifier(QApplication.instance())
+    return _notifier
+
+
 def current() -> str:
     return _current
 
@@ -88,10 +105,13 @@ def apply(name: str) -> None:
     if name not in THEMES:
         log.warning("unknown theme %r; using dark", name)
         name = "dark"
+    changed = name != _current
     _current = name
     app = QApplication.instance()
     if isinstance(app, QApplication):
         app.setStyleSheet(stylesheet(name))
+        if changed:
+            notifier().changed.emit(name)
 
 
 def heat_colour(prob: float) -> str:

@@ -1,9 +1,13 @@
 """Top of the chat page: target and draft pickers, the draft switch, load progress.
 
-Files come from a file dialog and are remembered in the settings' recent
-lists. Draft candidates are checked against the chosen target in the
-background (headers only): compatible drafts first, incompatible ones
-disabled with the reason as tooltip.
+Files come from a file dialog (opened in the models folder) and are
+remembered in the settings' recent lists. Draft candidates are checked
+against the chosen target in the background (headers only): compatible drafts
+first, incompatible ones disabled with the reason as tooltip. Problems (a
+refused draft, a failed load) go to the chat column's banner through
+:attr:`ModelBar.problem`, never into this bar, so the bar keeps its height.
+The speculative switch tells the truth: on whenever a compatible draft is
+loaded (or the mode is prompt lookup), off and disabled with no draft.
 """
 
 from __future__ import annotations
@@ -15,7 +19,6 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QCheckBox,
-    QComboBox,
     QFileDialog,
     QFrame,
     QHBoxLayout,
@@ -26,13 +29,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from specula.core.gguf import compat
+from specula.core.gguf import compat, compat_sentences
 from specula.core.gguf.compat import CompatReport
 from specula.core.gguf.model_info import ModelInfo, read_model_info
 from specula.core.pairing.badges import model_scale
 from specula.gui.chat.draft_offer import DraftOffer
 from specula.gui.context import AppContext
-from specula.gui.errors import show_error
+from specula.gui.elided import ElidedLabel, ElidingCombo
 from specula.gui.ops import run_in_background
 
 PATH_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -95,6 +98,10 @@ class ModelBar(QFrame):
     """The draft on/off switch changed; takes effect on the next reply."""
     drafts_checked = Signal()
     """The draft list was rebuilt after a compatibility check."""
+    problem = Signal(str, list, str)
+    """Something to tell the user: a title, short sentences, technical details."""
+    problem_cleared = Signal()
+    """A load started or succeeded: an earlier problem no longer applies."""
 
     def __init__(self, ctx: AppContext, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -103,6 +110,10 @@ class ModelBar(QFrame):
         self.engine = ctx.engine
         self._wanted_draft = ""
         self._check_id = 0  # only the newest compatibility check may fill the list
+        self._refusal: CompatReport | None = None  # the newest refused draft's report
+        self._switch_off_by_user = False  # the user turned speculation off for this session
+        self._lookup_mode = False  # prompt lookup speculates without a draft model
+        self._restore_done = False  # the last session's models are loaded once, at start
 
         outer = QVBoxLayout(self)
         outer.setContentsMargins(12, 8, 12, 8)
@@ -110,21 +121,25 @@ class ModelBar(QFrame):
         row = QHBoxLayout()
         outer.addLayout(row)
         row.addWidget(self._caption("Target"))
-        self.target_combo = QComboBox(self)
-        self.target_combo.setMinimumWidth(160)
+        self.target_combo = ElidingCombo(self)
+        self.target_combo.setMinimumWidth(140)
         self.target_combo.setPlaceholderText("Choose a model…")
         self.target_combo.activated.connect(self._on_target_activated)
         row.addWidget(self.target_combo, 2)
         self.target_open = QPushButton("Open…", self)
         self.target_open.setToolTip("Load a target model from a GGUF file")
-        self.target_open.clicked.connect(self._open_target_dialog)
+        self.target_open.clicked.connect(self.open_target_dialog)
         row.addWidget(self.target_open)
+        self.target_eject = QPushButton("Eject", self)
+        self.target_eject.setToolTip("Unload the target and the draft (frees their memory)")
+        self.target_eject.clicked.connect(self.eject)
+        row.addWidget(self.target_eject)
         row.addSpacing(16)
         row.addWidget(self._caption("Draft"))
         self.draft_model = QStandardItemModel(self)
-        self.draft_combo = QComboBox(self)
+        self.draft_combo = ElidingCombo(self)
         self.draft_combo.setModel(self.draft_model)
-        self.draft_combo.setMinimumWidth(160)
+        self.draft_combo.setMinimumWidth(140)
         self.draft_combo.activated.connect(self._on_draft_activated)
         row.addWidget(self.draft_combo, 2)
         self.draft_open = QPushButton("Open…", self)
@@ -135,21 +150,15 @@ class ModelBar(QFrame):
         self.draft_switch = QCheckBox(self)
         self.draft_switch.setObjectName("DraftSwitch")
         self.draft_switch.setToolTip("Draft on/off: takes effect on the next reply, nothing is reloaded")
-        self.draft_switch.setChecked(ctx.settings.draft_enabled)
         self.draft_switch.toggled.connect(self._on_switch)
-        self._label_switch(ctx.settings.draft_enabled)
+        self._sync_switch()
         row.addWidget(self.draft_switch)
 
         status = QHBoxLayout()
         outer.addLayout(status)
-        self.status = QLabel("No model loaded. Open a GGUF file to start.", self)
+        self.status = ElidedLabel("No model loaded. Open a GGUF file to start.", self)
         self.status.setObjectName("Muted")
         status.addWidget(self.status, 1)
-        self.error = QLabel("", self)
-        self.error.setObjectName("ErrorLabel")
-        self.error.setWordWrap(True)
-        self.error.hide()
-        status.addWidget(self.error, 2)
         self.progress = QProgressBar(self)
         self.progress.setRange(0, 1000)
         self.progress.setFixedWidth(220)
@@ -168,7 +177,9 @@ class ModelBar(QFrame):
         e.load_progressed.connect(self._on_progress)
         e.target_loaded.connect(self._on_target_loaded)
         e.draft_loaded.connect(self._on_draft_loaded)
-        e.draft_unloaded.connect(self._update_status)
+        e.draft_unloaded.connect(self._on_draft_unloaded)
+        e.target_unloaded.connect(self._on_target_unloaded)
+        e.draft_refused.connect(self._on_refused)
         e.load_failed.connect(self._on_failed)
         e.load_cancelled.connect(self._on_cancelled)
         ctx.library.scanned.connect(self._on_library_scanned)
@@ -182,18 +193,55 @@ class ModelBar(QFrame):
         return label
 
     # -- choosing ------------------------------------------------------------
-    def _open_target_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open a target model", "", GGUF_FILTER)
+    def dialog_folder(self) -> str:
+        """Where the file picker opens: the models folder (created if missing)."""
+        folder = Path(self.ctx.library.models_dir)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return str(Path.home())
+        return str(folder)
+
+    def open_target_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open a target model", self.dialog_folder(),
+                                              GGUF_FILTER)
         if path:
             self.choose_target(path)
 
     def _open_draft_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open a draft model", "", GGUF_FILTER)
+        path, _ = QFileDialog.getOpenFileName(self, "Open a draft model", self.dialog_folder(),
+                                              GGUF_FILTER)
         if path:
             self.choose_draft(path)
 
+    def eject(self) -> None:
+        """Unload both models; the session forgets them so the next start loads nothing."""
+        self._wanted_draft = ""
+        self.ctx.settings.last_target = self.ctx.settings.last_draft = ""
+        self.ctx.settings.save()
+        self.engine.unload_target()
+
+    def restore_session(self) -> None:
+        """Load the last target and draft again (unless a model was chosen meanwhile)."""
+        if self._restore_done:
+            return
+        self._restore_done = True
+        s = self.ctx.settings
+        if not s.last_target or self.engine.has_target:
+            return
+        if not Path(s.last_target).is_file():
+            self.problem.emit("The last model is gone", [
+                f"{Path(s.last_target).name} is no longer at {Path(s.last_target).parent}; "
+                "open it again or pick another model."], s.last_target)
+            return
+        target, draft = s.last_target, s.last_draft
+        self.choose_target(target)
+        if draft and Path(draft).is_file():
+            self.choose_draft(draft)
+
     def choose_target(self, path: str) -> None:
         """Remember ``path`` and load it as the target."""
+        self._restore_done = True
         self.ctx.settings.remember("target", str(path))
         self.ctx.settings.save()
         self._fill_targets()
@@ -233,17 +281,46 @@ class ModelBar(QFrame):
         path = self.draft_combo.itemData(index, PATH_ROLE)
         if not path:
             self._wanted_draft = ""
+            self.ctx.settings.last_draft = ""
+            self.ctx.settings.save()
             self.engine.unload_draft()
         else:
             self.choose_draft(str(path))
 
-    def _label_switch(self, on: bool) -> None:
-        self.draft_switch.setText("Speculative: on" if on else "Speculative: off")
+    @property
+    def speculating(self) -> bool:
+        """Whether the next reply speculates (what the switch shows)."""
+        return self.draft_switch.isEnabled() and self.draft_switch.isChecked()
+
+    def set_lookup_mode(self, lookup: bool) -> None:
+        """Prompt lookup needs no draft model, so the switch may be on without one."""
+        self._lookup_mode = lookup
+        self._sync_switch()
+
+    def _sync_switch(self) -> None:
+        """Enable and check the switch from what is loaded and what the user chose."""
+        can = self.engine.has_draft or self._lookup_mode
+        on = can and not self._switch_off_by_user
+        self.draft_switch.blockSignals(True)
+        self.draft_switch.setEnabled(can)
+        self.draft_switch.setChecked(on)
+        self.draft_switch.blockSignals(False)
+        self._label_switch()
+
+    def _label_switch(self) -> None:
+        if not self.draft_switch.isEnabled():
+            self.draft_switch.setText("Speculative: off (no draft)")
+            self.draft_switch.setToolTip("Load a draft model to speculate")
+            return
+        on = self.draft_switch.isChecked()
+        how = " (prompt lookup)" if self._lookup_mode and not self.engine.has_draft else ""
+        self.draft_switch.setText(("Speculative: on" if on else "Speculative: off") + how)
+        self.draft_switch.setToolTip("Draft on/off: takes effect on the next reply, "
+                                     "nothing is reloaded")
 
     def _on_switch(self, on: bool) -> None:
-        self._label_switch(on)
-        self.ctx.settings.draft_enabled = on
-        self.ctx.settings.save()
+        self._switch_off_by_user = not on
+        self._label_switch()
         self.draft_switch_toggled.emit(on)
 
     # -- lists ---------------------------------------------------------------
@@ -324,7 +401,7 @@ class ModelBar(QFrame):
 
     # -- engine results ------------------------------------------------------
     def _on_load_started(self, kind: str, path: str) -> None:
-        self.error.hide()
+        self.problem_cleared.emit()
         self.progress.setValue(0)
         self.progress.setFormat(f"Loading {kind}: %p%")
         self.progress.show()
@@ -352,9 +429,25 @@ class ModelBar(QFrame):
         entry = self.draft_entry(self._wanted_draft)
         if entry is not None:
             self.draft_combo.setCurrentIndex(entry.row())
+        self._switch_off_by_user = False  # loading a draft means: speculate with it
+        self._sync_switch()
 
+    def _on_draft_unloaded(self) -> None:
+        self._sync_switch()
+        self._update_status()
+
+    def _on_target_unloaded(self) -> None:
+        self.target_combo.setCurrentIndex(-1)
+        self.draft_combo.setCurrentIndex(0)
+        self._sync_switch()
+        self._update_status()
+
+    def _on_refused(self, report: CompatReport) -> None:
+        self._refusal = report
     def _on_failed(self, kind: str, message: str) -> None:
         self._done_loading()
+        if kind == "target" and not self.engine.has_target:
+            self.target_combo.setCurrentIndex(-1)  # never show a file that is not loaded
         if kind == "draft":
             self._wanted_draft = ""
             self.draft_combo.setCurrentIndex(0)
@@ -363,6 +456,8 @@ class ModelBar(QFrame):
 
     def _on_cancelled(self, kind: str) -> None:
         self._done_loading()
+        if kind == "target" and not self.engine.has_target:
+            self.target_combo.setCurrentIndex(-1)
         if kind == "draft":
             self._wanted_draft = ""
             self.draft_combo.setCurrentIndex(0)
@@ -370,10 +465,13 @@ class ModelBar(QFrame):
         self.status.setText(self.status.text() + f"  (loading the {kind} was cancelled)")
 
     def _show_error(self, message: str) -> None:
-        self.error.setText(message)
-        self.error.setToolTip(message)
-        self.error.show()
-        show_error(self, "Specula: could not load the model", message)
+        report, self._refusal = self._refusal, None
+        if report is not None:
+            title = f"{Path(report.draft).name} cannot serve as a draft for {Path(report.target).name}"
+            sentences = [*compat_sentences.refusal_sentences(report), compat_sentences.ADVICE]
+            self.problem.emit(title, sentences, compat_sentences.details(report))
+        else:
+            self.problem.emit("Could not load the model", [message], "")
 
     def _update_status(self) -> None:
         e = self.engine

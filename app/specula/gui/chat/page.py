@@ -1,8 +1,14 @@
-"""The chat page: conversations, model pickers, transcript, composer, settings and live stats."""
+"""The chat page: conversations, model pickers, transcript, composer, settings and live stats.
+
+The right panel (statistics and settings) collapses (button or Ctrl+]) so the
+chat column keeps its room in small windows; the conversation list can be
+dragged shut. Problems go to a dismissible banner at the top of the chat
+column; before any conversation the column shows what to do first.
+"""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QFrame,
@@ -11,14 +17,18 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QSplitter,
+    QStackedWidget,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from specula.core.chat.conversations import title_from
 from specula.core.engine.events import Done
+from specula.gui.chat.banner import Banner
 from specula.gui.chat.composer import Composer
 from specula.gui.chat.conversation_list import ConversationList
+from specula.gui.chat.empty_state import EmptyState
 from specula.gui.chat.legend import ColourSwitch
 from specula.gui.chat.message import MessageWidget
 from specula.gui.chat.model_bar import ModelBar
@@ -61,39 +71,78 @@ class ChatPage(QWidget):
         split.setStretchFactor(0, 0)
         split.setStretchFactor(1, 1)
         split.setStretchFactor(2, 0)
-        split.setSizes([220, 700, 330])
+        split.setSizes([200, 700, 330])
+        split.setCollapsible(0, True)
+        split.setCollapsible(1, False)
+        split.setCollapsible(2, True)
         self.splitter = split
+        self._side_width = 330
+        if not self.settings_panel.session.side_panel_open:
+            self.set_side_panel(False)
 
         self.conversations.selected.connect(self.open_conversation)
         self.conversations.new_requested.connect(self.new_chat)
         self.conversations.deleted.connect(self._on_deleted)
         self.engine.busy_changed.connect(self._set_busy)
         self.engine.target_loaded.connect(lambda _i: self._engine_info())
+        self.engine.target_loaded.connect(lambda _i: self._update_empty())
+        self.engine.target_unloaded.connect(self._update_empty)
+        self.engine.load_started.connect(lambda *_a: self._update_empty())
+        self.engine.load_failed.connect(lambda *_a: self._update_empty())
+        self.engine.load_cancelled.connect(lambda *_a: self._update_empty())
+        self.model_bar.problem.connect(self.banner.show_message)
+        self.model_bar.problem_cleared.connect(self.banner.hide)
+        self.settings_panel.spec.changed.connect(self._sync_lookup)
+        self._sync_lookup()
         QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self._escape,
                   context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
         QShortcut(QKeySequence("Ctrl+N"), self, self.new_chat,
+                  context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        QShortcut(QKeySequence("Ctrl+]"), self, self.toggle_side_panel,
                   context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
         existing = ctx.store.conversations()
         if existing:
             self.open_conversation(existing[0].id)
         self._set_busy(False)
+        self._update_empty()
+        # Restore the last session's models unless a model was asked for meanwhile
+        # (the command line's --model is chosen right after the window is built).
+        QTimer.singleShot(0, self.model_bar.restore_session)
 
     def _centre(self) -> QWidget:
         w = QWidget(self)
         lay = QVBoxLayout(w)
         lay.setContentsMargins(0, 0, 0, 8)
+        self.banner = Banner(w)
+        lay.addWidget(self.banner)
+        self.centre_stack = QStackedWidget(w)
+        self.empty = EmptyState(w)
+        self.empty.discover_requested.connect(lambda: self.ctx.page_requested.emit("discover"))
+        self.empty.library_requested.connect(lambda: self.ctx.page_requested.emit("models"))
+        self.empty.open_requested.connect(self.model_bar.open_target_dialog)
         self.transcript = Transcript(w)
         self.transcript.edit_requested.connect(self.edit_message)
         self.transcript.regenerate_requested.connect(self.regenerate)
         # Paint the numbers with the tokens, so a green token is already counted.
         self.transcript.rendered.connect(lambda: self.stats_panel.refresh_if_dirty())
-        lay.addWidget(self.transcript, 1)
+        self.centre_stack.addWidget(self.empty)
+        self.centre_stack.addWidget(self.transcript)
+        lay.addWidget(self.centre_stack, 1)
         bottom = QVBoxLayout()
         bottom.setContentsMargins(16, 0, 16, 0)
+        tools = QHBoxLayout()
         self.colours = ColourSwitch(self.ctx.settings.token_colours, w)
         self.colours.mode_changed.connect(self._colour_mode)
         self.transcript.set_colour_mode(self.colours.mode)
-        bottom.addWidget(self.colours)
+        tools.addWidget(self.colours, 1)
+        self.panel_button = QToolButton(w)
+        self.panel_button.setObjectName("PanelToggle")
+        self.panel_button.setCheckable(True)
+        self.panel_button.setChecked(True)
+        self.panel_button.setToolTip("Show or hide the statistics and settings panel (Ctrl+])")
+        self.panel_button.toggled.connect(self.set_side_panel)
+        tools.addWidget(self.panel_button, 0, Qt.AlignmentFlag.AlignTop)
+        bottom.addLayout(tools)
         self.edit_banner = QLabel("Editing a message: sending replaces it and everything after "
                                   "it (Esc cancels).", w)
         self.edit_banner.setObjectName("EditBanner")
@@ -135,7 +184,50 @@ class ChatPage(QWidget):
         scroll.setWidget(inner)
         bar = scroll.verticalScrollBar().sizeHint().width()
         scroll.setMinimumWidth(inner.minimumSizeHint().width() + bar + 2)
+        self.side = scroll
         return scroll
+
+    # -- layout --------------------------------------------------------------
+    @property
+    def side_panel_open(self) -> bool:
+        return not self.side.isHidden()
+
+    def set_side_panel(self, open_: bool) -> None:
+        """Show or hide the right panel; remembered for the next start."""
+        if open_ == self.side_panel_open and self.panel_button.isChecked() == open_:
+            return
+        if not open_:
+            self._side_width = max(self.splitter.sizes()[2], self.side.minimumWidth())
+        self.side.setVisible(open_)
+        if open_:
+            sizes = self.splitter.sizes()
+            sizes[1] = max(sizes[1] - self._side_width, 200)
+            sizes[2] = self._side_width
+            self.splitter.setSizes(sizes)
+        self.panel_button.blockSignals(True)
+        self.panel_button.setChecked(open_)
+        self.panel_button.blockSignals(False)
+        self.panel_button.setText("Hide panel ⟩" if open_ else "⟨ Show panel")
+        session = self.settings_panel.session
+        if session.side_panel_open != open_:
+            session.side_panel_open = open_
+            try:
+                session.save()
+            except OSError:
+                pass
+
+    def toggle_side_panel(self) -> None:
+        self.set_side_panel(not self.side_panel_open)
+
+    def _update_empty(self) -> None:
+        """The welcome text while the transcript is empty, the transcript otherwise."""
+        e = self.engine
+        self.empty.set_model_loaded(e.has_target, e.is_loading("target"))
+        showing = self.transcript if self.transcript.messages else self.empty
+        self.centre_stack.setCurrentWidget(showing)
+
+    def _sync_lookup(self) -> None:
+        self.model_bar.set_lookup_mode(self.settings_panel.lookup_mode)
 
     # -- conversations -------------------------------------------------------
     def new_chat(self) -> None:
@@ -143,6 +235,7 @@ class ChatPage(QWidget):
             return
         self.conversation_id = None
         self.transcript.clear()
+        self._update_empty()
         self._cancel_edit()
         self.conversations.set_current(-1)
         self.composer.setFocus()
@@ -161,6 +254,7 @@ class ChatPage(QWidget):
             tokens: list[TokenTuple] = [(str(t[0]), str(t[1]), t[2]) for t in raw if len(t) == 3]
             self.transcript.add_message(m.role, m.content, tokens, footer, m.position)
         self.conversations.set_current(conversation_id)
+        self._update_empty()
 
     def _on_deleted(self, conversation_id: int) -> None:
         if conversation_id == self.conversation_id:
@@ -171,7 +265,8 @@ class ChatPage(QWidget):
         if not text or self.engine.busy:
             return
         if not self.engine.has_target:
-            show_error(self, "No model loaded", "Load a target model first (Open… at the top).")
+            self.banner.show_message("No model loaded", [
+                "Load a target model first: Open… at the top, My Models or Discover."], kind="info")
             return
         store = self.ctx.store
         if self.editing is not None and self.conversation_id is not None:
@@ -182,6 +277,7 @@ class ChatPage(QWidget):
             self.conversation_id = store.create(title_from(text)).id
         msg = store.add_message(self.conversation_id, "user", text)
         self.transcript.add_message("user", text, position=msg.position)
+        self._update_empty()
         self.conversations.set_current(self.conversation_id)
         self.composer.clear()
         self._start_reply()
@@ -190,7 +286,7 @@ class ChatPage(QWidget):
         system = self.settings_panel.system_prompt.toPlainText().strip()
         messages = [{"role": "system", "content": system}] if system else []
         messages += [{"role": m.role, "content": m.text} for m in self.transcript.messages]
-        spec = self.settings_panel.spec_config(self.model_bar.draft_switch.isChecked())
+        spec = self.settings_panel.spec_config(self.model_bar.speculating)
         self.reply_widget = self.transcript.add_message("assistant")
         self.stats_panel.start_reply()
         self._engine_info()
@@ -229,6 +325,7 @@ class ChatPage(QWidget):
         widget, self.reply, self.reply_widget = self.reply_widget, None, None
         if widget is not None:
             self.transcript.remove_from(widget)
+        self._update_empty()
         show_error(self, "Specula: the reply failed", message)
 
     def stop(self) -> None:

@@ -1,6 +1,8 @@
 """Right side of the chat page: generation and speculative settings for the next reply.
 
-Starts from the defaults (Settings page); "Save as defaults" writes them back.
+Starts from the values the chat was left with (``ChatSession``), else from the
+defaults (Settings page); every change is remembered for the next start, and
+"Save as defaults" writes them to the settings.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from specula.core.chat_session import ChatSession
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.sampling import SamplingParams
 from specula.core.settings import GenerationDefaults, SpeculativeDefaults
@@ -118,10 +121,15 @@ class SpecForm(QWidget):
 
 
 class SettingsPanel(QWidget):
+    changed = Signal()
+    """A value for the next reply changed (it is already remembered)."""
+
     def __init__(self, ctx: AppContext, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.ctx = ctx
-        gen = copy.deepcopy(ctx.settings.generation)
+        self.session = ChatSession.load()
+        gen = copy.deepcopy(self.session.generation or ctx.settings.generation)
+        spec_values = copy.deepcopy(self.session.speculative or ctx.settings.speculative)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         box = QGroupBox("Generation")
@@ -146,7 +154,7 @@ class SettingsPanel(QWidget):
         lay.addWidget(box)
         spec_box = QGroupBox("Speculative decoding")
         spec_lay = QVBoxLayout(spec_box)
-        self.spec = SpecForm(copy.deepcopy(ctx.settings.speculative))
+        self.spec = SpecForm(spec_values)
         spec_lay.addWidget(self.spec)
         lay.addWidget(spec_box)
         save = QPushButton("Save as defaults")
@@ -154,6 +162,22 @@ class SettingsPanel(QWidget):
         save.clicked.connect(self.save_as_defaults)
         lay.addWidget(save)
         ctx.settings_changed.connect(self._defaults_changed)
+        self.system_prompt.textChanged.connect(self._remember)
+        for w in (self.top_k, self.max_tokens, self.seed):
+            w.valueChanged.connect(self._remember)
+        for d in (self.temperature, self.top_p, self.min_p):
+            d.valueChanged.connect(self._remember)
+        self.spec.changed.connect(self._remember)
+
+    def _remember(self) -> None:
+        """Keep the panel's values for the next start."""
+        self.session.generation = self.generation()
+        self.session.speculative = self.spec.values()
+        try:
+            self.session.save()
+        except OSError:
+            pass  # an unwritable config folder costs the memory, not the reply
+        self.changed.emit()
 
     def generation(self) -> GenerationDefaults:
         return GenerationDefaults(
@@ -164,6 +188,10 @@ class SettingsPanel(QWidget):
 
     def sampling(self) -> SamplingParams:
         return self.generation().to_sampling()
+
+    @property
+    def lookup_mode(self) -> bool:
+        return self.spec.values().mode == Mode.LOOKUP.value
 
     def spec_config(self, draft_on: bool) -> SpecConfig:
         """The SpecConfig for the next reply; plain when the draft switch is off."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QScrollArea, QVBoxLayout, QWidget
 
+from specula.gui import theme
 from specula.gui.chat.message import MessageWidget
 from specula.gui.chat.render import TokenTuple
 
@@ -40,6 +41,13 @@ class Transcript(QScrollArea):
         bar = self.verticalScrollBar()
         bar.rangeChanged.connect(self._on_range)
         bar.valueChanged.connect(self._on_scrolled)
+        theme.notifier().changed.connect(self.rerender_all)
+
+    def rerender_all(self, _theme: str = "") -> None:
+        """Paint every message again (a theme change alters token and code colours)."""
+        for m in self.messages:
+            m.dirty = True
+        self.render_dirty()
 
     def clear(self) -> None:
         for m in self.messages:

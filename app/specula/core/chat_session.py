@@ -1,0 +1,69 @@
+"""What the chat page was left with: its panel values, kept apart from the defaults.
+
+The Settings page edits *defaults* (``settings.json``); the chat panel's
+values are what the user last chose for this chat (max tokens 60, a higher
+temperature). LM Studio keeps those across restarts, and so do we, in
+``chat-session.json`` beside the settings. "Save as defaults" copies them into
+the settings. Loading never fails: a missing or damaged file gives ``None``
+for each part, and the panel then starts from the defaults.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from specula.core import paths
+from specula.core.settings import GenerationDefaults, Settings, SpeculativeDefaults
+
+log = logging.getLogger("specula.chat.session")
+
+FILE_NAME = "chat-session.json"
+VERSION = 1
+
+
+@dataclass
+class ChatSession:
+    generation: GenerationDefaults | None = None
+    speculative: SpeculativeDefaults | None = None
+    side_panel_open: bool = True
+
+    @staticmethod
+    def path() -> Path:
+        return paths.config_dir() / FILE_NAME
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> ChatSession:
+        path = path or cls.path()
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return cls()
+        except (OSError, ValueError) as exc:
+            log.warning("chat session %s unreadable (%s); starting from the defaults", path, exc)
+            return cls()
+        if not isinstance(raw, dict):
+            return cls()
+        # Settings.from_dict already keeps only well-typed values; reuse it per part.
+        typed = Settings.from_dict({k: v for k, v in raw.items()
+                                    if k in ("generation", "speculative")})
+        return cls(
+            generation=typed.generation if isinstance(raw.get("generation"), dict) else None,
+            speculative=typed.speculative if isinstance(raw.get("speculative"), dict) else None,
+            side_panel_open=raw.get("side_panel_open") is not False,
+        )
+
+    def save(self, path: Path | None = None) -> None:
+        path = path or self.path()
+        data: dict[str, Any] = {"version": VERSION, "side_panel_open": self.side_panel_open}
+        if self.generation is not None:
+            data["generation"] = asdict(self.generation)
+        if self.speculative is not None:
+            data["speculative"] = asdict(self.speculative)
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
+        os.replace(tmp, path)
