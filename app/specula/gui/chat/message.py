@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Qt, Signal
-from PySide6.QtGui import QGuiApplication, QResizeEvent
+from PySide6.QtCore import QSize, Qt, QUrl, Signal
+from PySide6.QtGui import QDesktopServices, QGuiApplication, QResizeEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -17,13 +17,8 @@ from PySide6.QtWidgets import (
 
 from specula.core.engine.events import TokenEvent
 from specula.gui import theme
-from specula.gui.chat.render import (
-    SOURCE_LETTER,
-    TokenTuple,
-    markdown_html,
-    plain_html,
-    tokens_html,
-)
+from specula.gui.chat.coloured_markdown import render_reply
+from specula.gui.chat.render import SOURCE_LETTER, TokenTuple, plain_html
 
 ROLE_NAMES = {"user": "You", "assistant": "Assistant", "system": "System"}
 
@@ -34,12 +29,22 @@ class AutoHeightBrowser(QTextBrowser):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("MessageBody")
-        self.setOpenExternalLinks(True)
+        self.setOpenLinks(False)  # copy:N copies a code block; other links open outside
+        self.code_blocks: list[str] = []
+        self.anchorClicked.connect(self._on_link)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.document().documentLayout().documentSizeChanged.connect(self._fit)
+
+    def _on_link(self, url: QUrl) -> None:
+        if url.scheme() == "copy":
+            i = int(url.path()) if url.path().isdigit() else -1
+            if 0 <= i < len(self.code_blocks):
+                QGuiApplication.clipboard().setText(self.code_blocks[i])
+        else:
+            QDesktopServices.openUrl(url)
 
     def _fit(self) -> None:
         h = int(self.document().size().height()) + 2 * self.frameWidth() + 2
@@ -143,12 +148,15 @@ class MessageWidget(QFrame):
     def render(self) -> None:
         pal = theme.palette()
         if self.role == "user":
-            html = plain_html(self._text)
-        elif self._colour_mode != "off" and self.tokens:
-            html = tokens_html(self.tokens, self._colour_mode, pal)
+            self.body.code_blocks = []
+            self.body.setHtml(plain_html(self._text))
+        elif not self._text:
+            self.body.code_blocks = []
+            self.body.setHtml(plain_html("…"))
         else:
-            html = markdown_html(self._text, pal) if self._text else plain_html("…")
-        self.body.setHtml(html)
+            out = render_reply(self.tokens, self._text, self._colour_mode, pal)
+            self.body.code_blocks = out.code_blocks
+            self.body.setHtml(out.html)
         self.dirty = False
 
     def copy_text(self) -> None:
