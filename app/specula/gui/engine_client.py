@@ -48,7 +48,7 @@ class EngineClient(QObject):
     _req_load_draft = Signal(str, object)
     _req_unload_draft = Signal()
     _req_unload_target = Signal()
-    _req_generate = Signal(int, object, object, object, object)
+    _req_generate = Signal(int, object, object, object, object, object)
     _req_shutdown = Signal()
     _req_job = Signal(object)
 
@@ -145,15 +145,17 @@ class EngineClient(QObject):
         self._load_cancel.set()
 
     def generate(
-        self, messages: list[dict[str, str]], sampling: SamplingParams, spec: SpecConfig
+        self, messages: list[dict[str, str]], sampling: SamplingParams, spec: SpecConfig,
+        prefix_ids: list[int] | None = None,
     ) -> Reply:
-        """Queue a reply; replies run one after the other in the order asked."""
+        """Queue a reply (or, with ``prefix_ids``, the continuation of a partial one)."""
         reply = Reply(next(self._ids), self)
         was_busy = self.busy
         self._replies[reply.request_id] = reply
         if not was_busy:
             self.busy_changed.emit(True)
-        self._req_generate.emit(reply.request_id, messages, sampling, spec, reply.cancel_event)
+        self._req_generate.emit(reply.request_id, messages, sampling, spec, reply.cancel_event,
+                                prefix_ids)
         return reply
 
     def stop_all(self) -> None:

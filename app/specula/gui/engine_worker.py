@@ -186,19 +186,29 @@ class EngineWorker(QObject):
                 self.draft_unloaded.emit()
         self.target_unloaded.emit()
 
-    @Slot(int, object, object, object, object)
+    @Slot(int, object, object, object, object, object)
     def generate(
         self, request_id: int, messages: list[dict[str, str]], sampling: SamplingParams,
-        spec: SpecConfig, cancel: threading.Event,
+        spec: SpecConfig, cancel: threading.Event, prefix_ids: list[int] | None = None,
     ) -> None:
+        """Reply to ``messages``; with ``prefix_ids``, continue that partial reply instead.
+
+        Continuing feeds the chat prompt plus the reply's own token ids, so the
+        KV cache still holding them is reused and the reply goes on where it stopped.
+        """
         if self._engine is None or not self._engine.has_target:
             self.reply_failed.emit(request_id, "Load a target model first.")
             return
         batch = ReplyBatch()
         last = time.monotonic()
         try:
-            for ev in self._engine.chat(messages=messages, sampling=sampling, spec=spec,
-                                        cancel=cancel):
+            if prefix_ids:
+                prompt = [*self._engine.tokenize_chat(messages), *prefix_ids]
+                events = self._engine.generate_tokens(prompt, sampling, spec, cancel)
+            else:
+                events = self._engine.chat(messages=messages, sampling=sampling, spec=spec,
+                                           cancel=cancel)
+            for ev in events:
                 if isinstance(ev, TokenEvent):
                     batch.tokens.append(ev)
                 elif isinstance(ev, StepEvent):

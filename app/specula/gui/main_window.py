@@ -26,6 +26,7 @@ from specula.gui.downloads.page import DownloadsPage
 from specula.gui.models.discover_page import DiscoverPage
 from specula.gui.models.library_page import LibraryPage
 from specula.gui.settings.page import SettingsPage
+from specula.gui.shortcuts_help import ShortcutsHelp
 from specula.gui.wheel_guard import install as install_wheel_guard
 
 
@@ -82,6 +83,9 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(central)
         for i, _spec in enumerate(PAGES[:9]):
             QShortcut(QKeySequence(f"Ctrl+{i + 1}"), self, lambda i=i: self.nav.setCurrentRow(i))
+        for keys in ("F1", "Ctrl+/"):
+            QShortcut(QKeySequence(keys), self, self.show_shortcuts)
+        self.shortcuts_help: ShortcutsHelp | None = None
         ctx.page_requested.connect(self.show_page)
         self.resize(1320, 840)
         self._restore_geometry()
@@ -90,6 +94,13 @@ class MainWindow(QMainWindow):
         keys = [p.key for p in PAGES]
         self.nav.setCurrentRow(keys.index(key))
         return self.pages[key]
+
+    def show_shortcuts(self) -> ShortcutsHelp:
+        """The list of keyboard shortcuts over the window (F1, Ctrl+/)."""
+        if self.shortcuts_help is None:
+            self.shortcuts_help = ShortcutsHelp(self)
+        self.shortcuts_help.show()
+        return self.shortcuts_help
 
     @property
     def chat(self) -> ChatPage:

@@ -65,6 +65,10 @@ class MessageWidget(QFrame):
     """The user asked to edit this (user) message and resend it."""
     regenerate_requested = Signal(object)
     """The user asked for a new version of this (assistant) reply."""
+    continue_requested = Signal(object)
+    """The user asked this reply (stopped at the token limit) to go on."""
+    version_requested = Signal(object, int)
+    """The user asked to show another version of this reply (widget, index)."""
 
     def __init__(
         self, role: str, text: str = "", tokens: list[TokenTuple] | None = None,
@@ -94,10 +98,24 @@ class MessageWidget(QFrame):
                                             "Edit this message and send it again")
             head.addWidget(self.edit_button)
         else:
+            self.prev_button = self._action("‹", lambda: self._step_version(-1),
+                                            "Show the previous version of this reply")
+            self.version_label = QLabel("")
+            self.version_label.setObjectName("Muted")
+            self.next_button = self._action("›", lambda: self._step_version(1),
+                                            "Show the next version of this reply")
+            for w in (self.prev_button, self.version_label, self.next_button):
+                head.addWidget(w)
+            self.continue_button = self._action(
+                "Continue", lambda: self.continue_requested.emit(self),
+                "The reply stopped at the token limit: let it go on")
+            head.addWidget(self.continue_button)
             self.regen_button = self._action(
                 "Regenerate", lambda: self.regenerate_requested.emit(self),
-                "Throw this reply away and generate a new one")
+                "Generate a new version of this reply (the earlier ones are kept)")
             head.addWidget(self.regen_button)
+            self.set_versions(0, 1)
+            self.set_can_continue(False)
         lay.addLayout(head)
         self.body = AutoHeightBrowser(self)
         lay.addWidget(self.body)
@@ -117,6 +135,30 @@ class MessageWidget(QFrame):
         b.setCursor(Qt.CursorShape.PointingHandCursor)
         b.clicked.connect(slot)
         return b
+
+    # -- versions and continuing -------------------------------------------------
+    def set_versions(self, index: int, count: int) -> None:
+        """Show "‹ 2/3 ›" when the reply has earlier versions."""
+        self.version = index
+        self.version_count = count
+        many = count > 1
+        for w in (self.prev_button, self.version_label, self.next_button):
+            w.setVisible(many)
+        self.version_label.setText(f"{index + 1}/{count}")
+        self.prev_button.setEnabled(index > 0)
+        self.next_button.setEnabled(index < count - 1)
+
+    def _step_version(self, delta: int) -> None:
+        target = self.version + delta
+        if 0 <= target < self.version_count:
+            self.version_requested.emit(self, target)
+
+    def set_can_continue(self, can: bool) -> None:
+        self.continue_button.setVisible(can)
+
+    def set_tokens(self, tokens: list[TokenTuple]) -> None:
+        self.tokens = list(tokens)
+        self.dirty = True
 
     # -- content -------------------------------------------------------------
     @property
@@ -166,3 +208,5 @@ class MessageWidget(QFrame):
         for b in self.findChildren(QToolButton):
             if b is not self.copy_button:
                 b.setEnabled(enabled)
+        if enabled and self.role != "user":
+            self.set_versions(self.version, self.version_count)

@@ -8,6 +8,8 @@ column; before any conversation the column shows what to do first.
 
 from __future__ import annotations
 
+from typing import Any
+
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
@@ -23,16 +25,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from specula.core.chat.conversations import title_from
+from specula.core.chat import versions
+from specula.core.chat.conversations import Message, title_from
 from specula.core.engine.events import Done
 from specula.gui.chat.banner import Banner
 from specula.gui.chat.composer import Composer
 from specula.gui.chat.conversation_list import ConversationList
 from specula.gui.chat.empty_state import EmptyState
+from specula.gui.chat.export_menu import ExportButton
 from specula.gui.chat.legend import ColourSwitch
 from specula.gui.chat.message import MessageWidget
 from specula.gui.chat.model_bar import ModelBar
-from specula.gui.chat.render import TokenTuple
 from specula.gui.chat.settings_panel import SettingsPanel
 from specula.gui.chat.transcript import Transcript
 from specula.gui.context import AppContext
@@ -54,6 +57,8 @@ class ChatPage(QWidget):
         self.reply: Reply | None = None
         self.reply_widget: MessageWidget | None = None
         self.editing: MessageWidget | None = None
+        self._earlier: list[dict[str, Any]] = []  # versions the reply in flight keeps
+        self._continuing: Message | None = None  # the stored reply being continued
 
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
@@ -100,6 +105,8 @@ class ChatPage(QWidget):
                   context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
         QShortcut(QKeySequence("Ctrl+]"), self, self.toggle_side_panel,
                   context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        QShortcut(QKeySequence("Ctrl+E"), self, lambda: self.export_button.ask("markdown"),
+                  context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
         existing = ctx.store.conversations()
         if existing:
             self.open_conversation(existing[0].id)
@@ -123,6 +130,8 @@ class ChatPage(QWidget):
         self.transcript = Transcript(w)
         self.transcript.edit_requested.connect(self.edit_message)
         self.transcript.regenerate_requested.connect(self.regenerate)
+        self.transcript.continue_requested.connect(self.continue_reply)
+        self.transcript.version_requested.connect(self.show_version)
         # Paint the numbers with the tokens, so a green token is already counted.
         self.transcript.rendered.connect(lambda: self.stats_panel.refresh_if_dirty())
         self.centre_stack.addWidget(self.empty)
@@ -135,6 +144,8 @@ class ChatPage(QWidget):
         self.colours.mode_changed.connect(self._colour_mode)
         self.transcript.set_colour_mode(self.colours.mode)
         tools.addWidget(self.colours, 1)
+        self.export_button = ExportButton(self.ctx.store, w)
+        tools.addWidget(self.export_button, 0, Qt.AlignmentFlag.AlignTop)
         self.panel_button = QToolButton(w)
         self.panel_button.setObjectName("PanelToggle")
         self.panel_button.setCheckable(True)
@@ -225,6 +236,7 @@ class ChatPage(QWidget):
         self.empty.set_model_loaded(e.has_target, e.is_loading("target"))
         showing = self.transcript if self.transcript.messages else self.empty
         self.centre_stack.setCurrentWidget(showing)
+        self.export_button.set_conversation(self.conversation_id)
 
     def _sync_lookup(self) -> None:
         self.model_bar.set_lookup_mode(self.settings_panel.lookup_mode)
@@ -247,14 +259,32 @@ class ChatPage(QWidget):
         self.conversation_id = conversation_id
         self._cancel_edit()
         self.transcript.clear()
-        for m in self.ctx.store.messages(conversation_id):
-            stats = m.meta.get("stats")
-            footer = footer_text(stats, str(m.meta.get("stop_reason", ""))) if stats else ""
-            raw = m.meta.get("tokens") or []
-            tokens: list[TokenTuple] = [(str(t[0]), str(t[1]), t[2]) for t in raw if len(t) == 3]
-            self.transcript.add_message(m.role, m.content, tokens, footer, m.position)
+        stored = self.ctx.store.messages(conversation_id)
+        for m in stored:
+            widget = self.transcript.add_message(m.role, m.content, position=m.position)
+            self._show_stored(widget, m, last=m is stored[-1])
         self.conversations.set_current(conversation_id)
         self._update_empty()
+
+    def _show_stored(self, widget: MessageWidget, m: Message, last: bool) -> None:
+        """Put a stored message's text, colours, footer, versions and Continue on ``widget``."""
+        stats = m.meta.get("stats")
+        widget.set_text(m.content)
+        widget.set_footer(footer_text(stats, str(m.meta.get("stop_reason", ""))) if stats else "")
+        raw = m.meta.get("tokens") or []
+        widget.set_tokens([(str(t[0]), str(t[1]), t[2]) for t in raw if len(t) == 3])
+        if m.role == "assistant":
+            count = len(m.meta.get("versions") or []) or 1
+            widget.set_versions(int(m.meta.get("version", count - 1)), count)
+            widget.set_can_continue(last and m.meta.get("stop_reason") == "length"
+                                    and bool(m.meta.get("token_ids")))
+        widget.render()
+
+    def _stored_at(self, position: int) -> Message | None:
+        if self.conversation_id is None:
+            return None
+        return next((m for m in self.ctx.store.messages(self.conversation_id)
+                     if m.position == position), None)
 
     def _on_deleted(self, conversation_id: int) -> None:
         if conversation_id == self.conversation_id:
@@ -282,15 +312,26 @@ class ChatPage(QWidget):
         self.composer.clear()
         self._start_reply()
 
-    def _start_reply(self) -> None:
+    def _start_reply(self, earlier: list[dict[str, Any]] | None = None,
+                     continuing: Message | None = None) -> None:
+        """Ask for a reply; ``earlier`` versions are kept with it; ``continuing`` goes on."""
         system = self.settings_panel.system_prompt.toPlainText().strip()
         messages = [{"role": "system", "content": system}] if system else []
-        messages += [{"role": m.role, "content": m.text} for m in self.transcript.messages]
+        history = self.transcript.messages
+        if continuing is not None:
+            self.reply_widget = history[-1]
+            history = history[:-1]
+        messages += [{"role": m.role, "content": m.text} for m in history]
         spec = self.settings_panel.spec_config(self.model_bar.speculating)
-        self.reply_widget = self.transcript.add_message("assistant")
+        if continuing is None:
+            self.reply_widget = self.transcript.add_message("assistant")
+        else:
+            self.reply_widget.set_can_continue(False)
+        self._earlier, self._continuing = earlier or [], continuing
         self.stats_panel.start_reply()
         self._engine_info()
-        reply = self.engine.generate(messages, self.settings_panel.sampling(), spec)
+        prefix = list(continuing.meta.get("token_ids") or []) if continuing is not None else None
+        reply = self.engine.generate(messages, self.settings_panel.sampling(), spec, prefix)
         reply.batch_arrived.connect(self._on_batch)
         reply.finished.connect(self._on_finished)
         reply.failed.connect(self._on_failed)
@@ -309,22 +350,42 @@ class ChatPage(QWidget):
         footer = footer_text(stats, done.stop_reason.value)
         if done.message:
             footer += f"\n{done.message}"
+        old = self._continuing
+        text = (old.content if old is not None else "") + done.text
+        ids = [*(old.meta.get("token_ids") or [] if old is not None else []), *done.token_ids]
         if widget is not None:
-            widget.set_text(done.text)
+            widget.set_text(text)
             widget.set_footer(footer)
+            widget.set_can_continue(done.stop_reason.value == "length")
             widget.render()
             if self.conversation_id is not None:
-                meta = {"stats": stats, "stop_reason": done.stop_reason.value,
-                        "tokens": [list(t) for t in widget.tokens]}
-                msg = self.ctx.store.add_message(self.conversation_id, "assistant", done.text, meta)
-                widget.position = msg.position
+                meta: dict[str, Any] = {"stats": stats, "stop_reason": done.stop_reason.value,
+                                        "tokens": [list(t) for t in widget.tokens],
+                                        "token_ids": ids}
+                if old is not None:
+                    keep = {k: v for k, v in old.meta.items() if k in ("versions", "version")}
+                    meta = {**keep, **meta}
+                    if "versions" in meta:
+                        meta["versions"][meta["version"]] = versions.snapshot(text, meta)
+                    self.ctx.store.update_message(old.id, text, meta)
+                else:
+                    if self._earlier:
+                        meta = versions.with_new_version(self._earlier, text, meta)
+                    msg = self.ctx.store.add_message(self.conversation_id, "assistant", text, meta)
+                    widget.position = msg.position
+                count = len(meta.get("versions") or []) or 1
+                widget.set_versions(int(meta.get("version", count - 1)), count)
+        self._earlier, self._continuing = [], None
         self.stats_panel.finish(done.stats)
         self.reply_finished.emit(done)
 
     def _on_failed(self, message: str) -> None:
         widget, self.reply, self.reply_widget = self.reply_widget, None, None
-        if widget is not None:
+        if widget is not None and self._continuing is None:
             self.transcript.remove_from(widget)
+        elif widget is not None and self._continuing is not None:
+            self._show_stored(widget, self._continuing, last=True)
+        self._earlier, self._continuing = [], None
         self._update_empty()
         show_error(self, "Specula: the reply failed", message)
 
@@ -335,9 +396,30 @@ class ChatPage(QWidget):
     def regenerate(self, widget: MessageWidget) -> None:
         if self.engine.busy or self.conversation_id is None or widget.position < 0:
             return
+        old = self._stored_at(widget.position)
+        earlier = versions.history(old.content, old.meta) if old is not None else []
         self.ctx.store.truncate(self.conversation_id, widget.position)
         self.transcript.remove_from(widget)
-        self._start_reply()
+        self._start_reply(earlier=earlier)
+
+    def continue_reply(self, widget: MessageWidget) -> None:
+        """Let a reply cut at the token limit go on, in the same message."""
+        if self.engine.busy or widget is not self.transcript.messages[-1]:
+            return
+        old = self._stored_at(widget.position)
+        if old is None or not old.meta.get("token_ids"):
+            return
+        self._start_reply(continuing=old)
+
+    def show_version(self, widget: MessageWidget, index: int) -> None:
+        """Show version ``index`` of a regenerated reply (and make it the one kept)."""
+        old = self._stored_at(widget.position)
+        if self.engine.busy or old is None or not old.meta.get("versions"):
+            return
+        content, meta = versions.select(old.meta, index)
+        self.ctx.store.update_message(old.id, content, meta)
+        old.content, old.meta = content, meta
+        self._show_stored(widget, old, last=widget is self.transcript.messages[-1])
 
     def edit_message(self, widget: MessageWidget) -> None:
         if self.engine.busy:

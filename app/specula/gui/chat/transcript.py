@@ -17,6 +17,10 @@ class Transcript(QScrollArea):
     """A user message's Edit was clicked (the MessageWidget)."""
     regenerate_requested = Signal(object)
     """An assistant message's Regenerate was clicked (the MessageWidget)."""
+    continue_requested = Signal(object)
+    """An assistant message's Continue was clicked (the MessageWidget)."""
+    version_requested = Signal(object, int)
+    """An assistant message asked to show version ``index`` (widget, index)."""
     rendered = Signal()
     """Streamed text was painted (the live numbers repaint with it)."""
 
@@ -65,6 +69,8 @@ class Transcript(QScrollArea):
         m.render()
         m.edit_requested.connect(self.edit_requested)
         m.regenerate_requested.connect(self.regenerate_requested)
+        m.continue_requested.connect(self.continue_requested)
+        m.version_requested.connect(self.version_requested)
         self._lay.insertWidget(self._lay.count() - 1, m)
         self.messages.append(m)
         self._follow = True
