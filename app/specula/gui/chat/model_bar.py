@@ -6,8 +6,7 @@ against the chosen target in the background (headers only): compatible drafts
 first, incompatible ones disabled with the reason as tooltip. Problems (a
 refused draft, a failed load) go to the chat column's banner through
 :attr:`ModelBar.problem`, never into this bar, so the bar keeps its height.
-The speculative switch tells the truth: on whenever a compatible draft is
-loaded (or the mode is prompt lookup), off and disabled with no draft.
+The speculative switch (:class:`SpecSwitch`) tells the truth about the next reply.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ from pathlib import Path
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
-    QCheckBox,
     QFileDialog,
     QFrame,
     QHBoxLayout,
@@ -34,6 +32,7 @@ from specula.core.gguf.compat import CompatReport
 from specula.core.gguf.model_info import ModelInfo, read_model_info
 from specula.core.pairing.badges import model_scale
 from specula.gui.chat.draft_offer import DraftOffer
+from specula.gui.chat.spec_switch import SpecSwitch
 from specula.gui.context import AppContext
 from specula.gui.elided import ElidedLabel, ElidingCombo
 from specula.gui.ops import run_in_background
@@ -111,8 +110,6 @@ class ModelBar(QFrame):
         self._wanted_draft = ""
         self._check_id = 0  # only the newest compatibility check may fill the list
         self._refusal: CompatReport | None = None  # the newest refused draft's report
-        self._switch_off_by_user = False  # the user turned speculation off for this session
-        self._lookup_mode = False  # prompt lookup speculates without a draft model
         self._restore_done = False  # the last session's models are loaded once, at start
 
         outer = QVBoxLayout(self)
@@ -122,7 +119,7 @@ class ModelBar(QFrame):
         outer.addLayout(row)
         row.addWidget(self._caption("Target"))
         self.target_combo = ElidingCombo(self)
-        self.target_combo.setMinimumWidth(140)
+        self.target_combo.setMinimumWidth(110)
         self.target_combo.setPlaceholderText("Choose a model…")
         self.target_combo.activated.connect(self._on_target_activated)
         row.addWidget(self.target_combo, 2)
@@ -139,7 +136,7 @@ class ModelBar(QFrame):
         self.draft_model = QStandardItemModel(self)
         self.draft_combo = ElidingCombo(self)
         self.draft_combo.setModel(self.draft_model)
-        self.draft_combo.setMinimumWidth(140)
+        self.draft_combo.setMinimumWidth(110)
         self.draft_combo.activated.connect(self._on_draft_activated)
         row.addWidget(self.draft_combo, 2)
         self.draft_open = QPushButton("Open…", self)
@@ -147,11 +144,8 @@ class ModelBar(QFrame):
         self.draft_open.clicked.connect(self._open_draft_dialog)
         row.addWidget(self.draft_open)
         row.addSpacing(12)
-        self.draft_switch = QCheckBox(self)
-        self.draft_switch.setObjectName("DraftSwitch")
-        self.draft_switch.setToolTip("Draft on/off: takes effect on the next reply, nothing is reloaded")
-        self.draft_switch.toggled.connect(self._on_switch)
-        self._sync_switch()
+        self.draft_switch = SpecSwitch(self)
+        self.draft_switch.switched.connect(self.draft_switch_toggled)
         row.addWidget(self.draft_switch)
 
         status = QHBoxLayout()
@@ -290,38 +284,11 @@ class ModelBar(QFrame):
     @property
     def speculating(self) -> bool:
         """Whether the next reply speculates (what the switch shows)."""
-        return self.draft_switch.isEnabled() and self.draft_switch.isChecked()
+        return self.draft_switch.speculating
 
     def set_lookup_mode(self, lookup: bool) -> None:
         """Prompt lookup needs no draft model, so the switch may be on without one."""
-        self._lookup_mode = lookup
-        self._sync_switch()
-
-    def _sync_switch(self) -> None:
-        """Enable and check the switch from what is loaded and what the user chose."""
-        can = self.engine.has_draft or self._lookup_mode
-        on = can and not self._switch_off_by_user
-        self.draft_switch.blockSignals(True)
-        self.draft_switch.setEnabled(can)
-        self.draft_switch.setChecked(on)
-        self.draft_switch.blockSignals(False)
-        self._label_switch()
-
-    def _label_switch(self) -> None:
-        if not self.draft_switch.isEnabled():
-            self.draft_switch.setText("Speculative: off (no draft)")
-            self.draft_switch.setToolTip("Load a draft model to speculate")
-            return
-        on = self.draft_switch.isChecked()
-        how = " (prompt lookup)" if self._lookup_mode and not self.engine.has_draft else ""
-        self.draft_switch.setText(("Speculative: on" if on else "Speculative: off") + how)
-        self.draft_switch.setToolTip("Draft on/off: takes effect on the next reply, "
-                                     "nothing is reloaded")
-
-    def _on_switch(self, on: bool) -> None:
-        self._switch_off_by_user = not on
-        self._label_switch()
-        self.draft_switch_toggled.emit(on)
+        self.draft_switch.set_lookup_mode(lookup)
 
     # -- lists ---------------------------------------------------------------
     def _fill_targets(self) -> None:
@@ -429,17 +396,16 @@ class ModelBar(QFrame):
         entry = self.draft_entry(self._wanted_draft)
         if entry is not None:
             self.draft_combo.setCurrentIndex(entry.row())
-        self._switch_off_by_user = False  # loading a draft means: speculate with it
-        self._sync_switch()
+        self.draft_switch.set_draft_loaded(True)
 
     def _on_draft_unloaded(self) -> None:
-        self._sync_switch()
+        self.draft_switch.set_draft_loaded(self.engine.has_draft)
         self._update_status()
 
     def _on_target_unloaded(self) -> None:
         self.target_combo.setCurrentIndex(-1)
         self.draft_combo.setCurrentIndex(0)
-        self._sync_switch()
+        self.draft_switch.set_draft_loaded(self.engine.has_draft)
         self._update_status()
 
     def _on_refused(self, report: CompatReport) -> None:

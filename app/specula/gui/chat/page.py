@@ -157,6 +157,7 @@ class ChatPage(QWidget):
         self.edit_banner = QLabel("Editing a message: sending replaces it and everything after "
                                   "it (Esc cancels).", w)
         self.edit_banner.setObjectName("EditBanner")
+        self.edit_banner.setWordWrap(True)
         self.edit_banner.hide()
         bottom.addWidget(self.edit_banner)
         row = QHBoxLayout()

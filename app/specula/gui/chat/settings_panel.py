@@ -67,6 +67,9 @@ class SpecForm(QWidget):
         form = QFormLayout(self)
         form.setContentsMargins(0, 0, 0, 0)
         self.mode = QComboBox()
+        # Its longest label must not set the panel's width (the chat column needs it).
+        self.mode.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.mode.setMinimumContentsLength(12)
         for mode, label in MODES:
             self.mode.addItem(label, mode.value)
         form.addRow("Mode", self.mode)

@@ -1,0 +1,64 @@
+"""The speculative switch, which shows the truth about the next reply.
+
+On whenever a compatible draft is loaded (loading one turns it on, whether
+from the picker, My Models or ``--draft`` on the command line), or when the
+mode is prompt lookup, which needs no draft model. With no draft it reads
+"Speculative: off (no draft)" and is disabled. Turning it off lasts until the
+next draft load; it is not saved, so an old session cannot silently disable a
+draft given today.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QCheckBox, QWidget
+
+
+class SpecSwitch(QCheckBox):
+    switched = Signal(bool)
+    """The user turned speculation on or off (takes effect on the next reply)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("DraftSwitch")
+        self._has_draft = False
+        self._lookup = False
+        self._off_by_user = False
+        self.toggled.connect(self._on_toggled)
+        self._sync()
+
+    @property
+    def speculating(self) -> bool:
+        return self.isEnabled() and self.isChecked()
+
+    def set_draft_loaded(self, loaded: bool) -> None:
+        if loaded:
+            self._off_by_user = False  # loading a draft means: speculate with it
+        self._has_draft = loaded
+        self._sync()
+
+    def set_lookup_mode(self, lookup: bool) -> None:
+        self._lookup = lookup
+        self._sync()
+
+    def _sync(self) -> None:
+        can = self._has_draft or self._lookup
+        self.blockSignals(True)
+        self.setEnabled(can)
+        self.setChecked(can and not self._off_by_user)
+        self.blockSignals(False)
+        self._label()
+
+    def _label(self) -> None:
+        if not self.isEnabled():
+            self.setText("Speculative: off (no draft)")
+            self.setToolTip("Load a draft model to speculate")
+            return
+        how = " (prompt lookup)" if self._lookup and not self._has_draft else ""
+        self.setText(("Speculative: on" if self.isChecked() else "Speculative: off") + how)
+        self.setToolTip("Draft on/off: takes effect on the next reply, nothing is reloaded")
+
+    def _on_toggled(self, on: bool) -> None:
+        self._off_by_user = not on
+        self._label()
+        self.switched.emit(on)
