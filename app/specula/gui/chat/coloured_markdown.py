@@ -170,7 +170,7 @@ class _Renderer:
             f'<table width="100%" cellpadding="6" cellspacing="0" bgcolor="{self.pal.code_bg}">'
             f'<tr><td><span style="color:{self.pal.muted}">{label}</span></td>'
             f'<td align="right"><a href="copy:{n}">Copy</a></td></tr>'
-            f'<tr><td colspan="2"><pre style="margin:0">{"".join(out)}</pre></td></tr>'
+            f'<tr><td colspan="2"><pre style="margin:0; white-space:pre-wrap">{"".join(out)}</pre></td></tr>'
             "</table><br>"
         )
 

@@ -340,7 +340,7 @@ class ModelBar(QFrame):
     def _fill_drafts(self, entries: list[DraftEntry]) -> None:
         m = self.draft_model
         m.clear()
-        none = QStandardItem("No draft (plain decoding)")
+        none = QStandardItem("No draft")
         none.setData("", PATH_ROLE)
         m.appendRow(none)
         select = 0

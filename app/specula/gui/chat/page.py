@@ -150,6 +150,7 @@ class ChatPage(QWidget):
         self.panel_button.setObjectName("PanelToggle")
         self.panel_button.setCheckable(True)
         self.panel_button.setChecked(True)
+        self.panel_button.setText("Hide panel ⟩")
         self.panel_button.setToolTip("Show or hide the statistics and settings panel (Ctrl+])")
         self.panel_button.toggled.connect(self.set_side_panel)
         tools.addWidget(self.panel_button, 0, Qt.AlignmentFlag.AlignTop)
