@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from itertools import pairwise
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from PySide6.QtCore import QUrl
 from PySide6.QtGui import QGuiApplication, QTextDocument
@@ -54,6 +54,9 @@ def test_code_reply_has_no_fences_a_label_and_colour_inside(qapp) -> None:  # ty
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(cuts=st.lists(st.integers(0, 10_000), max_size=80),
        sources=st.lists(st.sampled_from(["d", "t", "l", "r"]), min_size=1, max_size=6))
+@example(cuts=[24], sources=["d", "t"])  # a token boundary inside the closing "**"
+@example(cuts=[], sources=["d"])  # one coloured token: table pipes and cell padding
+@example(cuts=[REPLY.index("python") + 2], sources=["t", "d"])  # inside the fence's language
 def test_colouring_never_changes_what_markdown_shows(qapp, cuts, sources) -> None:  # type: ignore[no-untyped-def]
     """Wherever the tokens split and whatever their source, the rendered text is the same."""
     plain = render_reply([], REPLY, "off", PAL)
