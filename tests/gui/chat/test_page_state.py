@@ -105,6 +105,7 @@ def test_eject_unloads_and_is_not_restored(make_window, tiny, qtbot) -> None:  #
     assert not w.ctx.engine.has_target and not w.ctx.engine.has_draft
     assert "No model loaded" in w.chat.model_bar.status.full_text()
     assert not w.chat.model_bar.draft_switch.isEnabled()
+    assert not w.chat.model_bar.target_eject.isEnabled()
     assert Settings.load().last_target == ""
 
 
@@ -191,3 +192,4 @@ def test_first_launch_says_what_to_do(make_window, qtbot) -> None:  # type: igno
         page.empty.discover.click()
     assert blocker.args == ["discover"]
     assert w.stack.currentWidget() is w.pages["discover"]
+

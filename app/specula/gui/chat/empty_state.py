@@ -65,3 +65,4 @@ class EmptyState(QWidget):
                               "in My Models, or open a GGUF file.")
         for b in (self.discover, self.library, self.open):
             b.setVisible(not loaded and not loading)
+            b.setMinimumWidth(200)

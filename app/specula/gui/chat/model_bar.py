@@ -130,6 +130,7 @@ class ModelBar(QFrame):
         self.target_eject = QPushButton("Eject", self)
         self.target_eject.setToolTip("Unload the target and the draft (frees their memory)")
         self.target_eject.clicked.connect(self.eject)
+        self.target_eject.setEnabled(False)
         row.addWidget(self.target_eject)
         row.addSpacing(16)
         row.addWidget(self._caption("Draft"))
@@ -441,6 +442,7 @@ class ModelBar(QFrame):
 
     def _update_status(self) -> None:
         e = self.engine
+        self.target_eject.setEnabled(e.has_target)
         if e.target_info is None:
             self.status.setText("No model loaded. Open a GGUF file to start.")
             return

@@ -69,19 +69,19 @@ class ChatPage(QWidget):
         outer.addWidget(split, 1)
 
         self.conversations = ConversationList(ctx.store, self)
-        self.conversations.setMinimumWidth(180)
+        self.conversations.setMinimumWidth(150)
         split.addWidget(self.conversations)
         split.addWidget(self._centre())
         split.addWidget(self._side())
         split.setStretchFactor(0, 0)
         split.setStretchFactor(1, 1)
         split.setStretchFactor(2, 0)
-        split.setSizes([200, 700, 330])
+        split.setSizes([170, 700, 300])
         split.setCollapsible(0, True)
         split.setCollapsible(1, False)
         split.setCollapsible(2, True)
         self.splitter = split
-        self._side_width = 330
+        self._side_width = 300
         if not self.settings_panel.session.side_panel_open:
             self.set_side_panel(False)
 
