@@ -101,3 +101,30 @@ def test_axis_never_reads_0_to_0() -> None:
     assert ls.axis_label(ls.nice_ceiling(0.23)) == "0.5"
     assert ls.axis_label(ls.nice_ceiling(0.03)) == "0.05"
     assert ls.axis_label(50.0) == "50"
+
+
+def test_chart_acceptance_needs_enough_drafted_tokens() -> None:
+    live = ls.LiveStats()
+    # 20 tokens per 0.1 s; drafting 1 token per step (accepted) until step 30, then 4 per step.
+    drafted = accepted = 0
+    for i in range(1, 60):
+        d = 1 if i < 30 else 4
+        drafted += d
+        accepted += d - (1 if i >= 30 else 0)
+        live.add(ls.StepPoint(i * 2, 0.1 * i, 0.1, drafted, accepted, d))
+    assert live.chart, "rates are drawn"
+    early = [p for p in live.chart if p.tokens < 24]
+    assert early and all(p.acceptance is None or p.acceptance == 1.0 for p in early)
+    last = live.chart[-1]
+    assert last.acceptance == pytest.approx(0.75)  # 3 of every 4 over the last window
+
+
+def test_two_drafted_tokens_draw_no_acceptance() -> None:
+    live = ls.LiveStats()
+    drafted = accepted = 0
+    for i in range(1, 40):
+        d = 1 if i in (10, 15) else 0
+        drafted += d
+        accepted += 1 if i == 10 else 0
+        live.add(ls.StepPoint(i, 0.1 * i, 0.1, drafted, accepted, d))
+    assert live.chart and all(p.acceptance is None for p in live.chart)  # not 0 % or 100 %

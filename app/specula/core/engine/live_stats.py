@@ -24,6 +24,7 @@ MIN_RATE_S = 0.5  # a rate needs at least this much decoding time ...
 MIN_RATE_TOKENS = 8  # ... and at least this many tokens after the first one
 CHART_WINDOW_S = 1.0  # the chart's rolling rate looks back this far, and far enough
 # to hold MIN_RATE_TOKENS tokens (or to the first token)
+CHART_MIN_DRAFTED = 8  # a window's acceptance is drawn once it holds this many drafted tokens
 PAUSED_AFTER_STEPS = 8  # this many plain steps in a row in adaptive mode = "paused"
 EPS_S = 1e-9  # float slack when comparing measured intervals with the thresholds
 DASH = "—"
@@ -46,7 +47,7 @@ class StepPoint:
 class ChartPoint:
     tokens: int  # x: tokens so far in the reply
     rate: float  # tokens/s over the rolling window (CHART_WINDOW_S and MIN_RATE_TOKENS)
-    acceptance: float | None  # accepted / drafted over the same window; None if none drafted
+    acceptance: float | None  # accepted / drafted over the window; None below CHART_MIN_DRAFTED
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,8 @@ class LiveStats:
             return None
         drafted = step.drafted - ref.drafted
         accepted = step.accepted - ref.accepted
-        return ChartPoint(step.tokens, dn / dt, accepted / drafted if drafted > 0 else None)
+        acceptance = accepted / drafted if drafted >= CHART_MIN_DRAFTED else None
+        return ChartPoint(step.tokens, dn / dt, acceptance)
 
     def figures(self, stats: GenerationStats | None) -> LiveFigures | None:
         """The figures after the latest step (``stats`` = the engine's running totals)."""
