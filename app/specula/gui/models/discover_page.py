@@ -28,11 +28,12 @@ from specula.core.gguf.model_info import ModelInfo
 from specula.core.hub.client import HubClient, RepoListing, RepoSummary
 from specula.core.hub.partial_files import local_path
 from specula.core.hub.remote_header import read_remote_info
-from specula.core.pairing.badges import badges_for, detected_gpu_free, human_size
+from specula.core.pairing.badges import badges_for, detected_gpu_free, human_size, plural
 from specula.gui.context import AppContext
 from specula.gui.models.drafts_panel import DraftsPanel
 from specula.gui.models.repo_files_view import FileRow, RepoFilesModel, RepoFilesView
 from specula.gui.models.search_model import REPO_ROLE, SearchResultsModel
+from specula.gui.models.widgets import ElidedLabel
 from specula.gui.tasks import Task, TaskContext, TaskError, start_task
 
 SEARCH_DELAY_MS = 350
@@ -97,7 +98,9 @@ class DiscoverPage(QWidget):
         engine = ctx.engine
         for sig in (engine.target_loaded, engine.draft_loaded, engine.draft_unloaded):
             sig.connect(lambda *_a: self.rebadge())
+        engine.target_loaded.connect(self.drafts.set_loaded)
         ctx.downloads.download_finished.connect(lambda *_a: self._mark_local())
+        ctx.library.scanned.connect(lambda _models: self._on_library_changed())
 
     def _results_side(self) -> QWidget:
         w = QWidget(self)
@@ -127,7 +130,7 @@ class DiscoverPage(QWidget):
         w = QWidget(self)
         lay = QVBoxLayout(w)
         lay.setContentsMargins(8, 0, 0, 0)
-        self.repo_title = QLabel("", w)
+        self.repo_title = ElidedLabel("", w)
         self.repo_title.setObjectName("RepoTitle")
         lay.addWidget(self.repo_title)
         self.description = QLabel("", w)
@@ -153,7 +156,9 @@ class DiscoverPage(QWidget):
         row.addWidget(self.download_hint, 1)
         lay.addLayout(row)
         self.drafts = DraftsPanel(w)
+        self.drafts.loaded = self.ctx.engine.target_info
         self.drafts.download_requested.connect(self._download_draft)
+        self.drafts.load_requested.connect(self._load_draft)
         lay.addWidget(self.drafts, 2)
         return w
 
@@ -185,7 +190,8 @@ class DiscoverPage(QWidget):
     def _on_results(self, results: list[RepoSummary]) -> None:
         self.results_model.set_results(results)
         text = self.search.text().strip()
-        self.search_status.setText(f"{len(results)} GGUF repositories match “{text}”."
+        self.search_status.setText(f"{plural(len(results), 'GGUF repository', 'GGUF repositories')}"
+                                   f" match{'es' if len(results) == 1 else ''} “{text}”."
                                    if results else f"No GGUF repository matches “{text}”.")
         self.search_finished.emit(len(results))
 
@@ -256,7 +262,7 @@ class DiscoverPage(QWidget):
                    else "no target loaded: load one on the chat page to check compatibility")
         self.files_status.setObjectName("Muted")
         self._restyle(self.files_status)
-        self.files_status.setText(f"{n} GGUF model{'s' if n != 1 else ''} · {against}")
+        self.files_status.setText(f"{plural(n, 'GGUF model')} · {against}")
         n_ctx = self.n_ctx.value()
         cache, errors = dict(self.headers), dict(self.header_errors)
         gpu_known = self.gpu_free
@@ -350,6 +356,18 @@ class DiscoverPage(QWidget):
 
     def _download_draft(self, repo_id: str, filename: str, size: int) -> None:
         self.ctx.downloads.start(repo_id, filename, size or None)
+
+    def _load_draft(self, path: str) -> None:
+        self.ctx.load_requested.emit("draft", path)
+        self.ctx.page_requested.emit("chat")
+
+    def _on_library_changed(self) -> None:
+        """A download landed (or a file went): list the drafts again, each file once."""
+        self._mark_local()
+        row = self.files.selected_row()
+        self.drafts.setProperty("shown_for", "")
+        if row is not None and row.info is not None:
+            self._show_drafts(row)
 
     # -- errors --------------------------------------------------------------------------------------
     def _show_error(self, label: QLabel, error: TaskError) -> None:

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from specula.core.library.scan import LocalModel
-from specula.core.pairing.badges import human_size
+from specula.core.pairing.badges import human_size, plural
 from specula.gui.context import AppContext
 from specula.gui.errors import show_error
 from specula.gui.models.library_model import (
@@ -100,6 +100,8 @@ class LibraryPage(QWidget):
         self.table.doubleClicked.connect(lambda _i: self.details.load_target.click())
 
         self.details = ModelDetails(self)
+        self.details.target = ctx.engine.target_info
+        ctx.engine.target_loaded.connect(lambda info: self.details.set_target(info))
         self.details.load_requested.connect(self._load)
         self.details.remove_requested.connect(self.remove)
         self.details.reveal_requested.connect(self.reveal)
@@ -125,8 +127,8 @@ class LibraryPage(QWidget):
         self.table_model.set_models(models)
         total = sum(m.size for m in models)
         folders = len(self.library.library().roots)
-        self.summary.setText(f"   {len(models)} models · {human_size(total)} · "
-                             f"{folders} folder{'s' if folders != 1 else ''}")
+        self.summary.setText(f"   {plural(len(models), 'model')} · {human_size(total)} · "
+                             f"{plural(folders, 'folder')}")
         if current is not None:
             self.select_path(str(current.path))
         elif self.proxy.rowCount() and self.isVisible():
