@@ -193,3 +193,30 @@ def test_long_names_are_elided_in_the_middle(qtbot) -> None:  # type: ignore[no-
     # a layout never widens for it: its width is ignored, its minimum is a few characters
     assert label.sizePolicy().horizontalPolicy() == QSizePolicy.Policy.Ignored
     assert label.minimumSizeHint().width() < label.fontMetrics().horizontalAdvance(name) // 4
+
+
+def test_discover_suggests_pairs_before_any_search(ctx, fake_hub: FakeHub, hub_models, qtbot,
+                                                   tmp_path) -> None:  # type: ignore[no-untyped-def]
+    files = _fill_library(ctx, hub_models, tmp_path)
+    _rescan(ctx, qtbot)
+    page = DiscoverPage(ctx)
+    qtbot.addWidget(page)
+    with qtbot.waitSignal(page.suggestions.suggestions_ready, timeout=60000) as blocker:
+        page.show()  # the first view, nothing typed
+    assert page.search.text() == "" and page.suggestions.isVisible() and not page.results.isVisible()
+    pairs = blocker.args[0].pairs
+    library = [p for p in pairs if p.why == "in your library"]
+    hub = [p for p in pairs if p.why == "popular on the hub"]
+    assert library and library[0].target.source == str(files["big"])
+    assert Path(library[0].draft.source).name in _expected_drafts(files["big"],
+                                                                  list(files.values()))
+    assert hub and hub[0].target.source.startswith(TARGET_REPO)
+    button = page.suggestions.buttons[pairs.index(library[0])]
+    assert button.text() == "Load pair"
+    loads: list[list[str]] = []
+    ctx.load_requested.connect(lambda kind, path: loads.append([kind, path]))
+    button.click()
+    assert loads == [["target", library[0].target.source], ["draft", library[0].draft.source]]
+    page.search.setText("zebra")
+    page.run_search()
+    assert not page.suggestions.isVisible() and page.results.isVisible()

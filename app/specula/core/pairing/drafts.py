@@ -34,8 +34,8 @@ SAME_SIZE = 0.02  # within 2% of each other: the same size, no speed-up either w
 _PREFERRED_QUANTS = ("Q8_0", "Q4_K_M", "Q6_K", "Q5_K_M", "Q4_0", "F16", "BF16", "F32")
 
 __all__ = ["DraftCandidate", "HubDrafts", "LibraryPairs", "Role", "family_key", "family_prefix",
-           "hub_drafts", "judge", "library_drafts", "library_pairs", "merge_hub", "role_of",
-           "same_file", "size_from_name"]
+           "hub_drafts", "judge", "library_drafts", "library_pairs", "merge_hub", "pick_file",
+           "role_of", "same_file", "size_from_name"]
 
 
 class Role(str, Enum):
@@ -201,7 +201,7 @@ def merge_hub(local: list[DraftCandidate], hub: list[DraftCandidate]) -> list[Dr
     return out
 
 
-def _pick_file(models: list[RemoteModel], target_quant: str | None) -> RemoteModel | None:
+def pick_file(models: list[RemoteModel], target_quant: str | None) -> RemoteModel | None:
     usable = [m for m in models if m.complete]
     if not usable:
         return None
@@ -247,7 +247,7 @@ def hub_drafts(target: ModelInfo, target_repo: str | None = None, *, hub: HubCli
     for _, _, repo_id in sorted(repos)[:max_repos]:
         try:
             listing = hub.list_files(repo_id, with_description=False)
-            chosen = _pick_file(listing.models, target.quantization)
+            chosen = pick_file(listing.models, target.quantization)
             if chosen is None:
                 result.skipped.append(f"{repo_id}: no complete GGUF file")
                 continue

@@ -1,6 +1,8 @@
 """Discover: search the hub, see a repository's GGUF files with fit and compatibility badges.
 
-Typing searches after a short pause and cancels the search before it;
+Before any search the page suggests pairs (a target with the draft that suits
+it, from the library and the hub's most downloaded) to load or download in
+one click. Typing searches after a short pause and cancels the search before it;
 selecting a repository lists its files, then reads each file's header from
 the hub (HTTP ranges, cached in memory and on disk) to fill the badges. The
 fit badge treats the file as the target with the current draft at the chosen
@@ -10,6 +12,7 @@ context length; the compatibility badge compares it with the loaded target.
 from __future__ import annotations
 
 from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -33,7 +36,8 @@ from specula.gui.context import AppContext
 from specula.gui.models.drafts_panel import DraftsPanel
 from specula.gui.models.repo_files_view import FileRow, RepoFilesModel, RepoFilesView
 from specula.gui.models.search_model import REPO_ROLE, SearchResultsModel
-from specula.gui.models.widgets import ElidedLabel
+from specula.gui.models.suggestions_panel import SuggestionsPanel
+from specula.gui.models.widgets import ElidedLabel, muted, set_tone
 from specula.gui.tasks import Task, TaskContext, TaskError, start_task
 
 SEARCH_DELAY_MS = 350
@@ -99,6 +103,7 @@ class DiscoverPage(QWidget):
         for sig in (engine.target_loaded, engine.draft_loaded, engine.draft_unloaded):
             sig.connect(lambda *_a: self.rebadge())
         engine.target_loaded.connect(self.drafts.set_loaded)
+        engine.target_loaded.connect(lambda _i: self._suggested and self.suggest())
         ctx.downloads.download_finished.connect(lambda *_a: self._mark_local())
         ctx.library.scanned.connect(lambda _models: self._on_library_changed())
 
@@ -106,10 +111,13 @@ class DiscoverPage(QWidget):
         w = QWidget(self)
         lay = QVBoxLayout(w)
         lay.setContentsMargins(0, 0, 8, 0)
-        self.search_status = QLabel("Type to search the hub.", w)
-        self.search_status.setObjectName("Muted")
-        self.search_status.setWordWrap(True)
+        self.search_status = muted("Type to search the hub.", w)
         lay.addWidget(self.search_status)
+        self.suggestions = SuggestionsPanel(w)
+        self.suggestions.load_requested.connect(self._load_pair)
+        self.suggestions.download_requested.connect(self._download_draft)
+        lay.addWidget(self.suggestions, 1)
+        self._suggested = False  # worked out the first time the page is shown
         self.results_model = SearchResultsModel(self)
         self.results = QTableView(w)
         self.results.setObjectName("SearchResults")
@@ -124,6 +132,7 @@ class DiscoverPage(QWidget):
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.results.selectionModel().currentRowChanged.connect(self._on_repo_selected)
         lay.addWidget(self.results, 1)
+        self.results.hide()  # until a search
         return w
 
     def _repo_side(self) -> QWidget:
@@ -133,9 +142,7 @@ class DiscoverPage(QWidget):
         self.repo_title = ElidedLabel("", w)
         self.repo_title.setObjectName("RepoTitle")
         lay.addWidget(self.repo_title)
-        self.description = QLabel("", w)
-        self.description.setObjectName("Muted")
-        self.description.setWordWrap(True)
+        self.description = muted("", w)
         lay.addWidget(self.description)
         self.files_status = QLabel("", w)
         self.files_status.setWordWrap(True)
@@ -173,12 +180,13 @@ class DiscoverPage(QWidget):
         if self._search_task is not None:
             self._search_task.cancel()
         text = self.search.text().strip()
+        self.results.setVisible(bool(text))
+        self.suggestions.setVisible(not text)
         if not text:
             self.results_model.set_results([])
             self.search_status.setText("Type to search the hub.")
             return
-        self.search_status.setObjectName("Muted")
-        self._restyle(self.search_status)
+        set_tone(self.search_status, "Muted")
         self.search_status.setText(f"Searching for “{text}”…")
 
         def work(ctx: TaskContext) -> list[RepoSummary]:
@@ -211,8 +219,7 @@ class DiscoverPage(QWidget):
         self.drafts.setProperty("shown_for", "")
         self.repo_title.setText(repo_id)
         self.description.setText("")
-        self.files_status.setObjectName("Muted")
-        self._restyle(self.files_status)
+        set_tone(self.files_status, "Muted")
         self.files_status.setText("Listing the repository's files…")
 
         def work(ctx: TaskContext) -> RepoListing:
@@ -260,8 +267,7 @@ class DiscoverPage(QWidget):
         n = len(listing.models)
         against = (f"compatibility against {target.display_name} (loaded target)" if target
                    else "no target loaded: load one on the chat page to check compatibility")
-        self.files_status.setObjectName("Muted")
-        self._restyle(self.files_status)
+        set_tone(self.files_status, "Muted")
         self.files_status.setText(f"{plural(n, 'GGUF model')} · {against}")
         n_ctx = self.n_ctx.value()
         cache, errors = dict(self.headers), dict(self.header_errors)
@@ -357,6 +363,23 @@ class DiscoverPage(QWidget):
     def _download_draft(self, repo_id: str, filename: str, size: int) -> None:
         self.ctx.downloads.start(repo_id, filename, size or None)
 
+    # -- suggestions --------------------------------------------------------------------------
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if not self._suggested:
+            self.suggest()
+
+    def suggest(self) -> None:
+        """Work the suggested pairs out again (library, loaded target and hub)."""
+        self._suggested = True
+        self.suggestions.refresh(list(self.ctx.library.models), self.ctx.engine.target_info,
+                                 self.ctx.library.models_dir)
+
+    def _load_pair(self, target: str, draft: str) -> None:
+        self.ctx.load_requested.emit("target", target)
+        self.ctx.load_requested.emit("draft", draft)
+        self.ctx.page_requested.emit("chat")
+
     def _load_draft(self, path: str) -> None:
         self.ctx.load_requested.emit("draft", path)
         self.ctx.page_requested.emit("chat")
@@ -364,6 +387,8 @@ class DiscoverPage(QWidget):
     def _on_library_changed(self) -> None:
         """A download landed (or a file went): list the drafts again, each file once."""
         self._mark_local()
+        if self._suggested:
+            self.suggest()
         row = self.files.selected_row()
         self.drafts.setProperty("shown_for", "")
         if row is not None and row.info is not None:
@@ -371,11 +396,5 @@ class DiscoverPage(QWidget):
 
     # -- errors --------------------------------------------------------------------------------------
     def _show_error(self, label: QLabel, error: TaskError) -> None:
-        label.setObjectName("ErrorLabel")
-        self._restyle(label)
+        set_tone(label, "ErrorLabel")
         label.setText(error.message)
-
-    @staticmethod
-    def _restyle(label: QLabel) -> None:
-        label.style().unpolish(label)
-        label.style().polish(label)
