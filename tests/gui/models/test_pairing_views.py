@@ -220,3 +220,18 @@ def test_discover_suggests_pairs_before_any_search(ctx, fake_hub: FakeHub, hub_m
     page.search.setText("zebra")
     page.run_search()
     assert not page.suggestions.isVisible() and page.results.isVisible()
+
+
+def test_a_hub_file_already_in_a_library_folder_is_not_offered_again(
+        ctx, fake_hub: FakeHub, hub_models, qtbot, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    _fill_library(ctx, hub_models, tmp_path)  # SMALL_FILE is also in the extra folder
+    (ctx.library.models_dir / SMALL_REPO / SMALL_FILE).unlink()  # only the extra copy is left
+    _rescan(ctx, qtbot)
+    page = DiscoverPage(ctx)
+    qtbot.addWidget(page)
+    page.show()
+    with qtbot.waitSignal(page.files_listed, timeout=10000):
+        page.open_repo(SMALL_REPO)
+    page.files.selectRow(0)
+    assert page.files_model.rows[0].local and not page.download_button.isEnabled()
+    assert "Already in the library" in page.download_hint.text()

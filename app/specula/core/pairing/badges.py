@@ -80,7 +80,9 @@ def human_duration(seconds: float | None) -> str:
 def human_params(n: int | None) -> str:
     if not n:
         return ""
-    return f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.0f}M"
+    if n >= 1e9:
+        return f"{n / 1e9:.2f}B"
+    return f"{n / 1e6:.0f}M" if n >= 1e6 else f"{n / 1e3:.0f}k"
 
 
 _FIT_TONES = {FitVerdict.GPU: Tone.GOOD, FitVerdict.PARTIAL: Tone.OK, FitVerdict.CPU: Tone.OK,

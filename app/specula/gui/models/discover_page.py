@@ -32,6 +32,7 @@ from specula.core.hub.client import HubClient, RepoListing, RepoSummary
 from specula.core.hub.partial_files import local_path
 from specula.core.hub.remote_header import read_remote_info
 from specula.core.pairing.badges import badges_for, detected_gpu_free, human_size, plural
+from specula.core.pairing.drafts import same_file
 from specula.gui.context import AppContext
 from specula.gui.models.drafts_panel import DraftsPanel
 from specula.gui.models.repo_files_view import FileRow, RepoFilesModel, RepoFilesView
@@ -127,6 +128,7 @@ class DiscoverPage(QWidget):
         self.results.verticalHeader().hide()
         self.results.setShowGrid(False)
         self.results.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.results.setWordWrap(False)  # a wrapped name is cut at its end, not its middle
         header = self.results.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
@@ -240,9 +242,13 @@ class DiscoverPage(QWidget):
         self.rebadge()
 
     def _local_files(self, listing: RepoListing) -> set[str]:
+        """The listing's files already in the library: downloaded here, or the same file
+        (name and size) in any library folder."""
         models_dir = self.ctx.library.models_dir
+        have = {same_file(m.name, m.size) for m in self.ctx.library.models}
         return {m.filename for m in listing.models
-                if local_path(models_dir, listing.repo_id, m.filename).exists()}
+                if local_path(models_dir, listing.repo_id, m.filename).exists()
+                or same_file(m.filename, m.total_size) in have}
 
     def _mark_local(self) -> None:
         if self.listing is not None:

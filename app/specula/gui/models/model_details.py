@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 
 from specula.core.gguf.model_info import ModelInfo, read_model_info
 from specula.core.library.scan import LocalModel
-from specula.core.pairing.badges import human_params, human_size, plural
+from specula.core.pairing.badges import human_params, human_size, is_same_file, plural
 from specula.core.pairing.drafts import DraftCandidate, LibraryPairs, judge, library_pairs
 from specula.gui.models.widgets import caption, muted, side_list
 from specula.gui.tasks import Task, TaskContext, TaskError, start_task
@@ -93,6 +93,8 @@ def draft_refusal(verdict: DraftCandidate | None, target: ModelInfo | None) -> s
     """Why this model cannot be loaded as the draft of the loaded target ("" when it can)."""
     if verdict is None or target is None or verdict.suits:
         return ""
+    if is_same_file(target, verdict.info, verdict.name):
+        return f"{target.display_name} is the loaded target."
     if not verdict.report.usable:
         return f"Cannot draft for {target.display_name}: {verdict.report.reason()}"
     return f"Not smaller than {target.display_name}: drafting with it gains nothing."

@@ -51,8 +51,12 @@ def suggest(ctx: TaskContext, library: list[LocalModel], loaded: ModelInfo | Non
 
 
 def pair_label(p: SuggestedPair) -> str:
+    return f"{p.target.name} + {p.draft.name}"
+
+
+def pair_detail(p: SuggestedPair) -> str:
     size = human_size((p.target.size or 0) + (p.draft.size or 0)) if p.target.size else "?"
-    return f"{p.target.name} + {p.draft.name} · {size} · {p.why}"
+    return f"{p.why} · {size} together"
 
 
 def action_text(p: SuggestedPair) -> str:
@@ -114,10 +118,16 @@ class SuggestionsPanel(QFrame):
         row = QWidget(self.list)
         lay = QHBoxLayout(row)
         lay.setContentsMargins(6, 2, 6, 2)
+        text = QVBoxLayout()
+        text.setSpacing(0)
         label = ElidedLabel(pair_label(p), row)
         label.setToolTip(f"Target: {p.target.source}\nDraft: {p.draft.source}\n"
                          f"{', '.join(p.reasons)}")
-        lay.addWidget(label, 1)
+        text.addWidget(label)
+        detail = ElidedLabel(pair_detail(p), row)
+        detail.setObjectName("Muted")
+        text.addWidget(detail)
+        lay.addLayout(text, 1)
         button = QPushButton(action_text(p), row)
         button.setObjectName("Primary")
         button.clicked.connect(lambda _=False, pair=p: self._act(pair))
