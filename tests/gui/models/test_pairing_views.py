@@ -53,6 +53,20 @@ def _rescan(ctx, qtbot) -> None:  # type: ignore[no-untyped-def]
         ctx.library.rescan()
 
 
+def _discover(ctx, qtbot) -> DiscoverPage:  # type: ignore[no-untyped-def]
+    page = DiscoverPage(ctx)
+    qtbot.addWidget(page)
+    page.show()
+    return page
+
+
+def _my_models(ctx, qtbot) -> LibraryPage:  # type: ignore[no-untyped-def]
+    page = LibraryPage(ctx)
+    qtbot.addWidget(page)
+    page.show()
+    return page
+
+
 def _expected_drafts(target: Path, files: list[Path]) -> set[str]:
     """Computed from the headers directly: usable by llama.cpp's rules and fewer parameters."""
     t = read_model_info(target)
@@ -100,9 +114,7 @@ def test_every_view_lists_the_same_drafts_once(make_window, fake_hub: FakeHub, h
 
 def test_a_downloaded_hub_draft_says_so_and_offers_load(ctx, fake_hub: FakeHub, hub_models,
                                                         qtbot) -> None:  # type: ignore[no-untyped-def]
-    page = DiscoverPage(ctx)
-    qtbot.addWidget(page)
-    page.show()
+    page = _discover(ctx, qtbot)
     with qtbot.waitSignal(page.drafts.recommendations_ready, timeout=30000) as blocker:
         page.open_repo(TARGET_REPO)
     hub_small = f"{SMALL_REPO}/{SMALL_FILE}"
@@ -124,9 +136,7 @@ def test_a_draft_is_fitted_as_a_draft_and_the_loaded_file_is_not_same_size(
     big = put_model(ctx.library.models_dir, TARGET_REPO, hub_models["big"], TARGET_FILE)
     with qtbot.waitSignal(ctx.engine.target_loaded, timeout=60000):
         ctx.engine.load_target(str(big))
-    page = DiscoverPage(ctx)
-    qtbot.addWidget(page)
-    page.show()
+    page = _discover(ctx, qtbot)
     with qtbot.waitSignal(page.headers_read, timeout=30000):
         page.open_repo(SMALL_REPO)
     row = page.files_model.rows[0]
@@ -143,9 +153,7 @@ def test_a_draft_is_fitted_as_a_draft_and_the_loaded_file_is_not_same_size(
 
 def test_load_as_draft_is_refused_with_the_reason(ctx, hub_models, qtbot, tmp_path) -> None:  # type: ignore[no-untyped-def]
     files = _fill_library(ctx, hub_models, tmp_path)
-    page = LibraryPage(ctx)
-    qtbot.addWidget(page)
-    page.show()
+    page = _my_models(ctx, qtbot)
     _rescan(ctx, qtbot)
     with qtbot.waitSignal(ctx.engine.target_loaded, timeout=60000):
         ctx.engine.load_target(str(files["big"]))
@@ -160,9 +168,7 @@ def test_load_as_draft_is_refused_with_the_reason(ctx, hub_models, qtbot, tmp_pa
 
 def test_library_rows_are_readable(ctx, hub_models, qtbot, tmp_path) -> None:  # type: ignore[no-untyped-def]
     files = _fill_library(ctx, hub_models, tmp_path)
-    page = LibraryPage(ctx)
-    qtbot.addWidget(page)
-    page.show()
+    page = _my_models(ctx, qtbot)
     _rescan(ctx, qtbot)
     names = [page.proxy.index(r, 0).data() for r in range(page.proxy.rowCount())]
     twins = [n for n in names if n.startswith(SMALL_FILE)]
@@ -227,9 +233,7 @@ def test_a_hub_file_already_in_a_library_folder_is_not_offered_again(
     _fill_library(ctx, hub_models, tmp_path)  # SMALL_FILE is also in the extra folder
     (ctx.library.models_dir / SMALL_REPO / SMALL_FILE).unlink()  # only the extra copy is left
     _rescan(ctx, qtbot)
-    page = DiscoverPage(ctx)
-    qtbot.addWidget(page)
-    page.show()
+    page = _discover(ctx, qtbot)
     with qtbot.waitSignal(page.files_listed, timeout=10000):
         page.open_repo(SMALL_REPO)
     page.files.selectRow(0)

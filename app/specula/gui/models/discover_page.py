@@ -18,7 +18,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QLineEdit,
     QPushButton,
     QSpinBox,
     QSplitter,
@@ -38,7 +37,7 @@ from specula.gui.models.drafts_panel import DraftsPanel
 from specula.gui.models.repo_files_view import FileRow, RepoFilesModel, RepoFilesView
 from specula.gui.models.search_model import REPO_ROLE, SearchResultsModel
 from specula.gui.models.suggestions_panel import SuggestionsPanel
-from specula.gui.models.widgets import ElidedLabel, muted, set_tone
+from specula.gui.models.widgets import ElidedLabel, muted, page_layout, search_box, set_tone
 from specula.gui.tasks import Task, TaskContext, TaskError, start_task
 
 SEARCH_DELAY_MS = 350
@@ -64,15 +63,8 @@ class DiscoverPage(QWidget):
         self._files_task: Task | None = None
         self._header_task: Task | None = None
 
-        outer = QVBoxLayout(self)
-        outer.setContentsMargins(24, 16, 24, 16)
-        head = QHBoxLayout()
-        title = QLabel("Discover", self)
-        title.setObjectName("PageTitle")
-        head.addWidget(title)
-        self.search = QLineEdit(self)
-        self.search.setPlaceholderText("Search GGUF models on the hub (e.g. qwen coder)…")
-        self.search.setClearButtonEnabled(True)
+        outer, head = page_layout(self, "Discover")
+        self.search = search_box("Search GGUF models on the hub (e.g. qwen coder)…", self)
         head.addWidget(self.search, 1)
         head.addWidget(QLabel("Context", self))
         self.n_ctx = QSpinBox(self)
@@ -82,7 +74,6 @@ class DiscoverPage(QWidget):
         self.n_ctx.setSuffix(" tokens")
         self.n_ctx.setToolTip("The context length the fit badges assume")
         head.addWidget(self.n_ctx)
-        outer.addLayout(head)
 
         split = QSplitter(Qt.Orientation.Horizontal, self)
         split.addWidget(self._results_side())

@@ -13,13 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
-    QFrame,
-    QHBoxLayout,
-    QListWidgetItem,
     QPushButton,
-    QVBoxLayout,
     QWidget,
 )
 
@@ -35,7 +31,7 @@ from specula.core.pairing.drafts import (
     library_drafts,
     merge_hub,
 )
-from specula.gui.models.widgets import ElidedLabel, caption, muted, side_list
+from specula.gui.models.widgets import ElidedLabel, SidePane
 from specula.gui.tasks import Task, TaskContext, TaskError, start_task
 
 
@@ -79,7 +75,7 @@ def load_refusal(c: DraftCandidate, loaded: ModelInfo | None) -> str:
     return ""
 
 
-class DraftsPanel(QFrame):
+class DraftsPanel(SidePane):
     download_requested = Signal(str, str, int)
     """The user clicked Download on a hub draft: repo id, file name, size in bytes (0: unknown)."""
     load_requested = Signal(str)
@@ -88,18 +84,11 @@ class DraftsPanel(QFrame):
     """All candidates are known (a Recommendation)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("SidePanel")
+        super().__init__("DRAFTS FOR THIS MODEL", "Select a file to see which drafts suit it.",
+                         "DraftList", parent)
         self._task: Task | None = None
         self.result: Recommendation | None = None
         self.loaded: ModelInfo | None = None  # the loaded target Load is judged against
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(12, 10, 12, 10)
-        lay.addWidget(caption("DRAFTS FOR THIS MODEL", self))
-        self.status = muted("Select a file to see which drafts suit it.", self)
-        lay.addWidget(self.status)
-        self.list = side_list("DraftList", self)
-        lay.addWidget(self.list, 1)
         self.buttons: dict[str, QPushButton] = {}  # source -> its Download or Load button
 
     def clear(self, text: str = "") -> None:
@@ -131,6 +120,7 @@ class DraftsPanel(QFrame):
         self.buttons.clear()
         for c in result.local + result.hub:
             self._add(c)
+        self.fit_rows()
         n_local, n_hub = len(result.local), len(result.hub)
         text = f"{n_local} in the library, {n_hub} more on the hub"
         if result.hub_error:
@@ -140,10 +130,7 @@ class DraftsPanel(QFrame):
         self.status.setText(text)
 
     def _add(self, c: DraftCandidate) -> None:
-        item = QListWidgetItem(self.list)
-        row = QWidget(self.list)
-        lay = QHBoxLayout(row)
-        lay.setContentsMargins(6, 2, 6, 2)
+        row, lay = self.add_row(c.source)
         text = ElidedLabel(candidate_label(c), row)
         text.setToolTip(f"{c.source}\n{', '.join(c.reasons)}\n{c.report.reason()}")
         lay.addWidget(text, 1)
@@ -165,11 +152,6 @@ class DraftsPanel(QFrame):
         if button is not None:
             lay.addWidget(button)
             self.buttons[c.source] = button
-        hint = row.sizeHint()
-        hint.setHeight(hint.height() + 14)  # the list's item padding
-        item.setSizeHint(hint)
-        item.setData(Qt.ItemDataRole.UserRole, c.source)
-        self.list.setItemWidget(item, row)
 
     def _failed(self, error: TaskError) -> None:
         self.status.setText(f"Could not look for drafts: {error.message}")

@@ -13,15 +13,11 @@ from PySide6.QtCore import QModelIndex, Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QHBoxLayout,
     QHeaderView,
-    QLabel,
-    QLineEdit,
     QMessageBox,
     QPushButton,
     QSplitter,
     QTableView,
-    QVBoxLayout,
     QWidget,
 )
 
@@ -36,6 +32,7 @@ from specula.gui.models.library_model import (
     model_folder,
 )
 from specula.gui.models.model_details import ModelDetails
+from specula.gui.models.widgets import muted, page_layout, search_box
 
 
 def ask_yes_no(parent: QWidget, title: str, text: str) -> bool:
@@ -55,25 +52,16 @@ class LibraryPage(QWidget):
         self.library = ctx.library
         self.confirm: Callable[[QWidget, str, str], bool] = ask_yes_no  # tests replace it
         self.open_url: Callable[[QUrl], object] = QDesktopServices.openUrl
-        outer = QVBoxLayout(self)
-        outer.setContentsMargins(24, 16, 24, 16)
-        head = QHBoxLayout()
-        title = QLabel("My Models", self)
-        title.setObjectName("PageTitle")
-        head.addWidget(title)
-        self.summary = QLabel("", self)
-        self.summary.setObjectName("Muted")
+        outer, head = page_layout(self, "My Models")
+        self.summary = muted("", self, wrap=False)
         head.addWidget(self.summary, 1)
-        self.filter = QLineEdit(self)
-        self.filter.setPlaceholderText("Filter by name, architecture, quantization, folder…")
-        self.filter.setClearButtonEnabled(True)
+        self.filter = search_box("Filter by name, architecture, quantization, folder…", self)
         self.filter.setMinimumWidth(320)
         head.addWidget(self.filter)
         self.rescan = QPushButton("Rescan", self)
         self.rescan.setToolTip("Look for new or removed files in every model folder")
         self.rescan.clicked.connect(self.library.rescan)
         head.addWidget(self.rescan)
-        outer.addLayout(head)
 
         self.table_model = LibraryTableModel(self)
         self.proxy = LibraryFilterProxy(self)

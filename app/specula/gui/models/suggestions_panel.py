@@ -10,11 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
-    QFrame,
-    QHBoxLayout,
-    QListWidgetItem,
     QPushButton,
     QVBoxLayout,
     QWidget,
@@ -31,7 +28,7 @@ from specula.core.pairing.suggestions import (
     hub_suggestions,
     library_suggestions,
 )
-from specula.gui.models.widgets import ElidedLabel, caption, muted, side_list
+from specula.gui.models.widgets import ElidedLabel, SidePane
 from specula.gui.tasks import Task, TaskContext, TaskError, start_task
 
 
@@ -67,7 +64,7 @@ def action_text(p: SuggestedPair) -> str:
     return "Download both" if p.draft.location == "hub" else "Download target"
 
 
-class SuggestionsPanel(QFrame):
+class SuggestionsPanel(SidePane):
     load_requested = Signal(str, str)
     """Load this pair: target path, draft path."""
     download_requested = Signal(str, str, int)
@@ -76,18 +73,12 @@ class SuggestionsPanel(QFrame):
     """Every suggestion is known (Suggestions)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("SidePanel")
+        super().__init__("SUGGESTED PAIRS",
+                         "A target with the draft that suits it, ready in one click.",
+                         "SuggestedPairs", parent)
         self._task: Task | None = None
         self.result: Suggestions | None = None
         self.buttons: list[QPushButton] = []
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(12, 10, 12, 10)
-        lay.addWidget(caption("SUGGESTED PAIRS", self))
-        self.status = muted("A target with the draft that suits it, ready in one click.", self)
-        lay.addWidget(self.status)
-        self.list = side_list("SuggestedPairs", self)
-        lay.addWidget(self.list, 1)
 
     def refresh(self, library: list[LocalModel], loaded: ModelInfo | None,
                 models_dir: Path) -> None:
@@ -107,6 +98,7 @@ class SuggestionsPanel(QFrame):
         self.buttons.clear()
         for p in result.pairs:
             self._add(p)
+        self.fit_rows()
         text = (plural(len(result.pairs), "pair") + " to try" if result.pairs else
                 "No pair found yet: download a target and a small draft of the same family.")
         if result.hub_error:
@@ -114,10 +106,7 @@ class SuggestionsPanel(QFrame):
         self.status.setText(text)
 
     def _add(self, p: SuggestedPair) -> None:
-        item = QListWidgetItem(self.list)
-        row = QWidget(self.list)
-        lay = QHBoxLayout(row)
-        lay.setContentsMargins(6, 2, 6, 2)
+        row, lay = self.add_row(p)
         text = QVBoxLayout()
         text.setSpacing(0)
         label = ElidedLabel(pair_label(p), row)
@@ -133,11 +122,6 @@ class SuggestionsPanel(QFrame):
         button.clicked.connect(lambda _=False, pair=p: self._act(pair))
         lay.addWidget(button)
         self.buttons.append(button)
-        hint = row.sizeHint()
-        hint.setHeight(hint.height() + 14)
-        item.setSizeHint(hint)
-        item.setData(Qt.ItemDataRole.UserRole, p)
-        self.list.setItemWidget(item, row)
 
     def _act(self, p: SuggestedPair) -> None:
         if p.ready:

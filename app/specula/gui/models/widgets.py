@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QPainter, QPaintEvent
-from PySide6.QtWidgets import QLabel, QListWidget, QSizePolicy, QWidget
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
 
 
 def caption(text: str, parent: QWidget) -> QLabel:
@@ -36,6 +46,60 @@ def side_list(name: str, parent: QWidget) -> QListWidget:
     view.setTextElideMode(Qt.TextElideMode.ElideNone)
     view.setResizeMode(QListWidget.ResizeMode.Adjust)
     return view
+
+
+def page_layout(page: QWidget, title: str) -> tuple[QVBoxLayout, QHBoxLayout]:
+    """A page's outer layout and its header row, which starts with the page title."""
+    outer = QVBoxLayout(page)
+    outer.setContentsMargins(24, 16, 24, 16)
+    head = QHBoxLayout()
+    label = QLabel(title, page)
+    label.setObjectName("PageTitle")
+    head.addWidget(label)
+    outer.addLayout(head)
+    return outer, head
+
+
+def search_box(placeholder: str, parent: QWidget) -> QLineEdit:
+    """A line edit for searching or filtering, with a clear button."""
+    box = QLineEdit(parent)
+    box.setPlaceholderText(placeholder)
+    box.setClearButtonEnabled(True)
+    return box
+
+
+class SidePane(QFrame):
+    """A framed pane: a caption, a muted status line and a list whose rows are widgets."""
+
+    def __init__(self, title: str, status: str, list_name: str,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("SidePanel")
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(12, 10, 12, 10)
+        lay.addWidget(caption(title, self))
+        self.status = muted(status, self)
+        lay.addWidget(self.status)
+        self.list = side_list(list_name, self)
+        lay.addWidget(self.list, 1)
+
+    def add_row(self, data: object) -> tuple[QWidget, QHBoxLayout]:
+        """A new row: the widget to fill (through the returned layout), holding ``data``."""
+        item = QListWidgetItem(self.list)
+        item.setData(Qt.ItemDataRole.UserRole, data)
+        row = QWidget(self.list)
+        lay = QHBoxLayout(row)
+        lay.setContentsMargins(6, 2, 6, 2)
+        self.list.setItemWidget(item, row)
+        return row, lay
+
+    def fit_rows(self) -> None:
+        """Size every row to its widget (call once the rows are filled)."""
+        for i in range(self.list.count()):
+            item = self.list.item(i)
+            hint = self.list.itemWidget(item).sizeHint()
+            hint.setHeight(hint.height() + 14)  # the list's item padding
+            item.setSizeHint(hint)
 
 
 def set_tone(label: QLabel, name: str) -> None:
