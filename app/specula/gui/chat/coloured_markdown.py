@@ -169,7 +169,7 @@ class _Renderer:
         return (
             f'<table width="100%" cellpadding="6" cellspacing="0" bgcolor="{self.pal.code_bg}">'
             f'<tr><td><span style="color:{self.pal.muted}">{label}</span></td>'
-            f'<td align="right"><a href="copy:{n}">Copy</a></td></tr>'
+            f'<td align="right"><a href="copy:{n}" style="color:{self.pal.chart_rate}">Copy</a></td></tr>'
             f'<tr><td colspan="2"><pre style="margin:0; white-space:pre-wrap">{"".join(out)}</pre></td></tr>'
             "</table><br>"
         )
