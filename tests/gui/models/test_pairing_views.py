@@ -239,3 +239,19 @@ def test_a_hub_file_already_in_a_library_folder_is_not_offered_again(
     page.files.selectRow(0)
     assert page.files_model.rows[0].local and not page.download_button.isEnabled()
     assert "Already in the library" in page.download_hint.text()
+
+
+def test_pane_rows_are_as_tall_as_their_contents(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from specula.gui.models.widgets import SidePane
+
+    pane = SidePane("TITLE", "status", "List")
+    qtbot.addWidget(pane)
+    pane.resize(400, 300)
+    pane.show()  # rows added while the pane is visible
+    row, lay = pane.add_row("data")
+    label = ElidedLabel("a row's text", row)
+    lay.addWidget(label)
+    pane.show_rows()
+    item = pane.list.item(0)
+    assert pane.list.itemWidget(item) is row and label.isVisibleTo(pane)
+    assert pane.list.visualItemRect(item).height() >= label.sizeHint().height()

@@ -120,7 +120,7 @@ class DraftsPanel(SidePane):
         self.buttons.clear()
         for c in result.local + result.hub:
             self._add(c)
-        self.fit_rows()
+        self.show_rows()
         n_local, n_hub = len(result.local), len(result.hub)
         text = f"{n_local} in the library, {n_hub} more on the hub"
         if result.hub_error:

@@ -82,24 +82,27 @@ class SidePane(QFrame):
         lay.addWidget(self.status)
         self.list = side_list(list_name, self)
         lay.addWidget(self.list, 1)
+        self._pending: list[tuple[QListWidgetItem, QWidget]] = []
 
     def add_row(self, data: object) -> tuple[QWidget, QHBoxLayout]:
-        """A new row: the widget to fill (through the returned layout), holding ``data``."""
+        """A new row holding ``data``: fill the returned widget through its layout, then call
+        :meth:`show_rows` once every row is filled."""
         item = QListWidgetItem(self.list)
         item.setData(Qt.ItemDataRole.UserRole, data)
         row = QWidget(self.list)
         lay = QHBoxLayout(row)
         lay.setContentsMargins(6, 2, 6, 2)
-        self.list.setItemWidget(item, row)
+        self._pending.append((item, row))
         return row, lay
 
-    def fit_rows(self) -> None:
-        """Size every row to its widget (call once the rows are filled)."""
-        for i in range(self.list.count()):
-            item = self.list.item(i)
-            hint = self.list.itemWidget(item).sizeHint()
+    def show_rows(self) -> None:
+        """Put the filled rows in the list, each item as tall as its row."""
+        for item, row in self._pending:
+            hint = row.sizeHint()
             hint.setHeight(hint.height() + 14)  # the list's item padding
             item.setSizeHint(hint)
+            self.list.setItemWidget(item, row)
+        self._pending.clear()
 
 
 def set_tone(label: QLabel, name: str) -> None:
