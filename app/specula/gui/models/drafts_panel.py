@@ -31,7 +31,8 @@ from specula.core.pairing.drafts import (
     library_drafts,
     merge_hub,
 )
-from specula.gui.models.widgets import ElidedLabel, SidePane
+from specula.gui.elided import ElidedLabel
+from specula.gui.models.widgets import SidePane
 from specula.gui.tasks import Task, TaskContext, TaskError, start_task
 
 

@@ -28,7 +28,8 @@ from specula.core.pairing.suggestions import (
     hub_suggestions,
     library_suggestions,
 )
-from specula.gui.models.widgets import ElidedLabel, SidePane
+from specula.gui.elided import ElidedLabel
+from specula.gui.models.widgets import SidePane
 from specula.gui.tasks import Task, TaskContext, TaskError, start_task
 
 
