@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 from specula.core.gguf.model_info import read_model_info
@@ -75,3 +76,6 @@ def test_a_hub_pair_already_in_a_library_folder_is_that_pair(fake_hub: FakeHub,
     found = Suggestions(library_suggestions(library))
     found.add([hub])
     assert len(found.pairs) == 1  # the library's pair and the hub's are one
+    other_copy = replace(hub, draft=replace(hub.draft, source="/elsewhere/" + SMALL_FILE))
+    found.add([other_copy])
+    assert len(found.pairs) == 1  # another copy of the same two files is still that pair

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from specula.core.gguf.model_info import GGUFError, ModelInfo, read_model_info
 from specula.core.hub.client import HubClient
@@ -72,9 +72,18 @@ class Suggestions:
     hub_error: str = ""
 
     def add(self, more: list[SuggestedPair]) -> None:
-        """Append the pairs not listed yet (a hub pair already in the library is one pair)."""
-        listed = {(p.target.source, p.draft.source) for p in self.pairs}
-        self.pairs += [p for p in more if (p.target.source, p.draft.source) not in listed]
+        """Append the pairs not listed yet: the same two files (wherever their copies are,
+        in the library or on the hub) are one pair."""
+        listed = {_files(p) for p in self.pairs}
+        for p in more:
+            if _files(p) not in listed:
+                listed.add(_files(p))
+                self.pairs.append(p)
+
+
+def _files(p: SuggestedPair) -> tuple[tuple[str, int | None], tuple[str, int | None]]:
+    return (same_file(PurePosixPath(p.target.source).name, p.target.size),
+            same_file(PurePosixPath(p.draft.source).name, p.draft.size))
 
 
 def _local_end(model: LocalModel, info: ModelInfo) -> End:
