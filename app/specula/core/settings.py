@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from specula.core import paths
+from specula.core import gpu_layers, paths
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.sampling import SamplingParams
 
@@ -87,8 +87,8 @@ class Settings:
     theme: str = "dark"
     n_threads: int = 0  # 0 = let the engine choose
     n_ctx: int = 4096
-    n_gpu_layers_target: int = 0
-    n_gpu_layers_draft: int = 0
+    n_gpu_layers_target: int = gpu_layers.AUTO  # like the command line: what the free VRAM holds
+    n_gpu_layers_draft: int = gpu_layers.AUTO
     draft_enabled: bool = True
     token_colours: str = "source"  # off | source | heat
     generation: GenerationDefaults = field(default_factory=GenerationDefaults)

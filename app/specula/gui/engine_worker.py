@@ -25,6 +25,7 @@ from specula.core.engine.sampling import SamplingParams
 from specula.core.engine.stats import GenerationStats
 from specula.core.gguf.compat import CompatReport
 from specula.core.gguf.model_info import ModelInfo
+from specula.core.gpu_layers import AUTO
 
 log = logging.getLogger("specula.gui.worker")
 
@@ -56,8 +57,8 @@ class EngineSettings:
 
     n_ctx: int = 4096
     n_threads: int = 0
-    n_gpu_layers_target: int = 0
-    n_gpu_layers_draft: int = 0
+    n_gpu_layers_target: int = AUTO  # specula.core.gpu_layers: AUTO, ALL or a count
+    n_gpu_layers_draft: int = AUTO
 
 
 class EngineWorker(QObject):
@@ -112,6 +113,7 @@ class EngineWorker(QObject):
     @Slot(str, object)
     def load_target(self, path: str, cancel: threading.Event) -> None:
         from specula.core.engine.engine import Cancelled, Engine, LoadError
+        from specula.core.hardware.offload import resolve_for_file
 
         def progress(frac: float) -> bool:
             self.load_progressed.emit("target", float(frac))
@@ -125,6 +127,8 @@ class EngineWorker(QObject):
                 self._engine = Engine(self._options())
                 self._built_with = copy.copy(self._settings)
             had_draft = bool(self._engine.has_draft)
+            self._engine.options.n_gpu_layers_target = resolve_for_file(
+                self._settings.n_gpu_layers_target, path, self._settings.n_ctx)  # "auto"
             info = self._engine.load_target(path, progress=progress)
         except Cancelled:
             self.load_cancelled.emit("target")
@@ -143,6 +147,7 @@ class EngineWorker(QObject):
     @Slot(str, object)
     def load_draft(self, path: str, cancel: threading.Event) -> None:
         from specula.core.engine.engine import Cancelled, IncompatibleDraft, LoadError
+        from specula.core.hardware.offload import resolve_for_file
 
         def progress(frac: float) -> bool:
             self.load_progressed.emit("draft", float(frac))
@@ -152,6 +157,8 @@ class EngineWorker(QObject):
             self.load_failed.emit("draft", "Load a target model before a draft model.")
             return
         try:
+            self._engine.options.n_gpu_layers_draft = resolve_for_file(
+                self._settings.n_gpu_layers_draft, path, self._settings.n_ctx)  # "auto"
             report: CompatReport = self._engine.load_draft(path, progress=progress)
         except Cancelled:
             self.load_cancelled.emit("draft")
