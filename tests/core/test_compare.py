@@ -59,6 +59,19 @@ def test_summary_is_not_contradicted_by_rounding() -> None:
     assert "Speedup 1.11×" in text
     assert "0.312 vs 0.281 tok/s" in text
     assert "1 round," not in text and "1 round)" in text
+    assert text.endswith("faster with the draft")
+
+
+def test_judgement_follows_the_rounds() -> None:
+    comp = Comparison()
+    for plain_s, spec_s in ((10.0, 5.0), (10.0, 12.0)):  # round speedups 2.0 and 0.83
+        comp.add(Side.PLAIN, RunFigures(11, plain_s))
+        comp.add(Side.SPEC, RunFigures(11, spec_s))
+    assert comp.judgement() == "no clear difference: the rounds disagree"
+    slow = Comparison()
+    slow.add(Side.PLAIN, RunFigures(11, 1.0))
+    slow.add(Side.SPEC, RunFigures(11, 3.0))
+    assert slow.judgement() == "slower with the draft on this machine"
 
 
 def test_significant_digits() -> None:

@@ -117,7 +117,7 @@ class Comparison:
         return -1
 
     def summary(self) -> str:
-        """``Speedup 1.11×   (0.312 vs 0.280 tok/s, 3 rounds, per round 1.08–1.15×)``."""
+        """``Speedup 1.11×   (0.312 vs 0.280 tok/s, 3 rounds, per round 1.08–1.15×)   ·   faster …``."""
         p, s = self.rate(Side.PLAIN), self.rate(Side.SPEC)
         text = f"Speedup {significant(self.speedup, 3)}×   ({significant(s, 3)} vs " \
                f"{significant(p, 3)} tok/s"
@@ -127,7 +127,16 @@ class Comparison:
         if len(per_round) > 1:
             text += f", per round {significant(min(per_round), 3)}–" \
                     f"{significant(max(per_round), 3)}×"
-        return text + ")"
+        return f"{text})   ·   {self.judgement()}"
+
+    def judgement(self) -> str:
+        """Faster, slower, or no clear difference (when the rounds disagree on the side of 1)."""
+        per_round = self.round_speedups()
+        if len(per_round) > 1 and min(per_round) <= 1.0 <= max(per_round):
+            return "no clear difference: the rounds disagree"
+        if self.speedup > 1.0:
+            return "faster with the draft"
+        return "slower with the draft on this machine"
 
 
 def identity_sentence(difference: int, exact_expected: bool) -> str:

@@ -7,7 +7,15 @@ is rendered by the chat's renderer so a reply looks the same on both pages
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QFrame, QLabel, QSizePolicy, QTextBrowser, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QSizePolicy,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
 
 from specula.core.engine.events import Done
 from specula.gui import theme
@@ -37,17 +45,21 @@ class Column(QFrame):
         super().__init__(parent)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
+        head = QHBoxLayout()
         self.title = QLabel(title)
         self.title.setObjectName("PanelTitle")
-        lay.addWidget(self.title)
+        head.addWidget(self.title, 1)
+        self.rate = QLabel("–")
+        self.rate.setObjectName("CompareRate")
+        self.rate.setToolTip("This side's rate over all its runs: tokens after the first "
+                             "over the time after the first token")
+        head.addWidget(self.rate)
+        lay.addLayout(head)
         self.body = QTextBrowser(self)
         self.body.setObjectName("CompareBody")
         self.body.setOpenExternalLinks(True)
         self.body.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         lay.addWidget(self.body, 1)
-        self.rate = QLabel("–")
-        self.rate.setObjectName("StatsBig")
-        lay.addWidget(self.rate)
         self.footer = QLabel("")
         self.footer.setObjectName("Footer")
         self.footer.setWordWrap(True)
@@ -84,4 +96,4 @@ class Column(QFrame):
         self.text = done.text
         self.render()
         self.rate.setText(pooled_rate)
-        self.footer.setText(footer_text(done.stats.to_dict(), done.stop_reason.value))
+        self.footer.setText("Last run: " + footer_text(done.stats.to_dict(), done.stop_reason.value))

@@ -42,6 +42,7 @@ class CompareOptions(QWidget):
         row = QHBoxLayout()
         self.linked = QCheckBox("Same as Chat")
         self.linked.setChecked(True)
+        self.linked.setProperty("visibleBox", True)
         self.linked.setToolTip("Use the chat panel's current settings; untick to set them here")
         row.addWidget(self.linked)
         self.temperature = dspin(0.0, 2.0, 0.1, self._gen.temperature, "0 = greedy")

@@ -87,6 +87,7 @@ class DownloadsPage(QWidget):
     def _rebuild(self, *_args: object) -> None:
         for r in self.rows:
             self.row_layout.removeWidget(r)
+            r.hide()  # gone now, not when the event loop gets to the deletion
             r.deleteLater()
         self.rows = []
         for item in self.manager.model.items:
