@@ -141,7 +141,9 @@ def test_every_row_has_its_own_buttons(ctx, fake_hub: FakeHub, qtbot) -> None:  
     assert running is not None and done_row is not None and running is not done_row
     qtbot.waitUntil(lambda: running.pause_button.isEnabled(), timeout=5000)  # nothing selected
     assert running.cancel_button.isEnabled() and not running.pause_button.isHidden()
-    assert done_row.pause_button.isHidden() and done_row.reveal_button.isEnabled()
+    assert running.resume_button.isHidden()  # one of Pause / Resume at a time
+    assert done_row.pause_button.isHidden() and done_row.resume_button.isHidden()
+    assert done_row.reveal_button.isEnabled()
     assert done_row.remove_button.isEnabled() and not running.remove_button.isEnabled()
     running.pause_button.click()
     fake_hub.release.set()
@@ -150,6 +152,7 @@ def test_every_row_has_its_own_buttons(ctx, fake_hub: FakeHub, qtbot) -> None:  
     assert _state(ctx, SMALL_REPO, SMALL_FILE) is DownloadState.DONE  # the other row untouched
     running = page.row(TARGET_REPO, TARGET_FILE)
     assert running.resume_button.isEnabled() and running.resume_button.text() == "Resume"
+    assert running.pause_button.isHidden() and not running.resume_button.isHidden()
     page.row(SMALL_REPO, SMALL_FILE).remove_button.click()
     assert page.row(SMALL_REPO, SMALL_FILE) is None and page.row(TARGET_REPO, TARGET_FILE)
     page.row(TARGET_REPO, TARGET_FILE).cancel_button.click()

@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
-    QSplitter,
     QVBoxLayout,
     QWidget,
 )
@@ -110,13 +109,13 @@ class ComparePage(QWidget):
         self.note.setObjectName("Muted")
         self.note.setWordWrap(True)
         lay.addWidget(self.note)
-        split = QSplitter(Qt.Orientation.Horizontal)
-        split.setChildrenCollapsible(False)
+        sides = QHBoxLayout()
+        sides.setSpacing(20)
         self.plain = Column("Draft off (plain decoding)")
         self.spec = Column("Draft on (speculative)")
-        split.addWidget(self.plain)
-        split.addWidget(self.spec)
-        lay.addWidget(split, 1)
+        sides.addWidget(self.plain, 1)
+        sides.addWidget(self.spec, 1)
+        lay.addLayout(sides, 1)
         QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self.stop,
                   context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
         for sig in (self.engine.target_loaded, self.engine.draft_unloaded,

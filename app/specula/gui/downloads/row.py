@@ -145,6 +145,9 @@ class DownloadRow(QFrame):
         self.cancel_button.setEnabled(a.cancel)
         self.reveal_button.setEnabled(a.reveal)
         self.remove_button.setEnabled(a.remove)
-        for b in (self.pause_button, self.resume_button, self.cancel_button):
-            b.setVisible(state is not DownloadState.DONE)
+        # one of Pause / Resume at a time, as a toggle would; Cancel while there is something
+        # to cancel; Show in folder once done
+        self.pause_button.setVisible(running)
+        self.resume_button.setVisible(not running and a.resume)
+        self.cancel_button.setVisible(state is not DownloadState.DONE)
         self.reveal_button.setVisible(state is DownloadState.DONE)
