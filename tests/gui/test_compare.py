@@ -132,6 +132,7 @@ def test_seeded_sampling_says_whether_texts_must_match(loaded, qtbot) -> None:  
     plain, spec = page.results["plain"], page.results["spec"]
     assert plain.stats.acceptance_rule != "greedy"
     assert IDENTITY_NOTE in page.note.text()
+    assert banner.endswith("seed 7")  # enough to repeat the comparison
     if spec.stats.acceptance_rule == "coupled":  # the seed alone fixes the text
         assert plain.text == spec.text and "texts identical" in banner
     elif plain.text != spec.text:

@@ -243,6 +243,8 @@ class ComparePage(QWidget):
         c = self.comparison
         if c.complete_rounds:
             text = f"{c.summary()}   ·   {identity_sentence(c.difference(), self._exact)}"
+            if not self._sampling.greedy:
+                text += f"   ·   seed {self._sampling.seed}"
             if self.results.get("spec") and self.results["spec"].stats.mode == "plain":
                 text += "   (no draft model was loaded: both runs were plain)"
         else:
