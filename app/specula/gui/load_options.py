@@ -13,7 +13,8 @@ Usage::
     opts.options_changed.connect(lambda choice: ...)  # a LoadChoice
     opts.set_models(new_target_info, new_draft_info)  # when other models are picked
 
-The widget only shows and edits values; it loads nothing and saves nothing.
+The widget only shows and edits values; it loads nothing and saves nothing
+(:class:`LoadOptionsDialog` wraps it in a dialog whose OK saves the choice).
 Free GPU memory is read once per :meth:`set_models` (or passed in), never per
 slider step.
 """
@@ -26,11 +27,14 @@ from dataclasses import dataclass
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
+    QDialog,
+    QDialogButtonBox,
     QFormLayout,
     QHBoxLayout,
     QLabel,
     QSlider,
     QSpinBox,
+    QVBoxLayout,
     QWidget,
 )
 
@@ -39,6 +43,8 @@ from specula.core.gguf.model_info import ModelInfo
 from specula.core.hardware import fit, offload
 from specula.core.hardware.system import GGMLDevice, list_devices, plan_offload
 from specula.core.pairing.badges import human_size
+from specula.core.settings import Settings
+from specula.gui.context import AppContext
 
 UNKNOWN_LAYERS = 128  # the slider's range before a model's layer count is known
 
@@ -218,3 +224,42 @@ class LoadOptions(QWidget):
         else:
             lines.append("No GPU that this llama.cpp build can use: every layer runs on the CPU.")
         return "\n".join(lines)
+
+
+def apply_choice(settings: Settings, choice: LoadChoice) -> None:
+    """Write ``choice`` into the settings (the caller saves them)."""
+    settings.n_ctx = choice.n_ctx
+    settings.n_gpu_layers_target = choice.target_layers
+    settings.n_gpu_layers_draft = choice.draft_layers
+
+
+class LoadOptionsDialog(QDialog):
+    """:class:`LoadOptions` in a dialog, for a gear button next to a model picker.
+
+    ``LoadOptionsDialog(ctx, target_info, draft_info, parent).exec()`` shows the
+    saved options for these models; OK saves them (they apply at the next load).
+    """
+
+    def __init__(self, ctx: AppContext, target: ModelInfo | None = None,
+                 draft: ModelInfo | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.ctx = ctx
+        self.setWindowTitle("Load options")
+        s = ctx.settings
+        lay = QVBoxLayout(self)
+        self.options = LoadOptions(s.n_ctx, s.n_gpu_layers_target, s.n_gpu_layers_draft,
+                                   target, draft, parent=self)
+        lay.addWidget(self.options)
+        note = QLabel("They apply when a model is next loaded.")
+        note.setObjectName("Muted")
+        lay.addWidget(note)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
+                                   | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        lay.addWidget(buttons)
+
+    def accept(self) -> None:
+        apply_choice(self.ctx.settings, self.options.choice())
+        self.ctx.save_settings()
+        super().accept()

@@ -73,3 +73,19 @@ def test_layer_spin_words(qtbot) -> None:  # type: ignore[no-untyped-def]
     spin.setValue(12)
     assert spin.text() == "12"
     assert spin.valueFromText("auto") == gpu_layers.AUTO
+
+
+def test_dialog_saves_the_choice(make_window, qwen7b, qtbot) -> None:  # type: ignore[no-untyped-def]
+    from specula.core.settings import Settings
+    from specula.gui.load_options import LoadOptionsDialog
+
+    w = make_window()
+    dialog = LoadOptionsDialog(w.ctx, qwen7b, None, w)
+    qtbot.addWidget(dialog)
+    dialog.options.n_ctx.setValue(8192)
+    dialog.options.auto.setChecked(False)
+    dialog.options.slider.setValue(5)
+    dialog.accept()
+    saved = Settings.load()
+    assert (saved.n_ctx, saved.n_gpu_layers_target) == (8192, 5)
+    assert w.ctx.settings.n_ctx == 8192

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 from specula.core import paths
 from specula.gui.chat.settings_panel import SpecForm, spin
 from specula.gui.context import AppContext
-from specula.gui.load_options import LoadOptions
+from specula.gui.load_options import LoadOptions, apply_choice
 from specula.gui.settings.model_folders import ModelFolders
 from specula.server import DEFAULT_PORT
 
@@ -172,10 +172,7 @@ class SettingsPage(QScrollArea):
         s = self.ctx.settings
         s.theme = str(self.theme.currentData())
         s.n_threads = self.threads.value()
-        choice = self.load_options.choice()
-        s.n_ctx = choice.n_ctx
-        s.n_gpu_layers_target = choice.target_layers
-        s.n_gpu_layers_draft = choice.draft_layers
+        apply_choice(s, self.load_options.choice())
         s.speculative = self.spec.values()
         self.ctx.save_settings()
         self._show_pending()
