@@ -16,9 +16,10 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from specula.core import gpu_layers, paths
+from specula.core import paths
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.sampling import SamplingParams
+from specula.core.gpu_layers import AUTO as GPU_LAYERS_AUTO
 
 log = logging.getLogger("specula.settings")
 
@@ -87,8 +88,8 @@ class Settings:
     theme: str = "dark"
     n_threads: int = 0  # 0 = let the engine choose
     n_ctx: int = 4096
-    n_gpu_layers_target: int = gpu_layers.AUTO  # like the command line: what the free VRAM holds
-    n_gpu_layers_draft: int = gpu_layers.AUTO
+    n_gpu_layers_target: int = GPU_LAYERS_AUTO  # like the command line: what the free VRAM holds
+    n_gpu_layers_draft: int = GPU_LAYERS_AUTO
     draft_enabled: bool = True
     token_colours: str = "source"  # off | source | heat
     generation: GenerationDefaults = field(default_factory=GenerationDefaults)
