@@ -26,6 +26,7 @@ from specula.core.engine.stats import GenerationStats
 from specula.core.gguf.compat import CompatReport
 from specula.core.gguf.model_info import ModelInfo
 from specula.core.gpu_layers import AUTO
+from specula.core.hardware.offload import resolve_for_file
 
 log = logging.getLogger("specula.gui.worker")
 
@@ -113,7 +114,6 @@ class EngineWorker(QObject):
     @Slot(str, object)
     def load_target(self, path: str, cancel: threading.Event) -> None:
         from specula.core.engine.engine import Cancelled, Engine, LoadError
-        from specula.core.hardware.offload import resolve_for_file
 
         def progress(frac: float) -> bool:
             self.load_progressed.emit("target", float(frac))
@@ -147,7 +147,6 @@ class EngineWorker(QObject):
     @Slot(str, object)
     def load_draft(self, path: str, cancel: threading.Event) -> None:
         from specula.core.engine.engine import Cancelled, IncompatibleDraft, LoadError
-        from specula.core.hardware.offload import resolve_for_file
 
         def progress(frac: float) -> bool:
             self.load_progressed.emit("draft", float(frac))
