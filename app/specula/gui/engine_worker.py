@@ -25,7 +25,6 @@ from specula.core.engine.sampling import SamplingParams
 from specula.core.engine.stats import GenerationStats
 from specula.core.gguf.compat import CompatReport
 from specula.core.gguf.model_info import ModelInfo
-from specula.core.gpu_layers import AUTO
 from specula.core.hardware.offload import resolve_for_file
 
 log = logging.getLogger("specula.gui.worker")
@@ -58,8 +57,8 @@ class EngineSettings:
 
     n_ctx: int = 4096
     n_threads: int = 0
-    n_gpu_layers_target: int = AUTO  # specula.core.gpu_layers: AUTO, ALL or a count
-    n_gpu_layers_draft: int = AUTO
+    n_gpu_layers_target: int = 0
+    n_gpu_layers_draft: int = 0
 
 
 class EngineWorker(QObject):
