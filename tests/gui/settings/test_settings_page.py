@@ -16,8 +16,8 @@ def test_gpu_layers_default_to_auto(make_window) -> None:  # type: ignore[no-unt
     w = make_window()
     page = w.show_page("settings")
     assert page.load_options.auto.isChecked() and page.gpu_draft.text() == "auto"
-    es = w.ctx.engine_settings()
-    assert (es.n_gpu_layers_target, es.n_gpu_layers_draft) == (gpu_layers.AUTO, gpu_layers.AUTO)
+    s = w.ctx.settings
+    assert (s.n_gpu_layers_target, s.n_gpu_layers_draft) == (gpu_layers.AUTO, gpu_layers.AUTO)
     page.load_options.auto.setChecked(False)
     page.load_options.slider.setValue(3)
     assert Settings.load().n_gpu_layers_target == 3

@@ -75,7 +75,7 @@ class SettingsPage(QScrollArea):
         pending.addWidget(self.reload_button)
         form.addRow(pending)
         lay.addWidget(engine)
-        self._loaded_with: object = None  # ctx.engine_settings() when the target loaded
+        self._loaded_with: tuple[int, ...] | None = None  # load_values() at the last load
         self._reload_draft = ""
         ctx.engine.target_loaded.connect(self._on_target_loaded)
         ctx.engine.draft_loaded.connect(self._on_models_changed)
@@ -123,7 +123,7 @@ class SettingsPage(QScrollArea):
 
     # -- load options ------------------------------------------------------------------
     def _on_target_loaded(self, _info: object) -> None:
-        self._loaded_with = self.ctx.engine_settings()
+        self._loaded_with = self.load_values()
         self._on_models_changed()
         if self._reload_draft:
             path, self._reload_draft = self._reload_draft, ""
@@ -135,9 +135,14 @@ class SettingsPage(QScrollArea):
 
     def _show_pending(self) -> None:
         stale = self.ctx.engine.has_target and self._loaded_with is not None and \
-            self._loaded_with != self.ctx.engine_settings()
+            self._loaded_with != self.load_values()
         self.pending.setText(STALE_NOTE if stale else APPLY_NOTE)
         self.reload_button.setVisible(stale)
+
+    def load_values(self) -> tuple[int, ...]:
+        """The settings a load is built with: context, threads, target and draft layers."""
+        s = self.ctx.settings
+        return (s.n_ctx, s.n_threads, s.n_gpu_layers_target, s.n_gpu_layers_draft)
 
     def reload_now(self) -> None:
         """Load the current target (then its draft) again, so the new options apply."""
