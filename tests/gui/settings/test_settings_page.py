@@ -65,3 +65,20 @@ def test_folder_picker_opens_in_the_models_folder(make_window, monkeypatch) -> N
     page.folders.add_button.click()
     page.folders.change_dir.click()
     assert asked == [str(w.ctx.library.models_dir)] * 2
+
+
+def test_auto_is_resolved_at_each_load(make_window, tiny, qtbot, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from specula.gui import engine_worker
+
+    asked: list[tuple[int, str, int]] = []
+
+    def resolve(setting: int, path: str, n_ctx: int) -> int:
+        asked.append((setting, path, n_ctx))
+        return 0
+
+    monkeypatch.setattr(engine_worker, "resolve_for_file", resolve)
+    w = make_window(str(tiny["target"]), str(tiny["draft"]))
+    qtbot.waitUntil(lambda: w.ctx.engine.has_draft, timeout=60000)
+    n_ctx = w.ctx.settings.n_ctx
+    assert asked == [(gpu_layers.AUTO, str(tiny["target"]), n_ctx),
+                     (gpu_layers.AUTO, str(tiny["draft"]), n_ctx)]
