@@ -34,7 +34,7 @@ def test_compare_knows_what_is_loaded(make_window, tiny, qtbot) -> None:  # type
     assert "Load a target and a draft" in page.banner.text()
     assert not page.run_button.isEnabled()
     w.ctx.engine.load_target(str(tiny["target"]))
-    qtbot.waitUntil(lambda: w.ctx.engine.has_target and not w.ctx.engine.loading, timeout=60000)
+    qtbot.waitUntil(lambda: w.ctx.engine.has_target and not w.ctx.engine.is_loading("target"), timeout=60000)
     assert "Load a draft" in page.banner.text() and not page.run_button.isEnabled()
     w.ctx.engine.load_draft(str(tiny["draft"]))
     qtbot.waitUntil(lambda: w.ctx.engine.has_draft, timeout=60000)
