@@ -137,3 +137,18 @@ def test_seeded_sampling_says_whether_texts_must_match(loaded, qtbot) -> None:  
         assert plain.text == spec.text and "texts identical" in banner
     elif plain.text != spec.text:
         assert "expected" in banner and "please report" not in banner
+
+
+def test_copy_link_copies_that_code_block(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from PySide6.QtCore import QUrl
+    from PySide6.QtGui import QGuiApplication
+
+    from specula.gui.compare.column import Column
+
+    col = Column("x")
+    qtbot.addWidget(col)
+    col.text = "Two:\n```python\nprint(1)\n```\nand\n```\nls -l\n```\n"
+    col._on_link(QUrl("copy:1"))
+    assert QGuiApplication.clipboard().text() == "ls -l\n"
+    col._on_link(QUrl("copy:0"))
+    assert QGuiApplication.clipboard().text() == "print(1)\n"

@@ -7,6 +7,9 @@ is rendered by the chat's renderer so a reply looks the same on both pages
 
 from __future__ import annotations
 
+from markdown_it import MarkdownIt
+from PySide6.QtCore import QUrl
+from PySide6.QtGui import QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -28,6 +31,8 @@ from specula.gui.chat.render import (
 )
 from specula.gui.engine_worker import ReplyBatch
 from specula.gui.stats.footer import footer_text
+
+_MD = MarkdownIt("commonmark")
 
 
 def reply_html(tokens: list[TokenTuple], text: str, colour_mode: str) -> str:
@@ -57,7 +62,8 @@ class Column(QFrame):
         lay.addLayout(head)
         self.body = QTextBrowser(self)
         self.body.setObjectName("CompareBody")
-        self.body.setOpenExternalLinks(True)
+        self.body.setOpenLinks(False)  # copy:N copies code block N; other links open outside
+        self.body.anchorClicked.connect(self._on_link)
         self.body.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         lay.addWidget(self.body, 1)
         self.footer = QLabel("")
@@ -67,6 +73,19 @@ class Column(QFrame):
         self.text = ""
         self.tokens: list[TokenTuple] = []
         self.colour_mode = "source"
+
+    def code_blocks(self) -> list[str]:
+        """The reply's fenced and indented code blocks, in order (what copy:N refers to)."""
+        return [t.content for t in _MD.parse(self.text) if t.type in ("fence", "code_block")]
+
+    def _on_link(self, url: QUrl) -> None:
+        if url.scheme() == "copy":
+            blocks = self.code_blocks()
+            i = int(url.path()) if url.path().isdigit() else -1
+            if 0 <= i < len(blocks):
+                QGuiApplication.clipboard().setText(blocks[i])
+        else:
+            QDesktopServices.openUrl(url)
 
     def reset(self, note: str = "waiting…") -> None:
         self.text = ""
