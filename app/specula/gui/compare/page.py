@@ -162,6 +162,7 @@ class ComparePage(QWidget):
         super().showEvent(event)
         if self.reply is None:
             self.options.refresh()  # follow what the chat panel holds now
+            self._update_models()  # and what is loaded (e.g. after an eject)
 
     # -- running ----------------------------------------------------------------------
     def run(self) -> None:
