@@ -120,6 +120,7 @@ def test_panes_take_the_height(loaded, qtbot) -> None:  # type: ignore[no-untype
     page = loaded.show_page("compare")
     qtbot.waitUntil(lambda: page.spec.body.height() > 0)
     assert page.spec.body.height() > 250 and page.plain.body.height() > 250
+    assert page.minimumSizeHint().width() <= 1024 - loaded.nav.width()  # never widens the window
 
 
 def test_seeded_sampling_says_whether_texts_must_match(loaded, qtbot) -> None:  # type: ignore[no-untyped-def]

@@ -55,17 +55,21 @@ class CompareOptions(QWidget):
         self.rounds = spin(1, 20, 2, "Each round runs plain and speculative once; rounds "
                                      "alternate the order (plain, spec, spec, plain, ...) so "
                                      "the machine's drift weighs both sides alike")
-        for label, w in (("Temperature", self.temperature), ("Seed", self.seed),
-                         ("Max tokens", self.max_tokens), ("Mode", self.mode),
-                         ("Rounds", self.rounds)):
-            row.addWidget(QLabel(label))
-            row.addWidget(w)
+        self.seed.setMaximumWidth(110)
+        self.mode.setMaximumWidth(230)
+        second = QHBoxLayout()  # two rows, so the page fits a 1024 px window
+        for target, label, w in ((row, "Temperature", self.temperature), (row, "Seed", self.seed),
+                                 (row, "Max tokens", self.max_tokens),
+                                 (second, "Mode", self.mode), (second, "Rounds", self.rounds)):
+            target.addWidget(QLabel(label))
+            target.addWidget(w)
         row.addStretch(1)
         outer.addLayout(row)
         self.details = QLabel("")
         self.details.setObjectName("Muted")
         self.details.setWordWrap(True)
-        outer.addWidget(self.details)
+        second.addWidget(self.details, 1)
+        outer.addLayout(second)
         self.linked.toggled.connect(self.refresh)
         for sig in (self.temperature.valueChanged, self.seed.valueChanged,
                     self.max_tokens.valueChanged, self.mode.currentIndexChanged):
