@@ -8,7 +8,7 @@ is rendered by the chat's renderer so a reply looks the same on both pages
 from __future__ import annotations
 
 from markdown_it import MarkdownIt
-from PySide6.QtCore import QUrl
+from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import (
     QFrame,
@@ -69,6 +69,9 @@ class Column(QFrame):
         self.footer = QLabel("")
         self.footer.setObjectName("Footer")
         self.footer.setWordWrap(True)
+        # two lines on both sides, so the panes end at the same height
+        self.footer.setMinimumHeight(2 * self.footer.fontMetrics().lineSpacing())
+        self.footer.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         lay.addWidget(self.footer)
         self.text = ""
         self.tokens: list[TokenTuple] = []
