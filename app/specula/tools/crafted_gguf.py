@@ -105,3 +105,16 @@ def with_field(fields: Sequence[Field], key: str, vtype: GGUFValueType, value: o
     out = [f for f in fields if f[0] != key]
     out.append((key, vtype, value))
     return out
+
+
+def tensor_info_bytes(name: str, shape: Sequence[int], ggml_type: int, offset: int) -> bytes:
+    """One tensor info entry (it follows the key/values in a header)."""
+    return (_string(name) + struct.pack("<I", len(shape)) + b"".join(struct.pack("<Q", d) for d in shape)
+            + struct.pack("<IQ", ggml_type, offset))
+
+
+def small_model_header() -> bytes:
+    """:func:`base_fields` plus two F32 tensor infos: every part of a header, in 1 KB."""
+    tensors = tensor_info_bytes("token_embd.weight", (64, 16), 0, 0) + tensor_info_bytes(
+        "output.weight", (64, 16), 0, 4096)
+    return header_bytes(base_fields(), n_tensors=2) + tensors
