@@ -72,10 +72,10 @@ def test_a_syntax_error_is_a_template_error_at_compile_time() -> None:
 
 def test_the_limit_is_per_render_not_per_template() -> None:
     """A budget spent by one render does not leak into the next one."""
-    slow = "{% for i in range(100000) %}{% for j in range(messages|length) %}x{% endfor %}{% endfor %}"
-    template = ChatTemplate(slow, "", "", False, max_seconds=5.0, max_chars=10**9)
-    assert len(template.render([{"role": "user", "content": "a"}] * 3)) == 300_000
-    assert len(template.render([{"role": "user", "content": "a"}] * 3)) == 300_000
+    slow = "{% for i in range(20000) %}{% for j in range(messages|length) %}x{% endfor %}{% endfor %}"
+    template = ChatTemplate(slow, "", "", False, max_seconds=5.0)
+    assert len(template.render([{"role": "user", "content": "a"}] * 3)) == 60_000
+    assert len(template.render([{"role": "user", "content": "a"}] * 3)) == 60_000
 
 
 @pytest.mark.parametrize("template", [
