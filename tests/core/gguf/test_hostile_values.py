@@ -84,3 +84,15 @@ def test_arrays_nested_too_deep_are_refused(depth: int, tmp_path: Path) -> None:
         assert path.stat().st_size < 64_000  # the 60 KB file
     with pytest.raises(GGUFError, match=f"nested more than {MAX_ARRAY_DEPTH} deep in x"):
         read_model_info(path)
+
+
+def test_names_and_error_messages_are_display_safe() -> None:
+    fields = with_field(base_fields(), "general.name", T.STRING, "evil\x1b]0;title\x07\x1b[2J")
+    info = read_model_info(BytesSource(header_bytes(fields), "n.gguf"))
+    assert info.name == "evil\\x1b]0;title\\x07\\x1b[2J"
+    # A key name from the file, in an error message: escaped too.
+    data = header_bytes([("bad\x1b[2Jkey", T.ARRAY, None)],
+                        raw_values={"bad\x1b[2Jkey": b"\x4d\x00\x00\x00" + b"\0" * 8})
+    with pytest.raises(GGUFError) as err:
+        read_model_info(BytesSource(data, "k.gguf"))
+    assert "\x1b" not in str(err.value) and "bad\\x1b[2Jkey" in str(err.value)

@@ -24,6 +24,7 @@ from specula.core.gguf.reader import (
     GGUFHeader,
     read_header,
 )
+from specula.core.safe_text import display_text
 
 __all__ = ["GGUFError", "ModelInfo", "TokenizerInfo", "read_model_info"]
 
@@ -127,7 +128,7 @@ class _Fields:
     def get(self, key: str, default: object = None) -> object:
         return self.values.get(key, default)
 
-    def int(self, key: str, default: object = None) -> int | None:
+    def integer(self, key: str, default: object = None) -> int | None:
         """An integer; a float is accepted when it is finite and whole (some writers)."""
         v = self.values.get(key, default)
         if v is None:
@@ -151,7 +152,7 @@ class _Fields:
             raise self.bad(key, "a list of integers", v)
         return [self.as_int(key, t) for t in v]
 
-    def bool(self, key: str, default: object = None) -> bool | None:
+    def flag(self, key: str, default: object = None) -> bool | None:
         v = self.values.get(key, default)
         if v is None:
             return None
@@ -161,11 +162,16 @@ class _Fields:
             return bool(v)
         raise self.bad(key, "true or false", v)
 
-    def str(self, key: str) -> str | None:
+    def text(self, key: str) -> str | None:
         v = self.values.get(key)
         if v is None or isinstance(v, str):
             return v
         raise self.bad(key, "text", v)
+
+    def label(self, key: str) -> str | None:
+        """Text only shown to people (names, labels): display-safe."""
+        v = self.text(key)
+        return display_text(v) if v is not None else None
 
 
 def size_label_for(n_params: int) -> str:
@@ -191,7 +197,7 @@ def quantization_from_name(filename: str) -> str | None:
 
 
 def _quantization(fields: _Fields, header: GGUFHeader) -> str | None:
-    ftype = fields.int("general.file_type")
+    ftype = fields.integer("general.file_type")
     if ftype is not None:
         try:
             return str(LlamaFileType(ftype).name).removeprefix("MOSTLY_").removeprefix("ALL_")
@@ -216,7 +222,7 @@ def _tokenizer(f: _Fields) -> TokenizerInfo | None:
         return None
     if not isinstance(tokens, list):
         raise f.bad("tokenizer.ggml.tokens", "a list of token texts", tokens)
-    model = f.str("tokenizer.ggml.model")
+    model = f.text("tokenizer.ggml.model")
     d_bos, d_eos, d_add_bos = _VOCAB_DEFAULTS.get(model or "", (None, None, False))
     merges = f.get("tokenizer.ggml.merges")
     merges_hash = None
@@ -226,17 +232,17 @@ def _tokenizer(f: _Fields) -> TokenizerInfo | None:
         merges_hash = hashlib.sha256("\n".join(map(str, merges)).encode()).hexdigest()[:16]
     return TokenizerInfo(
         model=model,
-        pre=f.str("tokenizer.ggml.pre"),
+        pre=f.text("tokenizer.ggml.pre"),
         tokens=[str(t) for t in tokens],
         token_types=f.int_list("tokenizer.ggml.token_type"),
         merges_hash=merges_hash,
         n_merges=n_merges,
-        bos_id=f.int("tokenizer.ggml.bos_token_id", d_bos),
-        eos_id=f.int("tokenizer.ggml.eos_token_id", d_eos),
-        eot_id=f.int("tokenizer.ggml.eot_token_id"),
-        pad_id=f.int("tokenizer.ggml.padding_token_id"),
-        add_bos=f.bool("tokenizer.ggml.add_bos_token", d_add_bos),
-        add_eos=f.bool("tokenizer.ggml.add_eos_token", False),
+        bos_id=f.integer("tokenizer.ggml.bos_token_id", d_bos),
+        eos_id=f.integer("tokenizer.ggml.eos_token_id", d_eos),
+        eot_id=f.integer("tokenizer.ggml.eot_token_id"),
+        pad_id=f.integer("tokenizer.ggml.padding_token_id"),
+        add_bos=f.flag("tokenizer.ggml.add_bos_token", d_add_bos),
+        add_eos=f.flag("tokenizer.ggml.add_eos_token", False),
     )
 
 
@@ -244,10 +250,10 @@ def model_info_from_header(header: GGUFHeader) -> ModelInfo:
     """Build a :class:`ModelInfo` from a parsed header; raises :class:`GGUFError` on
     values of the wrong kind."""
     f = _Fields(header)
-    arch = f.str("general.architecture")
+    arch = f.text("general.architecture")
 
     def a_int(key: str) -> int | None:
-        return f.int(f"{arch}.{key}") if arch else None
+        return f.integer(f"{arch}.{key}") if arch else None
 
     n_params = sum(t.n_elements for t in header.tensors) if header.tensors else None
     n_embd = a_int("embedding_length")
@@ -263,14 +269,14 @@ def model_info_from_header(header: GGUFHeader) -> ModelInfo:
         n_embd // n_head if n_embd and n_head else None
     )
     tok = _tokenizer(f)
-    template = f.str("tokenizer.chat_template")
-    size_label = f.str("general.size_label") or (size_label_for(n_params) if n_params else None)
+    template = f.text("tokenizer.chat_template")
+    size_label = f.label("general.size_label") or (size_label_for(n_params) if n_params else None)
     vocab_size = len(tok.tokens) if tok else a_int("vocab_size")
     return ModelInfo(
         source=header.source_name,
         file_size=header.file_size,
-        name=f.str("general.name"),
-        basename=f.str("general.basename"),
+        name=f.label("general.name"),
+        basename=f.label("general.basename"),
         architecture=arch,
         parameter_count=n_params,
         size_label=size_label,

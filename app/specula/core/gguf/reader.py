@@ -19,6 +19,8 @@ from typing import Protocol
 
 from gguf import GGUFValueType
 
+from specula.core.safe_text import display_text
+
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)
 
@@ -47,10 +49,11 @@ _SCALARS: dict[int, tuple[str, int]] = {
 
 
 class GGUFError(ValueError):
-    """A file that is not a readable GGUF; the message names the file and the problem."""
+    """A file that is not a readable GGUF; the message names the file and the problem
+    (display-safe: a key name from the file cannot carry escape sequences to a terminal)."""
 
     def __init__(self, source_name: str, problem: str) -> None:
-        super().__init__(f"{source_name}: {problem}")
+        super().__init__(display_text(f"{source_name}: {problem}"))
         self.source_name = source_name
         self.problem = problem
 

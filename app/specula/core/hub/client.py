@@ -13,8 +13,12 @@ huggingface.co), because huggingface_hub freezes ``HF_ENDPOINT`` at import
 time. ``HF_TOKEN`` is read by huggingface_hub on each request.
 
 Everything the hub sends is treated as untrusted: malformed items are skipped
-or reported as :class:`~specula.core.hub.errors.HubError`, and file names are
-checked before they can become local paths.
+or reported as :class:`~specula.core.hub.errors.HubError`, file names are
+checked before they can become local paths (and never hold control or
+bidi-override characters), and every text a result exposes (tags, dates, the
+card's description) is display-safe (:mod:`specula.core.safe_text`), so no
+terminal or label receives escape sequences from the hub. The search reply is
+read streamed, up to :data:`MAX_SEARCH_REPLY_BYTES`.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from huggingface_hub.utils import build_hf_headers
 from specula.core.gguf.model_info import quantization_from_name
 from specula.core.gguf.split import group_gguf, is_complete, parse_split
 from specula.core.hub.errors import ErrorKind, HubError, for_status, translate
+from specula.core.safe_text import display_text, has_unsafe
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 SORTS = {"downloads": "downloads", "likes": "likes", "trending": "trendingScore",
@@ -60,7 +65,8 @@ def validate_repo_id(repo_id: str) -> str:
 
 def validate_filename(name: object) -> str:
     """A relative file path inside a repo, safe to join under a local folder."""
-    if not isinstance(name, str) or not name or len(name) > 1000 or "\\" in name or "\0" in name:
+    if (not isinstance(name, str) or not name or len(name) > 1000 or "\\" in name
+            or has_unsafe(name)):
         raise HubError(ErrorKind.INVALID, f"unsafe file name in repository: {name!r}")
     parts = PurePosixPath(name).parts
     if name.startswith("/") or any(p in ("", ".", "..") for p in parts) or ":" in parts[0]:
@@ -198,6 +204,7 @@ def description_from_card(text: str, limit: int = 300) -> str | None:
         prose = re.sub(r"[*_`]", "", prose).strip()
         if len(prose) < 20:
             continue
+        prose = display_text(prose)
         return prose if len(prose) <= limit else prose[: limit - 1].rstrip() + "…"
     return None
 
@@ -268,8 +275,9 @@ class HubClient:
                 repo_id,
                 _nonneg_int(item.get("downloads")),
                 _nonneg_int(item.get("likes")),
-                modified if isinstance(modified, str) else None,
-                tuple(t for t in tags if isinstance(t, str)) if isinstance(tags, list) else (),
+                display_text(modified[:64]) if isinstance(modified, str) else None,
+                tuple(display_text(t[:200]) for t in tags if isinstance(t, str))
+                if isinstance(tags, list) else (),
             ))
         return results
 
