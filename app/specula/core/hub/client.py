@@ -23,6 +23,7 @@ read streamed, up to :data:`MAX_SEARCH_REPLY_BYTES`.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterable
@@ -44,6 +45,9 @@ SORTS = {"downloads": "downloads", "likes": "likes", "trending": "trendingScore"
          "modified": "lastModified"}
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}$")
 _MAX_CARD_BYTES = 256 * 1024
+# A search for 1,000 repositories answers about 0.3 MB; past this the reply is refused
+# (it is read streamed, so a hostile reply costs at most this much memory, plus parsing).
+MAX_SEARCH_REPLY_BYTES = 8 * 1024 * 1024
 
 
 def resolve_endpoint(endpoint: str | None = None) -> str:
@@ -72,6 +76,30 @@ def validate_filename(name: object) -> str:
     if name.startswith("/") or any(p in ("", ".", "..") for p in parts) or ":" in parts[0]:
         raise HubError(ErrorKind.INVALID, f"unsafe file name in repository: {name!r}")
     return name
+
+
+def read_capped(response: requests.Response, cap: int, what: str) -> bytes:
+    """The (decompressed) body, read in chunks; :class:`HubError` past ``cap`` bytes."""
+    def too_big() -> HubError:
+        return HubError(ErrorKind.BAD_REPLY,
+                        f"the hub's reply for {what} is larger than {cap // (1024 * 1024)} MB; "
+                        "refused")
+
+    with response:
+        declared = response.headers.get("Content-Length", "")
+        if declared.isascii() and declared.isdigit() and int(declared) > cap:
+            raise too_big()
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            for chunk in response.iter_content(chunk_size=64 * 1024):
+                size += len(chunk)
+                if size > cap:
+                    raise too_big()
+                chunks.append(chunk)
+        except requests.RequestException as exc:
+            raise translate(exc, what) from exc
+    return b"".join(chunks)
 
 
 def _nonneg_int(value: object) -> int | None:
@@ -255,10 +283,11 @@ class HubClient:
         params = {"search": text, "filter": "gguf", "sort": SORTS[sort], "direction": "-1",
                   "limit": str(limit)}
         what = f"the search for {text!r}"
-        response = self.get(f"{self.endpoint}/api/models", what, params=params)
+        response = self.get(f"{self.endpoint}/api/models", what, params=params, stream=True)
+        body = read_capped(response, MAX_SEARCH_REPLY_BYTES, what)
         try:
-            items = response.json()
-        except ValueError as exc:
+            items = json.loads(body)
+        except (ValueError, RecursionError) as exc:
             raise HubError(ErrorKind.BAD_REPLY, f"the hub sent a malformed reply for {what}") from exc
         if not isinstance(items, list):
             raise HubError(ErrorKind.BAD_REPLY, f"the hub sent a malformed reply for {what}")
