@@ -10,6 +10,7 @@ damage one field at a time.
 
 from __future__ import annotations
 
+import random
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -118,3 +119,56 @@ def small_model_header() -> bytes:
     tensors = tensor_info_bytes("token_embd.weight", (64, 16), 0, 0) + tensor_info_bytes(
         "output.weight", (64, 16), 0, 4096)
     return header_bytes(base_fields(), n_tensors=2) + tensors
+
+
+# Where a mutation lands: a position in 1/4096ths of the data, so that one list of
+# mutations means the same on headers of any length.
+POSITIONS = range(4096)
+BOUNDARIES = (0, 1, 2, 7, 8, 9, 12, 13, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**63, 2**64 - 1)
+Mutation = tuple[str, int, object]  # (flip | u64 | u32 | cut | insert, position, argument)
+
+
+def mutate(data: bytes, ops: Sequence[Mutation]) -> bytes:
+    """``data`` with each mutation applied in turn: XOR a byte, write a 64- or 32-bit value
+    (boundary counts and lengths), cut the rest off, or insert bytes."""
+    buf = bytearray(data)
+    for kind, pos, arg in ops:
+        if not buf:
+            break
+        at = pos * len(buf) // len(POSITIONS)
+        if kind == "flip":
+            assert isinstance(arg, int)
+            buf[at] ^= arg
+        elif kind == "u64":
+            assert isinstance(arg, int)
+            buf[at : at + 8] = struct.pack("<Q", arg)
+        elif kind == "u32":
+            assert isinstance(arg, int)
+            buf[at : at + 4] = struct.pack("<I", arg)
+        elif kind == "cut":
+            del buf[at:]
+        else:
+            assert isinstance(arg, bytes)
+            buf[at:at] = arg
+    return bytes(buf)
+
+
+def random_mutations(rng: random.Random, max_ops: int = 6) -> list[Mutation]:
+    """A list of 1..max_ops mutations drawn from ``rng`` (the report's deterministic fuzz)."""
+    ops: list[Mutation] = []
+    for _ in range(rng.randint(1, max_ops)):
+        kind = rng.choice(("flip", "u64", "u32", "cut", "insert"))
+        pos = rng.randrange(len(POSITIONS))
+        arg: object
+        if kind == "flip":
+            arg = rng.randint(1, 255)
+        elif kind == "u64":
+            arg = rng.choice(BOUNDARIES)
+        elif kind == "u32":
+            arg = rng.choice(BOUNDARIES[:11])
+        elif kind == "insert":
+            arg = rng.randbytes(rng.randint(1, 16))
+        else:
+            arg = 0
+        ops.append((kind, pos, arg))
+    return ops

@@ -8,7 +8,6 @@ under ``slow``.
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 
 import pytest
@@ -17,14 +16,12 @@ from hypothesis import strategies as st
 
 from specula.core.gguf.model_info import GGUFError, model_info_from_header, tensor_bytes
 from specula.core.gguf.reader import BytesSource, read_header
-from specula.tools.crafted_gguf import small_model_header
+from specula.tools.crafted_gguf import BOUNDARIES, POSITIONS, mutate, small_model_header
 
 BASE = small_model_header()
-BOUNDARIES = [0, 1, 2, 7, 8, 9, 12, 13, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**63, 2**64 - 1]
 
-# Where a mutation lands, as a fraction of the header in 1/4096ths: sampled uniformly
-# (integers() would favour the first bytes, the magic and the version).
-POSITIONS = range(4096)
+# Where a mutation lands, as a fraction of the header (see crafted_gguf.mutate): sampled
+# uniformly (integers() would favour the first bytes, the magic and the version).
 where = st.sampled_from(POSITIONS)
 flip = st.tuples(st.just("flip"), where, st.integers(1, 255))
 word = st.tuples(st.just("u64"), where, st.sampled_from(BOUNDARIES))
@@ -32,27 +29,6 @@ u32 = st.tuples(st.just("u32"), where, st.sampled_from(BOUNDARIES[:11]))
 cut = st.tuples(st.just("cut"), where, st.just(0))
 insert = st.tuples(st.just("insert"), where, st.binary(min_size=1, max_size=16))
 mutations = st.lists(st.one_of(flip, word, u32, cut, insert), min_size=1, max_size=6)
-
-
-def mutate(data: bytes, ops: list[tuple[str, int, object]]) -> bytes:
-    buf = bytearray(data)
-    for kind, pos, arg in ops:
-        if not buf:
-            break
-        at = pos * len(buf) // len(POSITIONS)
-        if kind == "flip":
-            assert isinstance(arg, int)
-            buf[at] ^= arg
-        elif kind == "u64":
-            buf[at : at + 8] = struct.pack("<Q", arg)
-        elif kind == "u32":
-            buf[at : at + 4] = struct.pack("<I", arg)
-        elif kind == "cut":
-            del buf[at:]
-        else:
-            assert isinstance(arg, bytes)
-            buf[at:at] = arg
-    return bytes(buf)
 
 
 def read_everything(data: bytes, size: int | None = None) -> None:
