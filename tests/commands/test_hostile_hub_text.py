@@ -73,3 +73,15 @@ def test_the_core_exposes_display_safe_results(evil_hub: FakeHub) -> None:
 def test_display_text(raw: str, shown: str) -> None:
     assert display_text(raw) == shown
     assert not has_unsafe(display_text(raw))
+
+
+def test_card_html_never_reaches_a_label_as_rich_text() -> None:
+    from PySide6.QtGui import Qt  # mightBeRichText lives in QtGui
+
+    from specula.core.hub.client import description_from_card
+
+    card = ("A model by <a href='https://x'>Someone</a><br> with an <img src='/etc/passwd'> "
+            "image and a < b comparison, <b>long</b> enough to be a description.")
+    text = description_from_card(card)
+    assert text is not None and "Someone" in text and "<" not in text
+    assert not Qt.mightBeRichText(text)

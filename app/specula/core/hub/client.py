@@ -216,7 +216,8 @@ def group_remote_files(repo_id: str, files: Iterable[RemoteFile]) -> list[Remote
 
 
 def description_from_card(text: str, limit: int = 300) -> str | None:
-    """The first prose paragraph of a model card (no front matter, headings, images, tables)."""
+    """The first prose paragraph of a model card (no front matter, headings, images, tables,
+    inline HTML), display-safe."""
     if text.startswith("---"):
         end = text.find("\n---", 3)
         text = text[end + 4:] if end != -1 else ""
@@ -229,7 +230,10 @@ def description_from_card(text: str, limit: int = 300) -> str | None:
         prose = " ".join(lines)
         prose = re.sub(r"!\[[^\]]*\]\([^)]*\)", "", prose)
         prose = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", prose)
-        prose = re.sub(r"[*_`]", "", prose).strip()
+        prose = re.sub(r"[*_`]", "", prose)
+        # Inline HTML (<a>, <br>, <img>): dropped, so that a Qt label in AutoText mode
+        # shows the text as plain text and loads nothing.
+        prose = re.sub(r"<[^<>]*>", "", prose).replace("<", "‹").strip()
         if len(prose) < 20:
             continue
         prose = display_text(prose)
