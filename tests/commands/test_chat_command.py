@@ -89,3 +89,15 @@ def test_a_template_that_does_not_compile_is_a_load_error(models: dict[str, Path
     code, _out, err = chat(models["broken"], b"hello\n", home=specula_home)
     assert code == 2, err
     assert "specula: error:" in err and "does not compile" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("line", "clean"), [
+    ("a\udcff\udcfeb", "a\ufffd\ufffdb"),  # invalid bytes, as surrogateescape decodes them
+    ("x\ud800y", "x?y"),  # a lone surrogate no decoder made
+    ("h\u00e9llo \u6a21\u578b", "h\u00e9llo \u6a21\u578b"),
+])
+def test_clean_line(line: str, clean: str) -> None:
+    from specula.commands.chat import clean_line
+
+    assert clean_line(line) == clean
+    clean_line(line).encode("utf-8")  # never raises

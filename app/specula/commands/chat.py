@@ -84,8 +84,11 @@ def _tolerant_streams() -> None:
 
 def clean_line(line: str) -> str:
     """``line`` without lone surrogates (what ``surrogateescape`` makes of invalid UTF-8)."""
-    return line.encode("utf-8", "surrogateescape").decode("utf-8", "replace").encode(
-        "utf-8", "replace").decode("utf-8")
+    try:
+        raw = line.encode("utf-8", "surrogateescape")  # the bytes that came in
+    except UnicodeEncodeError:  # a surrogate that no decoder made: replace it
+        raw = line.encode("utf-8", "replace")
+    return raw.decode("utf-8", "replace")
 
 
 def reply_params(params: SamplingParams) -> SamplingParams:
