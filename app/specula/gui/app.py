@@ -56,11 +56,12 @@ def startup_notices(ctx) -> list[str]:  # type: ignore[no-untyped-def]
 
 
 def show_startup_notices(window) -> None:  # type: ignore[no-untyped-def]
-    """One non-blocking dialog per notice, over the window; the app keeps running."""
+    """One non-blocking dialog with every notice, over the window; the app keeps running."""
     from specula.gui import errors
 
-    for notice in startup_notices(window.ctx):
-        errors.show_error(window, "Specula: your data", notice)
+    notices = startup_notices(window.ctx)
+    if notices:
+        errors.show_error(window, "Specula: your data", "\n\n".join(notices))
 
 
 def run_app(model: str | None = None, draft: str | None = None) -> int:
