@@ -95,3 +95,14 @@ def test_normal_templates_render_like_llama_cpp(template: str) -> None:
     ours = ChatTemplate(template, "<s>", "</s>", False).render(MESSAGES)
     ref = Jinja2ChatFormatter(template=template, eos_token="</s>", bos_token="<s>")
     assert ours == ref(messages=list(MESSAGES)).prompt
+
+
+def test_a_starved_render_ends_by_the_wall_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CPU clock stands still (a thread that barely gets the CPU): the wall-clock
+    backstop, three times the budget, still ends the runaway."""
+    monkeypatch.setattr("specula.core.chat.bounded_jinja.time.thread_time", lambda: 0.0)
+    template = ChatTemplate(RUNAWAY[1][1], "", "", False, max_seconds=0.2)
+    start = time.monotonic()
+    with pytest.raises(TemplateLimitError, match="busy machine"):
+        template.render(MESSAGES)
+    assert time.monotonic() - start >= 0.6

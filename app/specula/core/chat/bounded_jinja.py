@@ -10,8 +10,9 @@ the engine's only thread, so :class:`BoundedTemplate` adds:
   ``+`` and ``~`` concatenation, ``**`` on integers, ``%`` and ``str.format``
   widths, the padding filters and string methods (``center``, ``ljust``, ...);
 * an output cap, counted piece by piece as the template yields text;
-* a CPU-time budget for the render, read from the rendering thread's CPU
-  clock (so a busy machine never fails a normal render) at Jinja's own hooks:
+* a CPU-time budget for the render (1 s), read from the rendering thread's
+  CPU clock (so a busy machine never fails a normal render), with a wall-clock
+  backstop three times as long, at Jinja's own hooks:
   every ``{% for %}`` iterates through :meth:`BoundedEnvironment.bounded_iter`
   (the parsed template is rewritten so), and every call (macros, recursive
   loops, methods, filters through ``call``) and intercepted operator ticks the
@@ -51,6 +52,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 from jinja2.utils import Namespace
 
 MAX_RENDER_SECONDS = 1.0  # CPU time of one render
+WALL_FACTOR = 3.0  # ... and at most this many times as long by the wall clock
 MAX_OUTPUT_CHARS = 8_000_000  # a 128k-token prompt is about 0.5 M characters
 MAX_VALUE_CHARS = MAX_OUTPUT_CHARS  # any one string or list a template builds
 MAX_POW_BITS = 4096  # ``a ** b`` results larger than this are refused
@@ -254,20 +256,29 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):  # type: ignore[misc]  
 
 
 class _Deadline:
-    """A CPU-time budget, read every :data:`_CHECK_EVERY` ticks (one thread_time call
-    costs about as much as a small loop iteration)."""
+    """A budget of CPU time, read every :data:`_CHECK_EVERY` ticks (one thread_time call
+    costs about as much as a small loop iteration), with a wall-clock backstop of
+    :data:`WALL_FACTOR` times as long: CPU time keeps a loaded machine from failing a
+    normal render, the backstop keeps a starved one from waiting long on a runaway."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.limit = time.thread_time() + seconds
+        self.wall_limit = time.monotonic() + seconds * WALL_FACTOR
         self.ticks = 0
 
     def tick(self) -> None:
         self.ticks += 1
-        if self.ticks % _CHECK_EVERY == 0 and time.thread_time() > self.limit:
+        if self.ticks % _CHECK_EVERY:
+            return
+        if time.thread_time() > self.limit:
             raise TemplateLimitError(
                 f"chat template: rendering took more than {self.seconds:g} s of CPU time "
                 "(a runaway loop?)")
+        if time.monotonic() > self.wall_limit:
+            raise TemplateLimitError(
+                f"chat template: rendering took more than {self.seconds * WALL_FACTOR:g} s "
+                "(a runaway loop on a busy machine?)")
 
 
 class BoundedTemplate:
