@@ -6,7 +6,7 @@ import threading
 
 from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QWheelEvent
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QDialog
 
 from specula.core.chat_session import ChatSession
 from specula.core.settings import Settings
@@ -193,3 +193,26 @@ def test_first_launch_says_what_to_do(make_window, qtbot) -> None:  # type: igno
     assert blocker.args == ["discover"]
     assert w.stack.currentWidget() is w.pages["discover"]
 
+
+
+def test_load_gear_saves_the_options_and_reloads_both_models(  # type: ignore[no-untyped-def]
+        make_window, tiny, qtbot, monkeypatch) -> None:
+    from specula.gui.load_options import LoadChoice, LoadOptionsDialog
+
+    w = make_window(str(tiny["target"]), str(tiny["draft"]))
+    qtbot.waitUntil(lambda: w.ctx.engine.has_draft, timeout=60000)
+
+    def accept_with_2048(dialog) -> int:  # type: ignore[no-untyped-def]
+        c = dialog.options.choice()
+        dialog.options.set_choice(LoadChoice(2048, c.target_layers, c.draft_layers))
+        dialog.accept()
+        return int(QDialog.DialogCode.Accepted)
+
+    monkeypatch.setattr(LoadOptionsDialog, "exec", accept_with_2048)
+    loads: list[str] = []
+    w.ctx.engine.load_started.connect(lambda kind, _p: loads.append(kind))
+    with qtbot.waitSignal(w.ctx.engine.draft_loaded, timeout=60000):
+        w.chat.model_bar.load_gear.click()
+    assert loads == ["target", "draft"]
+    assert Settings.load().n_ctx == 2048 and w.ctx.engine_options().n_ctx == 2048
+    assert w.chat.model_bar.speculating

@@ -33,6 +33,7 @@ from specula.core.gguf.model_info import ModelInfo
 from specula.core.library.scan import LocalModel
 from specula.core.pairing.choices import draft_choices
 from specula.gui.chat.draft_offer import DraftOffer
+from specula.gui.chat.load_gear import LoadGear
 from specula.gui.chat.spec_switch import SpecSwitch
 from specula.gui.context import AppContext
 from specula.gui.elided import ElidedLabel, ElidingCombo
@@ -99,6 +100,8 @@ class ModelBar(QFrame):
         self.target_open.setToolTip("Load a target model from a GGUF file")
         self.target_open.clicked.connect(self.open_target_dialog)
         row.addWidget(self.target_open)
+        self.load_gear = LoadGear(ctx, self.reload_models, self)
+        row.addWidget(self.load_gear)
         self.target_eject = QPushButton("Eject", self)
         self.target_eject.setToolTip("Unload the target and the draft (frees their memory)")
         self.target_eject.clicked.connect(self.eject)
@@ -180,6 +183,16 @@ class ModelBar(QFrame):
                                               GGUF_FILTER)
         if path:
             self.choose_draft(path)
+
+    def reload_models(self) -> None:
+        """Load the current target and draft again (new load options)."""
+        e = self.engine
+        if e.target_info is None:
+            return
+        draft = e.draft_info.source if e.draft_info is not None else ""
+        self.choose_target(e.target_info.source)
+        if draft:
+            self.choose_draft(draft)
 
     def eject(self) -> None:
         """Unload both models; the session forgets them so the next start loads nothing."""
