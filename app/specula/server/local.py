@@ -24,6 +24,30 @@ class RemoteBindingRefused(ValueError):
     """Binding beyond this machine without --allow-remote and an API key."""
 
 
+class BadApiKey(ValueError):
+    """An API key no client could send: blank, with spaces, or not printable ASCII."""
+
+
+def check_api_key(key: str | None) -> None:
+    """Refuse at start a key that would lock every client out.
+
+    A Bearer token travels in an HTTP header: clients send header values as
+    ASCII (httpx, the OpenAI client's transport, refuses anything else) and a
+    token has no spaces (RFC 6750). So a key must be visible ASCII, 0x21-0x7E;
+    a blank one would otherwise bind 0.0.0.0 with a key nobody can match.
+    """
+    if key is None:
+        return
+    if not key.strip():
+        raise BadApiKey("The API key is empty or only whitespace; give a real key "
+                        "(--api-key KEY or SPECULA_API_KEY).")
+    bad = sorted({c for c in key if not "\x21" <= c <= "\x7e"})
+    if bad:
+        shown = ", ".join(repr(c) for c in bad[:5])
+        raise BadApiKey(f"The API key may contain only visible ASCII characters (no spaces, "
+                        f"no accents), because HTTP clients send it as ASCII; it contains {shown}.")
+
+
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -67,7 +91,9 @@ class LocalServer:
 
     def __init__(self, host: EngineHost, *, bind: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
                  api_key: str | None = None, allow_remote: bool = False,
-                 sampling: SamplingParams | None = None, spec: SpecConfig | None = None) -> None:
+                 sampling: SamplingParams | None = None, spec: SpecConfig | None = None,
+                 max_connections: int | None = None) -> None:
+        check_api_key(api_key or None)
         check_binding(bind, allow_remote, api_key)
         self.host = host
         self.bind = bind
@@ -75,6 +101,7 @@ class LocalServer:
         self.api_key = api_key or None
         self.sampling = sampling or SamplingParams()
         self.spec = spec
+        self.max_connections = max_connections  # None: from the open-file limit
         self.finished: deque[Finished] = deque(maxlen=100)
         self._httpd: SpeculaHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -103,7 +130,7 @@ class LocalServer:
 
     def _bind(self) -> SpeculaHTTPServer:
         if self._httpd is None:
-            self._httpd = SpeculaHTTPServer((self.bind, self.port), self)
+            self._httpd = SpeculaHTTPServer((self.bind, self.port), self, self.max_connections)
             self.port = int(self._httpd.server_address[1])
         return self._httpd
 
@@ -120,8 +147,13 @@ class LocalServer:
         """Serve on the calling thread until :meth:`stop` (or Ctrl-C)."""
         self._bind().serve_forever()
 
+    @property
+    def connections(self) -> int:
+        """Client connections open now."""
+        return len(self._httpd.conns) if self._httpd is not None else 0
+
     def stop(self) -> None:
-        """Stop accepting requests and close the socket (running replies end with it)."""
+        """Stop accepting requests and close every connection (running replies end with it)."""
         if self._httpd is not None:
             if self.running:
                 self._httpd.shutdown()
