@@ -258,11 +258,13 @@ class Handler(BaseHTTPRequestHandler):
             raise OpenAIError(404, f"The model '{req.model}' does not exist; this server "
                               f"serves '{served.id}'.", param="model", code="model_not_found")
         if kind == "chat" and served.template is not None:  # here, not on the engine thread
-            req.rendered = render_prompt(served.template.render, req.messages, served.n_ctx)
+            req.rendered = render_prompt(served.template.render, req.messages, served.n_ctx,
+                                         owner.render_timeout_s)
         out: queue.Queue[Message] = queue.Queue()
         cancel = threading.Event()
         try:
-            owner.host.submit(generation_job(req, out, cancel, served.template))
+            owner.host.submit(generation_job(req, out, cancel, served.template,
+                                             owner.render_timeout_s))
         except QueueFull as exc:
             raise OpenAIError(429, f"The server is busy: {exc}; retry in {exc.retry_after_s} s.",
                               code="queue_full", type="rate_limit_error",

@@ -23,7 +23,7 @@ from specula.core.engine.events import Done, TokenEvent
 from specula.core.engine.llama import Model
 from specula.server.errors import OpenAIError
 from specula.server.queue import Job
-from specula.server.render import render_prompt
+from specula.server.render import RENDER_TIMEOUT_S, render_prompt
 from specula.server.schemas import GenerationRequest
 
 log = logging.getLogger("specula.server")
@@ -43,22 +43,24 @@ def _tokenize_rendered(model: Model, template: ChatTemplate, text: str) -> list[
 
 
 def _chat_tokens(engine: Engine, model: Model, req: GenerationRequest,
-                 template: ChatTemplate | None) -> list[int]:
+                 template: ChatTemplate | None, timeout_s: float) -> list[int]:
     if req.rendered is not None and template is not None \
             and model.chat_template() == template.source:
         return _tokenize_rendered(model, template, req.rendered)
     # No published template, or the pair changed since: render here, bounded all the same.
     template = ChatTemplate.for_model(model)
     return _tokenize_rendered(model, template,
-                              render_prompt(template.render, req.messages, _n_ctx(engine)))
+                              render_prompt(template.render, req.messages, _n_ctx(engine),
+                                            timeout_s))
 
 
-def _tokens(engine: Engine, req: GenerationRequest, template: ChatTemplate | None) -> list[int]:
+def _tokens(engine: Engine, req: GenerationRequest, template: ChatTemplate | None,
+            timeout_s: float) -> list[int]:
     model = engine.target_model
     if model is None:
         raise OpenAIError(503, "No model is loaded.", code="model_not_loaded", type="server_error")
     if req.kind == "chat":
-        return _chat_tokens(engine, model, req, template)
+        return _chat_tokens(engine, model, req, template, timeout_s)
     if isinstance(req.prompt, list):
         if max(req.prompt) >= model.n_vocab:
             raise OpenAIError(400, f"Token ids must be below the vocabulary size {model.n_vocab}.",
@@ -80,7 +82,8 @@ def _check_length(engine: Engine, req: GenerationRequest, tokens: list[int]) -> 
 
 
 def generation_job(req: GenerationRequest, out: queue.Queue[Message], cancel: threading.Event,
-                   template: ChatTemplate | None = None) -> Job:
+                   template: ChatTemplate | None = None,
+                   render_timeout_s: float = RENDER_TIMEOUT_S) -> Job:
     """A job that runs ``req`` and puts its messages on ``out``.
 
     ``template`` is the one ``req.rendered`` came from: used only while the engine
@@ -93,7 +96,7 @@ def generation_job(req: GenerationRequest, out: queue.Queue[Message], cancel: th
                                           code="client_closed")))
             return
         try:
-            tokens = _tokens(engine, req, template)
+            tokens = _tokens(engine, req, template, render_timeout_s)
             _check_length(engine, req, tokens)
         except OpenAIError as exc:
             out.put(("error", exc))

@@ -12,7 +12,9 @@ from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.events import Done, StopReason
 from specula.core.engine.sampling import SamplingParams
 from specula.server.app import SpeculaHTTPServer
+from specula.server.connections import Connections
 from specula.server.queue import EngineHost, ServedModel
+from specula.server.render import RENDER_TIMEOUT_S
 
 log = logging.getLogger("specula.server")
 
@@ -92,7 +94,8 @@ class LocalServer:
     def __init__(self, host: EngineHost, *, bind: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
                  api_key: str | None = None, allow_remote: bool = False,
                  sampling: SamplingParams | None = None, spec: SpecConfig | None = None,
-                 max_connections: int | None = None) -> None:
+                 max_connections: int | None = None,
+                 render_timeout_s: float = RENDER_TIMEOUT_S) -> None:
         check_api_key(api_key or None)
         check_binding(bind, allow_remote, api_key)
         self.host = host
@@ -102,6 +105,7 @@ class LocalServer:
         self.sampling = sampling or SamplingParams()
         self.spec = spec
         self.max_connections = max_connections  # None: from the open-file limit
+        self.render_timeout_s = render_timeout_s  # the chat template's time limit per request
         self.finished: deque[Finished] = deque(maxlen=100)
         self._httpd: SpeculaHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -151,6 +155,11 @@ class LocalServer:
     def connections(self) -> int:
         """Client connections open now."""
         return len(self._httpd.conns) if self._httpd is not None else 0
+
+    @property
+    def conns(self) -> Connections | None:
+        """The connection table (its timeouts and counters), once bound."""
+        return self._httpd.conns if self._httpd is not None else None
 
     def stop(self) -> None:
         """Stop accepting requests and close every connection (running replies end with it)."""
