@@ -82,7 +82,11 @@ def test_hostile_template_costs_one_request(hostile_server: tuple[str, LocalServ
     status, body, took = _ask(srv, "boom")
     assert status == want_status, body
     err = body["error"]
-    assert isinstance(err, dict) and err["code"] == want_code and err["message"]
+    assert isinstance(err, dict) and err["message"]
+    if want_status == 500:  # the server's deadline, or the renderer's own limits: either way
+        assert err["code"] in ("template_timeout", "template_error"), err
+    else:
+        assert err["code"] == want_code, err
     assert took < RENDER_S + 10  # bounded: the loops alone would run for hours
     for _ in range(2):  # the engine is free: the same model answers the next requests
         status, body, _ = _ask(srv, "hello world")

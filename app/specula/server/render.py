@@ -61,6 +61,30 @@ def run_with_deadline(fn: Callable[[], str], timeout_s: float) -> str:
         sys.settrace(previous)
 
 
+def _causes(exc: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and cur not in chain:
+        chain.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    return chain
+
+
+def _template_failure(exc: Exception, timeout_s: float) -> OpenAIError:
+    """The error one request gets; the renderer may have wrapped the deadline's exception."""
+    if any(isinstance(e, RenderTimeout) for e in _causes(exc)):
+        log.warning("the chat template ran past %.1f s; request refused", timeout_s)
+        return OpenAIError(500, f"The model's chat template did not finish rendering within "
+                           f"{timeout_s:g} s; the template in this GGUF file is broken or hostile.",
+                           code="template_timeout", type="server_error")
+    if isinstance(exc, MemoryError):
+        return OpenAIError(500, "The model's chat template ran out of memory while rendering.",
+                           code="template_error", type="server_error")
+    log.warning("the chat template failed: %s: %s", type(exc).__name__, exc)
+    return OpenAIError(500, f"The model's chat template failed: {type(exc).__name__}: {exc}",
+                       code="template_error", type="server_error")
+
+
 def render_prompt(render: Callable[[Sequence[dict[str, str]]], str],
                   messages: Sequence[dict[str, str]], n_ctx: int,
                   timeout_s: float = RENDER_TIMEOUT_S) -> str:
@@ -72,20 +96,8 @@ def render_prompt(render: Callable[[Sequence[dict[str, str]]], str],
     """
     try:
         text = run_with_deadline(lambda: render(messages), timeout_s)
-    except RenderTimeout:
-        log.warning("the chat template ran past %.1f s; request refused", timeout_s)
-        raise OpenAIError(500, f"The model's chat template did not finish rendering within "
-                          f"{timeout_s:g} s; the template in this GGUF file is broken or hostile.",
-                          code="template_timeout", type="server_error") from None
-    except MemoryError:
-        raise OpenAIError(500, "The model's chat template ran out of memory while rendering.",
-                          code="template_error", type="server_error") from None
-    except RecursionError:
-        raise OpenAIError(500, "The model's chat template recursed too deeply.",
-                          code="template_error", type="server_error") from None
-    except Exception as exc:  # Jinja errors, raise_exception(), sandbox violations
-        raise OpenAIError(500, f"The model's chat template failed: {type(exc).__name__}: {exc}",
-                          code="template_error", type="server_error") from None
+    except Exception as exc:  # Jinja errors, raise_exception(), sandbox violations, MemoryError
+        raise _template_failure(exc, timeout_s) from None
     limit = n_ctx * MAX_CHARS_PER_TOKEN
     if len(text) > limit:
         raise OpenAIError(400, f"The chat template rendered {len(text)} characters, far more "
