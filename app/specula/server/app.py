@@ -129,6 +129,8 @@ class Handler(BaseHTTPRequestHandler):
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """The standard library's own refusals (bad request line, huge headers) as JSON too."""
         self.close_connection = True
+        if code == HTTPStatus.NOT_IMPLEMENTED:  # a method nobody serves: as PUT or DELETE
+            code, message = HTTPStatus.METHOD_NOT_ALLOWED, f"Method {self.command} is not allowed."
         try:
             phrase = HTTPStatus(code).phrase
         except ValueError:
@@ -186,9 +188,10 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # the body (if any) stays unread
             raise
         raw = self.rfile.read(length)
-        if len(raw) < length:
+        if len(raw) < length:  # the client stopped sending (it may still be reading)
             self.close_connection = True
-            raise OpenAIError(499, "The client closed the connection.", code="client_closed")
+            raise OpenAIError(400, f"The body ended after {len(raw)} of the {length} bytes its "
+                              "Content-Length announced.", code="incomplete_body")
         self.server.conns.set_phase(self.connection, Phase.BUSY)
         return parse_json(raw)
 
