@@ -100,7 +100,7 @@ class EngineThread:
     def submit(self, job: Job) -> None:
         waiting = self._jobs.qsize()
         if waiting >= self._max_waiting:
-            raise QueueFull(f"{waiting} requests are already waiting",
+            raise QueueFull(f"{waiting} request{'s' if waiting != 1 else ''} already waiting",
                             retry_after_s=min(60, round(waiting * self._mean_job_s)))
         self._jobs.put(job)
 
