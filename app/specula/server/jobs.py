@@ -31,11 +31,6 @@ log = logging.getLogger("specula.server")
 Message = tuple[str, Any]
 
 
-def _n_ctx(engine: Engine) -> int:
-    gen = engine.generator
-    return gen.ctx.n_ctx if gen is not None else engine.options.n_ctx
-
-
 def _tokenize_rendered(model: Model, template: ChatTemplate, text: str) -> list[int]:
     # As ChatTemplate.tokenize: templates that write the BOS text themselves get no second one.
     add_special = template.add_bos and not (template.bos_text and text.startswith(template.bos_text))
@@ -50,7 +45,7 @@ def _chat_tokens(engine: Engine, model: Model, req: GenerationRequest,
     # No published template, or the pair changed since: render here, bounded all the same.
     template = ChatTemplate.for_model(model)
     return _tokenize_rendered(model, template,
-                              render_prompt(template.render, req.messages, _n_ctx(engine),
+                              render_prompt(template.render, req.messages, engine.n_ctx,
                                             timeout_s))
 
 
@@ -73,7 +68,7 @@ def _check_length(engine: Engine, req: GenerationRequest, tokens: list[int]) -> 
     param = "messages" if req.kind == "chat" else "prompt"
     if not tokens:
         raise OpenAIError(400, "The prompt is empty.", param=param, code="invalid_value")
-    n_ctx = _n_ctx(engine)
+    n_ctx = engine.n_ctx
     if len(tokens) >= n_ctx:
         raise OpenAIError(
             400, f"This model's maximum context length is {n_ctx} tokens, but the prompt has "

@@ -59,11 +59,9 @@ class ServedModel:
     @classmethod
     def from_engine(cls, engine: Engine, target_path: str | Path,
                     draft_path: str | Path | None = None) -> ServedModel:
-        gen = engine.generator
-        n_ctx = gen.ctx.n_ctx if gen is not None else engine.options.n_ctx
         model = engine.target_model
         return cls(Path(target_path).stem, str(target_path),
-                   Path(draft_path).stem if draft_path else None, n_ctx, engine.backend,
+                   Path(draft_path).stem if draft_path else None, engine.n_ctx, engine.backend,
                    template=ChatTemplate.for_model(model) if model is not None else None)
 
     def matches(self, name: str) -> bool:
