@@ -121,6 +121,7 @@ def test_fuzz_requests(fuzz_server: LocalServer) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("asked_for_slow")
 def test_fuzz_requests_large(fuzz_server: LocalServer) -> None:
     _fuzz(fuzz_server, 4000)
 

@@ -141,6 +141,7 @@ def test_64_concurrent_clients(server: LocalServer) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("asked_for_slow")
 def test_ten_minutes_of_steady_traffic(server: LocalServer) -> None:
     ref = _quiet_replies(server)
     proc = psutil.Process()

@@ -36,28 +36,41 @@ class RenderTimeout(Exception):
     """The template ran past its deadline (raised inside it by the tracer)."""
 
 
-def _deadline_tracer(deadline: float) -> Callable[[FrameType, str, Any], Any]:
-    def local(frame: FrameType, event: str, arg: Any) -> Any:
-        if time.monotonic() > deadline:
-            raise RenderTimeout
-        return local
+class _Deadline:
+    """The trace functions of one render. Frames of the render that outlive it (a
+    generator closed later by the garbage collector) keep their local tracer, so it
+    goes quiet once the render is over or has been stopped: it raises only once."""
 
-    def tracer(frame: FrameType, event: str, arg: Any) -> Any:
-        if time.monotonic() > deadline:
+    def __init__(self, timeout_s: float) -> None:
+        self.deadline = time.monotonic() + timeout_s
+        self.active = True
+
+    def _check(self) -> None:
+        if self.active and time.monotonic() > self.deadline:
+            self.active = False
             raise RenderTimeout
+
+    def local(self, frame: FrameType, event: str, arg: Any) -> Any:
+        self._check()
+        return self.local if self.active else None
+
+    def tracer(self, frame: FrameType, event: str, arg: Any) -> Any:
+        self._check()
+        if not self.active:
+            return None
         # Line events only inside the template's own code: cheap for everything else.
-        return local if frame.f_code.co_filename == TEMPLATE_FILE else None
-
-    return tracer
+        return self.local if frame.f_code.co_filename == TEMPLATE_FILE else None
 
 
 def run_with_deadline(fn: Callable[[], str], timeout_s: float) -> str:
     """``fn()``, raising :class:`RenderTimeout` once ``timeout_s`` has passed."""
     previous = sys.gettrace()
-    sys.settrace(_deadline_tracer(time.monotonic() + timeout_s))
+    limit = _Deadline(timeout_s)
+    sys.settrace(limit.tracer)
     try:
         return fn()
     finally:
+        limit.active = False
         sys.settrace(previous)
 
 
