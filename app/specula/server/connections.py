@@ -97,16 +97,20 @@ class Connections:
             return len(self._conns)
 
     def wait_for_room(self, timeout_s: float) -> bool:
-        """True once a new connection fits (closing the oldest waiting one if it must)."""
+        """True once a new connection fits (closing the oldest waiting one if it must).
+
+        Connections being shut down still count until their threads have ended, so
+        threads and descriptors never exceed the cap, also on a starved CPU.
+        """
         end = time.monotonic() + timeout_s
         with self._cond:
-            while sum(not c.doomed for c in self._conns.values()) >= self.max:
-                if self._evict_one():
-                    continue  # its handler thread removes it once the shut-down read returns
+            while len(self._conns) >= self.max:
+                if not any(c.doomed for c in self._conns.values()):
+                    self._evict_one()
                 left = end - time.monotonic()
                 if left <= 0:
                     return False
-                self._cond.wait(left)
+                self._cond.wait(min(left, 0.05))
             return True
 
     def _evict_one(self) -> bool:
