@@ -49,7 +49,7 @@ def test_idle_sockets_cannot_exhaust_descriptors(tiny: dict[str, Path]) -> None:
             "model": "tiny-target", "max_tokens": 3,
             "messages": [{"role": "user", "content": "hi"}]})
         assert reply.status == 200, reply.body[:200]
-        assert time.monotonic() - start < 8  # sooner than any idle deadline: room was made
+        assert time.monotonic() - start < 9.5  # before the 10 s head deadline: room was made
         child = psutil.Process(proc.pid)
         assert child.num_fds() < LIMIT
         assert proc.poll() is None
