@@ -20,7 +20,7 @@ import pytest
 
 from specula.core.engine import sampling
 from specula.core.engine.engine import Engine
-from tests.core.engine.reference import FreshTarget, Transform
+from tests.core.engine.reference import FreshTarget, Transform, transform
 from tests.core.engine.sampling_runs import ALPHA_POWER, Check, check, make_engine, needs_v2, spec
 
 TOPK5 = Transform(temperature=0.8, top_k=5)
@@ -86,22 +86,67 @@ def test_target_transform_without_top_k_is_caught(pair: Engine, ref: FreshTarget
 
 @pytest.mark.slow
 @needs_v2
-def test_bonus_token_from_q_is_caught(pair: Engine, ref: FreshTarget,
+def test_bonus_token_from_q_is_caught(tiny: dict[str, Path], pair: Engine, ref: FreshTarget,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sampling, "bonus_probs",
-                        lambda p_next, q_next: q_next if q_next is not None else p_next)
-    res = check("BUG bonus token from q", pair, ref, prompt_of(pair), TOPK5, 3,
-                spec("chain", draft_max=2), 6000)
+    """After a fully accepted chain the bonus token comes from the draft's q at that
+    position instead of the target's p. The engine passes no q there (the draft never
+    computes it), so the bug computes it: the draft model on a fresh context."""
+    from specula.core.engine.generator import Generator
+
+    draft_ref = FreshTarget(tiny["draft"])
+    where: dict[str, Any] = {}
+    orig_accept = Generator._accept
+
+    def accept(self: Generator, prop: Any, committed: list[int], reply: Any) -> Any:
+        where["prefix"] = [*committed, *prop.tokens]
+        where["params"] = reply.params
+        return orig_accept(self, prop, committed, reply)
+
+    def bonus_from_q(p_next: Any, q_next: Any) -> Any:
+        prm = where["params"]
+        q = transform(draft_ref.logits(where["prefix"]),
+                      Transform(prm.temperature, prm.top_k, prm.top_p, prm.min_p), margin=0.0)
+        out = np.zeros_like(p_next)
+        for tok, pr in q.items():
+            out[tok] = pr
+        return out
+
+    monkeypatch.setattr(Generator, "_accept", accept)
+    monkeypatch.setattr(sampling, "bonus_probs", bonus_from_q)
+    try:
+        res = check("BUG bonus token from q", pair, ref, prompt_of(pair, "hello"), TOPK5, 3,
+                    spec("chain", draft_max=2), 6000)
+    finally:
+        draft_ref.close()
     assert rejected(res), res.chi2
+
+
+class RawQ(np.ndarray):  # type: ignore[type-arg]
+    """The raw softmax handed to the rule, carrying the transformed q the draft samples from."""
+
+    transformed: Any = None
 
 
 @pytest.mark.slow
 @needs_v2
 def test_q_without_the_transform_is_caught(pair: Engine, ref: FreshTarget,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    """The draft samples from the transformed q but the rule is handed the raw softmax."""
-    monkeypatch.setattr(sampling, "draft_probs", lambda logits, params: softmax(logits))
-    res = check("BUG q without the transform", pair, ref, prompt_of(pair), TOPK5, 3,
+    """The draft samples from the transformed q but the rule is handed the raw softmax.
+    (Patching draft_probs alone is no bug: the draft would then sample from the raw
+    softmax too, and rejection sampling is exact for any proposal it samples from.)"""
+    orig_q, orig_sample = sampling.draft_probs, sampling.sample
+
+    def raw_q(logits: Any, params: Any) -> Any:
+        out = softmax(logits).view(RawQ)
+        out.transformed = orig_q(logits, params)
+        return out
+
+    def sample(p: Any, rng: Any) -> int:
+        return orig_sample(p.transformed if isinstance(p, RawQ) else p, rng)
+
+    monkeypatch.setattr(sampling, "draft_probs", raw_q)
+    monkeypatch.setattr(sampling, "sample", sample)
+    res = check("BUG q without the transform", pair, ref, prompt_of(pair, "hello"), TOPK5, 3,
                 spec("chain", draft_max=2), 6000)
     assert rejected(res), res.chi2
 
@@ -112,9 +157,10 @@ def test_discard_that_depends_on_the_drafted_token_is_caught(pair: Engine, ref: 
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """Dropping drafts shorter than draft_min under rejection sampling: with a p_min
     cut-off the length of a draft depends on its tokens, so the kept ones are not ~ q."""
-    from specula.core.engine import drafters
+    from specula.core.engine.drafters import base
 
-    monkeypatch.setattr(drafters, "keep_short_draft", lambda n_drafted, sc, rule: False)
+    monkeypatch.setattr(base, "keep_short_draft",
+                        lambda n_drafted, draft_min, rule: n_drafted == 0 or n_drafted >= draft_min)
     res = check("BUG discard short drafts (draft_min=2, p_min=0.3)", pair, ref,
                 prompt_of(pair, "hello"), ALL_FILTERS, 3,
                 spec("chain", draft_max=2, draft_min=2, p_min=0.3), 6000)
@@ -130,8 +176,8 @@ def test_coupled_noise_without_the_position_is_caught(pair: Engine, ref: FreshTa
     """The same noise at every position: each token is still ~ p, but the joint is not."""
     orig = sampling.gumbel_noise
     monkeypatch.setattr(sampling, "gumbel_noise", lambda seed, position, ids: orig(seed, 0, ids))
-    res = check("BUG coupled noise without position", pair, ref, prompt_of(pair), TOPK5, 3,
-                spec("chain", draft_max=2), 2000, rule="coupled")
+    res = check("BUG coupled noise without position", pair, ref, prompt_of(pair, "hello"), TOPK5, 3,
+                spec("chain", draft_max=2), 3000, rule="coupled")
     assert rejected(res), res.chi2
 
 
@@ -151,6 +197,6 @@ def test_coupled_noise_without_the_position_in_a_tree_is_caught(
         pair: Engine, ref: FreshTarget, monkeypatch: pytest.MonkeyPatch) -> None:
     orig = sampling.gumbel_noise
     monkeypatch.setattr(sampling, "gumbel_noise", lambda seed, position, ids: orig(seed, 0, ids))
-    res = check("BUG coupled noise without position (tree)", pair, ref, prompt_of(pair), TOPK5, 3,
+    res = check("BUG coupled noise without position (tree)", pair, ref, prompt_of(pair, "hello"), TOPK5, 3,
                 spec("tree", draft_max=2, tree_budget=6, tree_width=2), 6000, rule="coupled")
     assert rejected(res), res.chi2

@@ -141,7 +141,7 @@ def test_rejection_chain_of_three_with_every_filter(pair: Engine, ref: FreshTarg
 
 def test_tree_of_depth_two(pair: Engine, ref: FreshTarget) -> None:
     res = check("tree depth 2, rejection rule (sample-and-match)", pair, ref, prompt_of(pair),
-                TOPK5, 3, spec("tree", draft_max=2, tree_budget=6, tree_width=2), 3000)
+                TOPK5, 4, spec("tree", draft_max=2, tree_budget=6, tree_width=2), 3000)
     assert res.p > ALPHA_PASS
     assert res.tally.max_accepted == 2, "some step must accept two tree levels"
 
@@ -189,7 +189,6 @@ def test_lookup_under_sampling(pair: Engine, ref: FreshTarget, rule: str) -> Non
     assert res.p > ALPHA_PASS
     assert res.tally.drafting_steps > 1000, "lookup must have proposed in most replies"
     assert 0.1 < res.tally.acceptance < 0.9
-    assert res.tally.max_accepted == 2
 
 
 @pytest.mark.parametrize("rule", ["rejection-sampling", pytest.param("coupled", marks=needs_v2)])
