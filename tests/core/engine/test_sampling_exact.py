@@ -37,6 +37,7 @@ from tests.core.engine.reference import (
 )
 from tests.core.engine.sampling_runs import (
     ALPHA_PASS,
+    Tally,
     check,
     fake_clock,
     make_engine,
@@ -144,6 +145,17 @@ def test_tree_of_depth_two(pair: Engine, ref: FreshTarget) -> None:
                 TOPK5, 4, spec("tree", draft_max=2, tree_budget=6, tree_width=2), 3000)
     assert res.p > ALPHA_PASS
     assert res.tally.max_accepted == 2, "some step must accept two tree levels"
+
+
+@pytest.mark.xfail(strict=True, reason="engine: generator._propose caps a tree's node budget by "
+                   "the tokens left to generate (min(..., room)); that bounds its depth, not its width")
+def test_a_tree_near_the_token_limit_keeps_its_width(pair: Engine) -> None:
+    """With 2 tokens left to draft a depth-2 tree still has room for width: the nodes
+    take KV cells (the context's room), only the depth is bounded by max_tokens."""
+    tally = Tally()
+    reply(pair, prompt_of(pair), SamplingParams(max_tokens=3), spec("tree", draft_max=2, tree_budget=6,
+          tree_width=2), tally)
+    assert tally.drafted > 2, tally
 
 
 @needs_v2
