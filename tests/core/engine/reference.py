@@ -41,6 +41,20 @@ class Transform:
     top_k: int = 0  # 0 = off
     top_p: float = 1.0  # 1 = off
     min_p: float = 0.0  # 0 = off
+    repeat_penalty: float = 1.0  # 1 = off; llama.cpp's penalties sampler, first in its chain
+    repeat_last_n: int = 64
+
+
+def penalize(logits: np.ndarray, history: Sequence[int], t: Transform) -> np.ndarray:
+    """llama.cpp's repetition penalty: each distinct token of the last ``repeat_last_n``
+    has its logit divided by the penalty when positive, multiplied when not."""
+    x = np.array(logits, dtype=np.float64)
+    if t.repeat_penalty == 1.0 or t.repeat_last_n <= 0:
+        return x
+    for tok in set(history[-t.repeat_last_n:]):
+        if 0 <= tok < x.shape[0]:
+            x[tok] = x[tok] / t.repeat_penalty if x[tok] > 0 else x[tok] * t.repeat_penalty
+    return x
 
 
 class CutTooClose(AssertionError):
@@ -148,7 +162,8 @@ def exact_joint(target: FreshTarget, prompt: Sequence[int], t: Transform, n: int
         if len(prefix) == n:
             out[prefix] = out.get(prefix, 0.0) + prob
             return
-        for tok, pr in transform(target.logits([*prompt, *prefix]), t).items():
+        history = [*prompt, *prefix]
+        for tok, pr in transform(penalize(target.logits(history), history, t), t).items():
             if target.is_eog(tok):
                 cell = (*prefix, EOG)
                 out[cell] = out.get(cell, 0.0) + prob * pr

@@ -40,9 +40,6 @@ from tests.core.engine.reference import (
 ALPHA_PASS = 1e-3
 ALPHA_POWER = 1e-6
 
-# Engine v2 (the coupled rule, the drafter seam): tests that need it are strict xfails before.
-HAS_COUPLED = hasattr(sampling, "gumbel_noise") and hasattr(sampling, "Rule")
-needs_v2 = pytest.mark.xfail(not HAS_COUPLED, reason="needs engine v2 (coupled rule)", strict=True)
 
 
 def make_engine(target: Path, draft: Path | None = None, n_ctx: int = 1024) -> Engine:
@@ -55,14 +52,10 @@ def make_engine(target: Path, draft: Path | None = None, n_ctx: int = 1024) -> E
 
 
 def params(t: Transform, n: int, seed: int, rule: str = "rejection-sampling", **kw: Any) -> SamplingParams:
-    """SamplingParams for ``t``; ``rule`` is passed where the engine knows rules."""
-    extra: dict[str, Any] = dict(kw)
-    if HAS_COUPLED:
-        extra["rule"] = sampling.Rule(rule)
-    elif rule != "rejection-sampling":
-        raise AssertionError(f"this engine has no rule {rule!r}")
+    """SamplingParams for ``t`` under ``rule`` (rejection-sampling or coupled)."""
     return SamplingParams(temperature=t.temperature, top_k=t.top_k, top_p=t.top_p, min_p=t.min_p,
-                          max_tokens=n, seed=seed, **extra)
+                          repeat_penalty=t.repeat_penalty, repeat_last_n=t.repeat_last_n,
+                          max_tokens=n, seed=seed, rule=sampling.Rule(rule), **kw)
 
 
 def spec(mode: str, **kw: Any) -> SpecConfig:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from specula.core.engine import sampling
@@ -33,14 +33,12 @@ from specula.core.engine.events import Done, StopReason
 from specula.core.engine.sampling import SamplingParams
 from specula.tools.tiny_models import build_edge_drafts
 from tests.core.engine.reference import FreshTarget
-from tests.core.engine.sampling_runs import HAS_COUPLED, fake_clock, make_engine, needs_v2, reply
+from tests.core.engine.sampling_runs import fake_clock, make_engine, reply
 
 N_CTX = 160  # small, so that "near full" is cheap to reach
 NEAR_TIE = 1e-3  # logit gap below which batch-shape float noise may flip an argmax
 
-# Without engine v2 the edge tests are expected failures: skip shrinking them (minutes).
-PHASES = list(Phase) if HAS_COUPLED else [Phase.explicit, Phase.reuse, Phase.generate]
-SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None, phases=PHASES,
+SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 MAIN_PAIRS = ["target+draft", "target+close_draft"]
@@ -86,9 +84,8 @@ def sampling_params(greedy: bool, max_tokens: int) -> st.SearchStrategy[Sampling
     temps = st.just(0.0) if greedy else st.sampled_from([0.3, 0.7, 1.0, 1.5])
 
     def build(t: float, k: int, p: float, m: float, seed: int) -> SamplingParams:
-        extra = {"rule": sampling.Rule("coupled")} if HAS_COUPLED else {}
         return SamplingParams(temperature=t, top_k=k, top_p=p, min_p=m, seed=seed,
-                              max_tokens=max_tokens, **extra)
+                              max_tokens=max_tokens, rule=sampling.Rule.COUPLED)
 
     return st.builds(build, temps, st.sampled_from([0, 1, 5, 20, 40]), st.sampled_from([1.0, 0.95, 0.8, 0.5]),
                      st.sampled_from([0.0, 0.05, 0.2]), st.integers(0, 2**31 - 1))
@@ -139,8 +136,7 @@ def run_case(engines: dict[str, Engine], fresh: dict[str, FreshTarget], pair: st
         finished(plain)
         done = reply(eng, case.prompt, case.params, case.spec)
         finished(done)
-        if case.params.greedy or HAS_COUPLED:
-            same_or_near_tie(ref, case.prompt, plain.token_ids, done.token_ids)
+        same_or_near_tie(ref, case.prompt, plain.token_ids, done.token_ids)
         again = reply(eng, case.prompt, case.params, SpecConfig(mode=Mode.PLAIN))
     assert again.token_ids == plain.token_ids, "the engine's state changed plain decoding"
 
@@ -162,10 +158,9 @@ def test_sampled_replies_finish(engines: dict[str, Engine], fresh: dict[str, Fre
     run_case(engines, fresh, pair, case)
 
 
-# -- the edges (engine v2) -----------------------------------------------------------------
+# -- the edges -----------------------------------------------------------------
 
 
-@needs_v2
 @SETTINGS
 @given(pair=st.sampled_from(MAIN_PAIRS + EDGE_PAIRS), greedy=st.booleans(), near_full=st.booleans(),
        data=st.data())
@@ -175,8 +170,7 @@ def test_edges_never_raise_and_match_plain(engines: dict[str, Engine], fresh: di
     run_case(engines, fresh, pair, data.draw(cases(greedy=greedy, near_full=near_full)))
 
 
-@needs_v2
-@settings(max_examples=15, deadline=None, derandomize=True, database=None, phases=PHASES,
+@settings(max_examples=15, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(pair=st.sampled_from(MAIN_PAIRS + EDGE_PAIRS), case=cases(greedy=False, near_full=False))
 def test_a_seed_gives_the_same_text_in_every_mode(engines: dict[str, Engine], fresh: dict[str, FreshTarget],

@@ -21,7 +21,7 @@ import pytest
 from specula.core.engine import sampling
 from specula.core.engine.engine import Engine
 from tests.core.engine.reference import FreshTarget, Transform, transform
-from tests.core.engine.sampling_runs import ALPHA_POWER, Check, check, make_engine, needs_v2, spec
+from tests.core.engine.sampling_runs import ALPHA_POWER, Check, check, make_engine, spec
 
 TOPK5 = Transform(temperature=0.8, top_k=5)
 ALL_FILTERS = Transform(temperature=0.8, top_k=20, top_p=0.9, min_p=0.05)
@@ -85,7 +85,6 @@ def test_target_transform_without_top_k_is_caught(pair: Engine, ref: FreshTarget
 
 
 @pytest.mark.slow
-@needs_v2
 def test_bonus_token_from_q_is_caught(tiny: dict[str, Path], pair: Engine, ref: FreshTarget,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """After a fully accepted chain the bonus token comes from the draft's q at that
@@ -128,7 +127,6 @@ class RawQ(np.ndarray):  # type: ignore[type-arg]
 
 
 @pytest.mark.slow
-@needs_v2
 def test_q_without_the_transform_is_caught(pair: Engine, ref: FreshTarget,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """The draft samples from the transformed q but the rule is handed the raw softmax.
@@ -152,7 +150,6 @@ def test_q_without_the_transform_is_caught(pair: Engine, ref: FreshTarget,
 
 
 @pytest.mark.slow
-@needs_v2
 def test_discard_that_depends_on_the_drafted_token_is_caught(pair: Engine, ref: FreshTarget,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """Dropping drafts shorter than draft_min under rejection sampling: with a p_min
@@ -170,7 +167,6 @@ def test_discard_that_depends_on_the_drafted_token_is_caught(pair: Engine, ref: 
 # -- the coupled rule ---------------------------------------------------------------------
 
 
-@needs_v2
 def test_coupled_noise_without_the_position_is_caught(pair: Engine, ref: FreshTarget,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """The same noise at every position: each token is still ~ p, but the joint is not."""
@@ -181,7 +177,6 @@ def test_coupled_noise_without_the_position_is_caught(pair: Engine, ref: FreshTa
     assert rejected(res), res.chi2
 
 
-@needs_v2
 def test_coupled_noise_without_the_seed_is_caught(pair: Engine, ref: FreshTarget,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     orig = sampling.gumbel_noise
@@ -192,11 +187,21 @@ def test_coupled_noise_without_the_seed_is_caught(pair: Engine, ref: FreshTarget
 
 
 @pytest.mark.slow
-@needs_v2
 def test_coupled_noise_without_the_position_in_a_tree_is_caught(
         pair: Engine, ref: FreshTarget, monkeypatch: pytest.MonkeyPatch) -> None:
     orig = sampling.gumbel_noise
     monkeypatch.setattr(sampling, "gumbel_noise", lambda seed, position, ids: orig(seed, 0, ids))
     res = check("BUG coupled noise without position (tree)", pair, ref, prompt_of(pair, "hello"), TOPK5, 3,
                 spec("tree", draft_max=2, tree_budget=6, tree_width=2), 6000, rule="coupled")
+    assert rejected(res), res.chi2
+
+
+@pytest.mark.parametrize("rule", ["rejection-sampling", "coupled"])
+def test_penalty_forgotten_is_caught(pair: Engine, ref: FreshTarget, rule: str,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The repetition penalty check has power too: dropping the penalty is rejected."""
+    monkeypatch.setattr(sampling, "apply_penalties", lambda logits, history, params: logits)
+    t = Transform(temperature=0.8, top_k=5, repeat_penalty=1.5)
+    res = check(f"BUG penalty forgotten, {rule}", pair, ref, prompt_of(pair, "the the the"), t, 3,
+                spec("chain", draft_max=2), 500, rule=rule)
     assert rejected(res), res.chi2

@@ -33,6 +33,7 @@ from tests.core.engine.reference import (
     chi2_sf,
     chi2_test,
     exact_joint,
+    penalize,
     transform,
 )
 from tests.core.engine.sampling_runs import (
@@ -41,7 +42,6 @@ from tests.core.engine.sampling_runs import (
     check,
     fake_clock,
     make_engine,
-    needs_v2,
     reply,
     spec,
 )
@@ -103,6 +103,9 @@ def test_transform_by_hand() -> None:
     assert got == pytest.approx({0: math.exp(6) / z3, 1: math.exp(4) / z3, 2: math.exp(2) / z3})
     with pytest.raises(CutTooClose):  # a tie at the top-k boundary cannot be decided
         transform([1.0, 1.0, 0.0], Transform(temperature=1.0, top_k=1))
+    # repetition penalty 2 on ids 0 (positive logit: halved) and 4 (negative: doubled)
+    pen = penalize(logits, [0, 4, 0], Transform(temperature=1.0, repeat_penalty=2.0))
+    assert list(pen) == [1.5, 2.0, 1.0, 0.0, -2.0]
 
 
 def test_chi2_test_pools_and_flags_impossible_cells() -> None:
@@ -158,7 +161,6 @@ def test_a_tree_near_the_token_limit_keeps_its_width(pair: Engine) -> None:
     assert tally.drafted > 2, tally
 
 
-@needs_v2
 def test_short_draft_discard_with_a_cutoff_is_exact(pair: Engine, ref: FreshTarget) -> None:
     """Case 1 of the engine issue: k=2, draft_min=2 and a p_min cut-off, every filter on.
     (Before the fix, whether a short draft was thrown away depended on the drafted token.)"""
@@ -168,10 +170,21 @@ def test_short_draft_discard_with_a_cutoff_is_exact(pair: Engine, ref: FreshTarg
     assert res.tally.drafted > 0
 
 
+@pytest.mark.parametrize("rule", ["rejection-sampling", "coupled"])
+def test_repetition_penalty_chain(pair: Engine, ref: FreshTarget, rule: str) -> None:
+    """A penalty depends on the history: the rejection rule falls back to sample-and-match,
+    the coupled rule applies it on both sides; both keep the penalized distribution."""
+    t = Transform(temperature=0.8, top_k=5, repeat_penalty=1.5)
+    res = check(f"repeat penalty 1.5, chain k=2, {rule}", pair, ref, prompt_of(pair, "the the the"), t, 3,
+                spec("chain", draft_max=2), 2000, rule=rule)
+    assert res.p > ALPHA_PASS
+    assert res.tally.rules == {"sample-and-match" if rule == "rejection-sampling" else "coupled"}
+    assert res.tally.accepted > 0
+
+
 # -- the coupled rule (default run) -----------------------------------------------------
 
 
-@needs_v2
 def test_coupled_chain_over_several_steps(pair: Engine, ref: FreshTarget) -> None:
     res = check("coupled chain k=3, every filter", pair, ref, prompt_of(pair), ALL_FILTERS, 4,
                 spec("chain", draft_max=3), 3000, rule="coupled")
@@ -192,7 +205,7 @@ def lookup_prompt(eng: Engine) -> list[int]:
     return [*a, *g, *a[1:], *g[:2]]
 
 
-@pytest.mark.parametrize("rule", ["rejection-sampling", pytest.param("coupled", marks=needs_v2)])
+@pytest.mark.parametrize("rule", ["rejection-sampling", "coupled"])
 def test_lookup_under_sampling(pair: Engine, ref: FreshTarget, rule: str) -> None:
     prompt = lookup_prompt(pair)
     with fake_clock():
@@ -203,7 +216,7 @@ def test_lookup_under_sampling(pair: Engine, ref: FreshTarget, rule: str) -> Non
     assert 0.1 < res.tally.acceptance < 0.9
 
 
-@pytest.mark.parametrize("rule", ["rejection-sampling", pytest.param("coupled", marks=needs_v2)])
+@pytest.mark.parametrize("rule", ["rejection-sampling", "coupled"])
 def test_adaptive_under_sampling(pair: Engine, ref: FreshTarget, rule: str) -> None:
     with fake_clock():
         res = check(f"adaptive, {rule}", pair, ref, prompt_of(pair), ALL_FILTERS, 4,
@@ -216,7 +229,7 @@ def test_adaptive_under_sampling(pair: Engine, ref: FreshTarget, rule: str) -> N
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("rule", ["rejection-sampling", pytest.param("coupled", marks=needs_v2)])
+@pytest.mark.parametrize("rule", ["rejection-sampling", "coupled"])
 def test_slow_chain_k4_close_draft(tiny: dict[str, Path], edge: dict[str, Path], ref: FreshTarget,
                                    rule: str) -> None:
     eng = make_engine(tiny["target"], edge["close_draft"])
@@ -230,7 +243,7 @@ def test_slow_chain_k4_close_draft(tiny: dict[str, Path], edge: dict[str, Path],
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("rule", ["rejection-sampling", pytest.param("coupled", marks=needs_v2)])
+@pytest.mark.parametrize("rule", ["rejection-sampling", "coupled"])
 def test_slow_tree_depth_three(pair: Engine, ref: FreshTarget, rule: str) -> None:
     res = check(f"slow tree depth 3, {rule}", pair, ref, prompt_of(pair), ALL_FILTERS, 4,
                 spec("tree", draft_max=3, tree_budget=12, tree_width=3), 20000, rule=rule)
@@ -239,7 +252,7 @@ def test_slow_tree_depth_three(pair: Engine, ref: FreshTarget, rule: str) -> Non
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("rule", ["rejection-sampling", pytest.param("coupled", marks=needs_v2)])
+@pytest.mark.parametrize("rule", ["rejection-sampling", "coupled"])
 def test_slow_case1_adaptive_stop_rule_with_draft_min(pair: Engine, ref: FreshTarget, rule: str) -> None:
     with fake_clock():
         res = check(f"slow case 1 under adaptive, {rule}", pair, ref, prompt_of(pair, "hello"), ALL_FILTERS,
@@ -248,7 +261,6 @@ def test_slow_case1_adaptive_stop_rule_with_draft_min(pair: Engine, ref: FreshTa
 
 
 @pytest.mark.slow
-@needs_v2
 def test_slow_case1_large_sample(pair: Engine, ref: FreshTarget) -> None:
     res = check("slow case 1, 20000 seeds", pair, ref, prompt_of(pair, "hello"), ALL_FILTERS, 3,
                 spec("chain", draft_max=2, draft_min=2, p_min=0.3), 20000)
