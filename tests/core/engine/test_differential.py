@@ -196,3 +196,39 @@ def test_near_tie_check_has_power(fresh: dict[str, FreshTarget]) -> None:
     assert abs(float(logits[top2[1]] - logits[top2[0]])) > NEAR_TIE
     with pytest.raises(AssertionError, match="logit gap"):
         same_or_near_tie(ref, prompt, [int(top2[1])], [int(top2[0])])
+
+
+# -- the harness has power ------------------------------------------------------------------
+
+FIXED = [
+    Case(SamplingParams(max_tokens=16), SpecConfig(mode=Mode.CHAIN, draft_max=3), [0, *range(40, 60)]),
+    Case(SamplingParams(temperature=0.8, top_k=20, seed=5, max_tokens=16, rule=sampling.Rule.COUPLED),
+         SpecConfig(mode=Mode.TREE, draft_max=3, tree_budget=8, tree_width=2), [0, *range(40, 60)]),
+]
+
+
+@pytest.mark.parametrize("case", FIXED, ids=["greedy chain", "coupled tree"])
+def test_harness_catches_a_mirror_that_does_not_cut(engines: dict[str, Engine],
+                                                    fresh: dict[str, FreshTarget], case: Case,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A KV mirror that forgets rejected tokens in its list but leaves their cells in the
+    cache (a cut that never reached llama.cpp) must make the harness fail."""
+    from specula.core.engine import kv
+
+    run_case(engines, fresh, "target+draft", case)  # passes without the bug
+
+    def drop_list_only(self: kv.KVCache, n: int) -> None:
+        del self.tokens[n:]
+
+    monkeypatch.setattr(kv.KVCache, "_drop_from", drop_list_only)
+    try:
+        with pytest.raises(Exception) as caught:  # noqa: B017 - any failure of the harness will do
+            run_case(engines, fresh, "target+draft", case)
+        print(f"[harness power, {case.spec.mode.value}] {type(caught.value).__name__}: "
+              f"{str(caught.value).splitlines()[0][:160]}")
+    finally:
+        monkeypatch.undo()
+        for eng in engines.values():  # the bug left stale cells behind: start clean
+            gen = eng.generator
+            assert gen is not None
+            gen.reset()
