@@ -84,12 +84,14 @@ class Tally:
 
 
 def collect(eng: Engine, prompt: list[int], t: Transform, n: int, sc: SpecConfig, n_runs: int,
-            rule: str = "rejection-sampling", **kw: Any) -> tuple[Counter[tuple[int, ...]], Tally]:
-    """Cells of the first ``n`` tokens over seeds 0..n_runs-1, and what drafting did."""
+            rule: str = "rejection-sampling", max_tokens: int | None = None,
+            **kw: Any) -> tuple[Counter[tuple[int, ...]], Tally]:
+    """Cells of the first ``n`` tokens over seeds 0..n_runs-1 (replies of ``max_tokens``,
+    default ``n``), and what drafting did."""
     counts: Counter[tuple[int, ...]] = Counter()
     tally = Tally()
     for seed in range(n_runs):
-        done = reply(eng, prompt, params(t, n, seed, rule, **kw), sc, tally)
+        done = reply(eng, prompt, params(t, max_tokens or n, seed, rule, **kw), sc, tally)
         counts[cell_of(done.token_ids, n, done.stop_reason is StopReason.EOS)] += 1
     return counts, tally
 
