@@ -222,7 +222,7 @@ def test_harness_catches_a_mirror_that_does_not_cut(engines: dict[str, Engine],
 
     monkeypatch.setattr(kv.KVCache, "_drop_from", drop_list_only)
     try:
-        with pytest.raises(Exception) as caught:  # noqa: B017 - any failure of the harness will do
+        with pytest.raises(Exception) as caught:  # any failure of the harness will do
             run_case(engines, fresh, "target+draft", case)
         print(f"[harness power, {case.spec.mode.value}] {type(caught.value).__name__}: "
               f"{str(caught.value).splitlines()[0][:160]}")

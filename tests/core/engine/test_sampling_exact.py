@@ -247,7 +247,7 @@ def test_slow_chain_k4_close_draft(tiny: dict[str, Path], edge: dict[str, Path],
 def test_slow_tree_depth_three(pair: Engine, ref: FreshTarget, rule: str) -> None:
     # replies of 16 tokens (the first 4 counted), so that the tree is not cut by max_tokens
     res = check(f"slow tree depth 3, {rule}", pair, ref, prompt_of(pair), ALL_FILTERS, 4,
-                spec("tree", draft_max=3, tree_budget=12, tree_width=3), 20000, rule=rule,
+                spec("tree", draft_max=3, tree_budget=12, tree_width=3), 10000, rule=rule,
                 max_tokens=16)
     assert res.p > ALPHA_PASS
     assert res.tally.max_accepted == 3
