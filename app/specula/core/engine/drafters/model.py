@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from specula.core.engine import sampling
-from specula.core.engine.drafters import base
+from specula.core.engine import drafters as _drafters  # patch points, looked up at call time
 from specula.core.engine.drafters.base import (
     DrafterCounters,
     DraftRequest,
@@ -172,7 +172,7 @@ class ChainDrafter:
                 break
             prop.draft_s += spent
             prop.n_decodes += 1
-        if not base.keep_short_draft(len(prop), req.draft_min, params.acceptance_rule):
+        if not _drafters.keep_short_draft(len(prop), req.draft_min, params.acceptance_rule):
             prop.truncate(0)
         self.counters.drafts += 1
         self.counters.drafted += len(prop)
