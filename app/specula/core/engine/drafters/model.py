@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from specula.core.engine import sampling
 from specula.core.engine import drafters as _drafters  # patch points, looked up at call time
+from specula.core.engine import sampling
 from specula.core.engine.drafters.base import (
     DrafterCounters,
     DraftRequest,
