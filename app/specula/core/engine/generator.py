@@ -179,7 +179,7 @@ class Generator:
                 reason, done_msg = StopReason.CONTEXT_FULL, full_msg
                 break
             left = params.max_tokens - len(generated)
-            prop, drafter = self._propose(committed, min(room, left - 1), reply, policy, active)
+            prop, drafter = self._propose(committed, room, left - 1, reply, policy, active)
             try:
                 try:
                     verify_s, new, m, n_relaxed = self._verify(prop, committed, reply)
@@ -256,10 +256,15 @@ class Generator:
     # -- proposals -----------------------------------------------------------
 
     def _propose(
-        self, committed: list[int], room: int, reply: _Reply, policy: DraftPolicy,
+        self, committed: list[int], cells: int, left: int, reply: _Reply, policy: DraftPolicy,
         active: dict[DraftSource, Drafter],
     ) -> tuple[Proposal, Drafter | None]:
-        """Ask the policy what to draft and the drafter for that source to propose it."""
+        """Ask the policy what to draft and the drafter for that source to propose it.
+
+        ``cells``: KV cells free after the pending token (a tree's nodes each take one);
+        ``left``: tokens that may still be drafted before max_tokens (bounds depth only).
+        """
+        room = min(cells, left)
         if room <= 0:
             return Proposal(), None
         spec = reply.spec
@@ -275,7 +280,7 @@ class Generator:
         drafter = active.get(plan.source)
         if drafter is None or plan.k <= 0 or not drafter.available:
             return Proposal(), None
-        budget = min(plan.k, spec.tree_budget, MAX_TREE_SEQS, room)
+        budget = min(plan.k, spec.tree_budget, MAX_TREE_SEQS, cells)
         req = DraftRequest(
             committed=committed, k=min(plan.k, spec.draft_max, room), params=reply.params,
             seed=reply.seed, rng=reply.rng, keep=policy.keep_drafting, draft_min=spec.draft_min,
