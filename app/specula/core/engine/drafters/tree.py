@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from specula.core.engine import sampling
 from specula.core.engine.drafters.base import DrafterCounters, DraftRequest, DraftSource, Proposal
 from specula.core.engine.drafters.model import DraftModel
 from specula.core.engine.llama import Batch, ContextFull, DecodeError
@@ -129,6 +130,25 @@ class TreeDrafter:
         self.counters.draft_s += prop.draft_s
         return prop
 
+    @staticmethod
+    def _children(logits: np.ndarray, req: DraftRequest, position: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``tree_width`` most likely tokens; under the coupled rule the draft's own
+        coupled choice at this position is always one of them (it is what the target's
+        choice most often equals, at any temperature)."""
+        toks, ps = _top(logits, req.tree_width)
+        params = req.params
+        if params.greedy or params.rule is not sampling.Rule.COUPLED:
+            return toks, ps
+        ids, q = sampling.draft_candidates(logits, params)
+        c = sampling.coupled_choice(ids, q, req.seed, position)
+        if c in toks:
+            return toks, ps
+        x = logits - logits.max()
+        p_c = float(np.exp(x[c]) / np.exp(x).sum())
+        toks = np.concatenate(([c], toks[:-1]))
+        ps = np.concatenate(([p_c], ps[:-1]))
+        return toks, ps
+
     def _expand(self, tree: TokenTree, prop: Proposal, base: int, budget: int,
                 req: DraftRequest) -> float:
         dm = self.model
@@ -140,7 +160,7 @@ class TreeDrafter:
             cands: list[tuple[float, int, int, float]] = []  # (cum, parent, token, prob)
             for parent, logits in frontier:
                 pcum = tree.nodes[parent].cum if parent >= 0 else 1.0
-                toks, ps = _top(logits, req.tree_width)
+                toks, ps = self._children(logits, req, base + depth - 1)
                 for t, p in zip(toks, ps, strict=True):
                     if pcum * p >= self.min_cum:
                         cands.append((pcum * float(p), parent, int(t), float(p)))
