@@ -124,6 +124,9 @@ class ModelDrafter:
     def lag(self, committed: Sequence[int]) -> int:
         return self.model.lag(committed)
 
+    def preview(self, committed: Sequence[int], k: int) -> tuple[list[int], int]:
+        return [], 0
+
     def _count(self, prop: Proposal) -> Proposal:
         self.counters.drafts += 1
         self.counters.drafted += len(prop)
