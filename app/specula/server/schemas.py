@@ -134,7 +134,7 @@ def sampling_from(body: dict[str, Any], defaults: SamplingParams) -> SamplingPar
         top_k=int(_integer(body, "top_k", defaults.top_k, 0) or 0),
         min_p=_number(body, "min_p", defaults.min_p, 0.0, 1.0),
         repeat_penalty=_number(body, "repeat_penalty", defaults.repeat_penalty, 0.0, 10.0),
-        seed=_integer(body, "seed", defaults.seed, -(2**63)),
+        seed=_integer(body, "seed", defaults.seed, -1),  # -1: a fresh seed, reported
         max_tokens=max_tokens or defaults.max_tokens,
         stop=_stop(body),
     )

@@ -179,7 +179,7 @@ class Generator:
                 reason, done_msg = StopReason.CONTEXT_FULL, full_msg
                 break
             left = params.max_tokens - len(generated)
-            prop, drafter = self._propose(committed, min(room, left - 1), reply, policy, active)
+            prop, drafter = self._propose(committed, room, left - 1, reply, policy, active)
             try:
                 try:
                     verify_s, new, m, n_relaxed = self._verify(prop, committed, reply)
@@ -256,26 +256,31 @@ class Generator:
     # -- proposals -----------------------------------------------------------
 
     def _propose(
-        self, committed: list[int], room: int, reply: _Reply, policy: DraftPolicy,
+        self, committed: list[int], cells: int, left: int, reply: _Reply, policy: DraftPolicy,
         active: dict[DraftSource, Drafter],
     ) -> tuple[Proposal, Drafter | None]:
-        """Ask the policy what to draft and the drafter for that source to propose it."""
+        """Ask the policy what to draft and the drafter for that source to propose it.
+
+        ``cells``: KV cells free after the pending token (a tree's nodes each take one);
+        ``left``: tokens that may still be drafted before max_tokens (bounds depth only).
+        """
+        room = min(cells, left)
         if room <= 0:
             return Proposal(), None
         spec = reply.spec
         look: list[int] = []
         match = 0
-        lookup = active.get(DraftSource.LOOKUP)
-        if isinstance(lookup, LookupDrafter):
-            look, match = lookup.match(committed, min(room, spec.draft_max))
+        for d in active.values():  # the best preview (only lookup has one today)
+            toks, n = d.preview(committed, min(room, spec.draft_max))
+            if toks and n > match:
+                look, match = toks, n
         available = frozenset(s for s, d in active.items() if d.available)
-        draft = active.get(DraftSource.DRAFT) or active.get(DraftSource.TREE)
-        lag = draft.lag(committed) if draft is not None else 0
+        lag = max((d.lag(committed) for d in active.values()), default=0)
         plan = policy.plan(PlanInput(room, available, look, match, lag))
         drafter = active.get(plan.source)
         if drafter is None or plan.k <= 0 or not drafter.available:
             return Proposal(), None
-        budget = min(plan.k, spec.tree_budget, MAX_TREE_SEQS, room)
+        budget = min(plan.k, spec.tree_budget, MAX_TREE_SEQS, cells)
         req = DraftRequest(
             committed=committed, k=min(plan.k, spec.draft_max, room), params=reply.params,
             seed=reply.seed, rng=reply.rng, keep=policy.keep_drafting, draft_min=spec.draft_min,
@@ -360,7 +365,7 @@ class Generator:
         (the correction at the first rejection, or the bonus after the last).
         """
         new: list[NewToken] = []
-        src = Source.LOOKUP if prop.source is DraftSource.LOOKUP else Source.DRAFT
+        src = prop.token_source
         spec, params, rule = reply.spec, reply.params, reply.rule
         n_relaxed = 0
         history = list(committed) if params.has_penalties else []

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from specula.core.engine import drafters as _drafters  # patch points, looked up at call time
 from specula.core.engine import sampling
-from specula.core.engine.drafters import base
 from specula.core.engine.drafters.base import (
     DrafterCounters,
     DraftRequest,
@@ -99,15 +99,16 @@ class DraftModel:
         self.kv.cut(keep)
 
 
-class ChainDrafter:
-    """The draft model proposes a chain, token by token."""
+class ModelDrafter:
+    """What the drafters over one draft model share: its state, their counters, the
+    bookkeeping after a step. Subclasses implement ``propose``."""
 
-    source = DraftSource.DRAFT
+    source = DraftSource.NONE
 
     def __init__(self, model: DraftModel) -> None:
         self.model = model
         self.counters = DrafterCounters()
-        self._start = 0
+        self._start = 0  # where this step's proposal began in the draft's cache
 
     @property
     def available(self) -> bool:
@@ -122,6 +123,26 @@ class ChainDrafter:
 
     def lag(self, committed: Sequence[int]) -> int:
         return self.model.lag(committed)
+
+    def preview(self, committed: Sequence[int], k: int) -> tuple[list[int], int]:
+        return [], 0
+
+    def _count(self, prop: Proposal) -> Proposal:
+        self.counters.drafts += 1
+        self.counters.drafted += len(prop)
+        self.counters.decodes += prop.n_decodes
+        self.counters.draft_s += prop.draft_s
+        return prop
+
+    def accept(self, committed: Sequence[int], n_accepted: int) -> None:
+        self.counters.accepted += n_accepted
+        self.model.drop_rejected(self._start, committed)
+
+
+class ChainDrafter(ModelDrafter):
+    """The draft model proposes a chain, token by token."""
+
+    source = DraftSource.DRAFT
 
     def propose(self, req: DraftRequest) -> Proposal:
         prop = Proposal(source=self.source)
@@ -172,14 +193,6 @@ class ChainDrafter:
                 break
             prop.draft_s += spent
             prop.n_decodes += 1
-        if not base.keep_short_draft(len(prop), req.draft_min, params.acceptance_rule):
+        if not _drafters.keep_short_draft(len(prop), req.draft_min, params.acceptance_rule):
             prop.truncate(0)
-        self.counters.drafts += 1
-        self.counters.drafted += len(prop)
-        self.counters.decodes += prop.n_decodes
-        self.counters.draft_s += prop.draft_s
-        return prop
-
-    def accept(self, committed: Sequence[int], n_accepted: int) -> None:
-        self.counters.accepted += n_accepted
-        self.model.drop_rejected(self._start, committed)
+        return self._count(prop)

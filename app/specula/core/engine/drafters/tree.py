@@ -18,13 +18,13 @@ winning branch's cells then join sequence 0 and the branches are dropped.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from specula.core.engine.drafters.base import DrafterCounters, DraftRequest, DraftSource, Proposal
-from specula.core.engine.drafters.model import DraftModel
+from specula.core.engine import sampling
+from specula.core.engine.drafters.base import DraftRequest, DraftSource, Proposal
+from specula.core.engine.drafters.model import DraftModel, ModelDrafter
 from specula.core.engine.llama import Batch, ContextFull, DecodeError
 
 MAX_TREE_SEQS = 16  # sequences besides 0 that a tree may use (n_seq_max - 1)
@@ -71,31 +71,15 @@ def _top(logits: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
     return idx[order], p[order]
 
 
-class TreeDrafter:
+class TreeDrafter(ModelDrafter):
     """The draft model proposes a token tree."""
 
     source = DraftSource.TREE
     min_cum = 0.01  # nodes less likely than this (along their path) are not worth a cell
 
     def __init__(self, model: DraftModel) -> None:
-        self.model = model
-        self.counters = DrafterCounters()
-        self._start = 0
+        super().__init__(model)
         self._batch = Batch(MAX_TREE_SEQS + 1, MAX_TREE_SEQS + 1)
-
-    @property
-    def available(self) -> bool:
-        return not self.model.stopped
-
-    @property
-    def stopped(self) -> str:
-        return self.model.stopped
-
-    def begin(self, prompt: Sequence[int], *, sync: bool) -> None:
-        self.model.begin(prompt, sync=sync)
-
-    def lag(self, committed: Sequence[int]) -> int:
-        return self.model.lag(committed)
 
     def propose(self, req: DraftRequest) -> Proposal:
         """A tree of at most ``req.tree_budget`` nodes and depth ``req.k``; an empty
@@ -123,11 +107,26 @@ class TreeDrafter:
             prop.tree = tree
             for n in tree.nodes:
                 prop.append(n.token, None, n.prob, n.prob, 0.0)
-        self.counters.drafts += 1
-        self.counters.drafted += len(prop)
-        self.counters.decodes += prop.n_decodes
-        self.counters.draft_s += prop.draft_s
-        return prop
+        return self._count(prop)
+
+    @staticmethod
+    def _children(logits: np.ndarray, req: DraftRequest, position: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``tree_width`` most likely tokens; under the coupled rule the draft's own
+        coupled choice at this position is always one of them (it is what the target's
+        choice most often equals, at any temperature)."""
+        toks, ps = _top(logits, req.tree_width)
+        params = req.params
+        if params.greedy or params.rule is not sampling.Rule.COUPLED:
+            return toks, ps
+        ids, q = sampling.draft_candidates(logits, params)
+        c = sampling.coupled_choice(ids, q, req.seed, position)
+        if c in toks:
+            return toks, ps
+        x = logits - logits.max()
+        p_c = float(np.exp(x[c]) / np.exp(x).sum())
+        toks = np.concatenate(([c], toks[:-1]))
+        ps = np.concatenate(([p_c], ps[:-1]))
+        return toks, ps
 
     def _expand(self, tree: TokenTree, prop: Proposal, base: int, budget: int,
                 req: DraftRequest) -> float:
@@ -140,7 +139,7 @@ class TreeDrafter:
             cands: list[tuple[float, int, int, float]] = []  # (cum, parent, token, prob)
             for parent, logits in frontier:
                 pcum = tree.nodes[parent].cum if parent >= 0 else 1.0
-                toks, ps = _top(logits, req.tree_width)
+                toks, ps = self._children(logits, req, base + depth - 1)
                 for t, p in zip(toks, ps, strict=True):
                     if pcum * p >= self.min_cum:
                         cands.append((pcum * float(p), parent, int(t), float(p)))
@@ -179,7 +178,3 @@ class TreeDrafter:
                     free_seqs.append(tree.nodes[parent].seq)
                     tree.nodes[parent].seq = -1
         return spent
-
-    def accept(self, committed: Sequence[int], n_accepted: int) -> None:
-        self.counters.accepted += n_accepted
-        self.model.drop_rejected(self._start, committed)
