@@ -150,8 +150,6 @@ def test_tree_of_depth_two(pair: Engine, ref: FreshTarget) -> None:
     assert res.tally.max_accepted == 2, "some step must accept two tree levels"
 
 
-@pytest.mark.xfail(strict=True, reason="engine: generator._propose caps a tree's node budget by "
-                   "the tokens left to generate (min(..., room)); that bounds its depth, not its width")
 def test_a_tree_near_the_token_limit_keeps_its_width(pair: Engine) -> None:
     """With 2 tokens left to draft a depth-2 tree still has room for width: the nodes
     take KV cells (the context's room), only the depth is bounded by max_tokens."""
