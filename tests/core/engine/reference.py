@@ -1,6 +1,7 @@
 """The independent reference for the exactness tests: what the target alone would sample.
 
-Nothing here uses the engine's code (``specula.core.engine``): the target's
+Nothing here computes with the engine's code (``specula.core.engine``; only its
+one-time llama.cpp log set-up is borrowed): the target's
 logits come from a *fresh* llama.cpp context per prefix, opened through
 llama-cpp-python's own low-level API and fed the whole prefix in one batch, and
 the sampling transform is written again from llama.cpp's documentation
