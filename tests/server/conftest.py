@@ -55,3 +55,15 @@ def raw(server: LocalServer, method: str, path: str, body: bytes | str | None = 
 
 def post(server: LocalServer, path: str, obj: object, **kw: Any) -> tuple[int, dict[str, Any], dict[str, str]]:
     return raw(server, "POST", path, json.dumps(obj), **kw)
+
+
+@pytest.fixture
+def asked_for_slow(request: pytest.FixtureRequest) -> None:
+    """Skip unless the run selected slow tests (``-m slow``): these take minutes, not seconds.
+
+    The project's default run has no marker filter, so a ``slow`` mark alone would put a
+    ten-minute soak into every run.
+    """
+    if "slow" not in (request.config.getoption("markexpr") or "") or \
+            "not slow" in request.config.getoption("markexpr"):
+        pytest.skip("a long run: select it with -m slow")

@@ -45,16 +45,24 @@ def _spec(a: argparse.Namespace) -> SpecConfig | None:
 
 
 def run(a: argparse.Namespace) -> int:
-    from specula.server import EngineThread, LocalServer, RemoteBindingRefused, ServedModel
+    from specula.server import (
+        BadApiKey,
+        EngineThread,
+        LocalServer,
+        RemoteBindingRefused,
+        ServedModel,
+    )
 
     logging.basicConfig(level=logging.INFO if a.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    api_key = a.api_key or os.environ.get("SPECULA_API_KEY") or None
-    try:  # refuse a bad binding before spending a minute loading models
-        from specula.server.local import check_binding
+    api_key = a.api_key if a.api_key is not None else os.environ.get("SPECULA_API_KEY")
+    api_key = api_key or None  # "" = no key
+    try:  # refuse a bad key or binding before spending a minute loading models
+        from specula.server.local import check_api_key, check_binding
 
+        check_api_key(api_key)
         check_binding(a.host, a.allow_remote, api_key)
-    except RemoteBindingRefused as exc:
+    except (BadApiKey, RemoteBindingRefused) as exc:
         return fail(str(exc))
     try:
         engine = load_engine(a)

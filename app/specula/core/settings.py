@@ -33,6 +33,7 @@ from typing import Any
 from specula.core import paths
 from specula.core.engine.config import DEFAULT_MODE, Mode, SpecConfig
 from specula.core.engine.sampling import SamplingParams
+from specula.core.gpu_layers import AUTO as GPU_LAYERS_AUTO
 
 log = logging.getLogger("specula.settings")
 
@@ -101,8 +102,8 @@ class Settings:
     theme: str = "dark"
     n_threads: int = 0  # 0 = let the engine choose
     n_ctx: int = 4096
-    n_gpu_layers_target: int = 0
-    n_gpu_layers_draft: int = 0
+    n_gpu_layers_target: int = GPU_LAYERS_AUTO  # like the command line: what the free VRAM holds
+    n_gpu_layers_draft: int = GPU_LAYERS_AUTO
     draft_enabled: bool = True
     token_colours: str = "source"  # off | source | heat
     generation: GenerationDefaults = field(default_factory=GenerationDefaults)

@@ -32,6 +32,7 @@ from specula.core.engine.sampling import SamplingParams
 from specula.core.engine.stats import GenerationStats
 from specula.core.gguf.compat import CompatReport
 from specula.core.gguf.model_info import ModelInfo
+from specula.core.hardware.offload import resolve_for_file
 
 log = logging.getLogger("specula.gui.worker")
 
@@ -111,6 +112,8 @@ class EngineWorker(QObject):
                 self._engine = Engine(copy.copy(self._settings))
                 self._built_with = copy.copy(self._settings)
             had_draft = bool(self._engine.has_draft)
+            self._engine.options.n_gpu_layers_target = resolve_for_file(
+                self._settings.n_gpu_layers_target, path, self._settings.n_ctx)  # "auto"
             info = self._engine.load_target(path, progress=progress)
         except Exception as exc:  # every failure is reported, none escapes into Qt
             self._load_failed("target", path, exc)
@@ -129,6 +132,8 @@ class EngineWorker(QObject):
             self.load_failed.emit("draft", "Load a target model before a draft model.")
             return
         try:
+            self._engine.options.n_gpu_layers_draft = resolve_for_file(
+                self._settings.n_gpu_layers_draft, path, self._settings.n_ctx)  # "auto"
             report: CompatReport = self._engine.load_draft(path, progress=progress)
         except Exception as exc:  # every failure is reported, none escapes into Qt
             self._load_failed("draft", path, exc)

@@ -28,12 +28,19 @@ owner thread rather than reading the Engine. ``specula serve`` uses
 :class:`EngineThread`, which owns an Engine on a thread of its own.
 """
 
-from specula.server.local import DEFAULT_HOST, DEFAULT_PORT, LocalServer, RemoteBindingRefused
+from specula.server.local import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    BadApiKey,
+    LocalServer,
+    RemoteBindingRefused,
+)
 from specula.server.queue import EngineHost, EngineThread, Job, QueueFull, ServedModel
 
 __all__ = [
     "DEFAULT_HOST",
     "DEFAULT_PORT",
+    "BadApiKey",
     "EngineHost",
     "EngineThread",
     "Job",

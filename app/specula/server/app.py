@@ -4,7 +4,10 @@ Why the standard library's ThreadingHTTPServer and no framework: the server
 has four routes, one engine thread does the real work, and every HTTP thread
 mostly waits on a queue; a framework would add a dependency (and for ASGI an
 event loop bridged to the engine thread) without making anything faster. Each
-connection gets a thread, so a waiting request never blocks /v1/models.
+connection gets a thread, so a waiting request never blocks /v1/models;
+server/connections.py bounds how many there are and how long each phase of a
+connection may last, and the API key is checked on the request head, before
+any body is read.
 
 A client that goes away is noticed two ways: a failed write while streaming,
 and a zero-byte peek on the socket while waiting (non-streaming replies and
@@ -14,6 +17,7 @@ generator checks every step, so the engine is free for the next request at once.
 
 from __future__ import annotations
 
+import errno
 import hmac
 import json
 import logging
@@ -22,43 +26,117 @@ import select
 import socket
 import threading
 import time
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
 from specula.core.engine.events import Done, StopReason
 from specula.server import streaming as S
+from specula.server.connections import Connections, Phase, fd_limited_max
+from specula.server.errors import OpenAIError
 from specula.server.jobs import Message, generation_job
+from specula.server.limits import content_length, parse_json
 from specula.server.queue import QueueFull, ServedModel
-from specula.server.schemas import GenerationRequest, OpenAIError, parse_json, parse_request
+from specula.server.render import render_prompt
+from specula.server.schemas import GenerationRequest, parse_request
 
 if TYPE_CHECKING:
     from specula.server.local import LocalServer
 
 log = logging.getLogger("specula.server")
 
-MAX_BODY = 16 * 1024 * 1024
 POLL_S = 0.2  # how often a waiting thread checks whether its client is still there
+BACKLOG = 128  # the standard library listens with 5: a burst of 40 clients got resets
+SOCKET_TIMEOUT_S = 60.0  # one blocked send or receive (a client that stopped reading)
 
 
 class SpeculaHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = BACKLOG
 
-    def __init__(self, address: tuple[str, int], owner: LocalServer) -> None:
+    def __init__(self, address: tuple[str, int], owner: LocalServer,
+                 max_connections: int | None = None) -> None:
         self.owner = owner
         super().__init__(address, Handler)
+        self.conns = Connections(max_connections or fd_limited_max())
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        # At the cap, new clients wait in the listen backlog (never reset) while the
+        # oldest idle connection is closed to make room; serve_forever asks again.
+        if not self.conns.wait_for_room(0.5):
+            raise OSError("every connection is busy")
+        try:
+            return super().get_request()
+        except OSError as exc:
+            if exc.errno in (errno.EMFILE, errno.ENFILE):  # out of descriptors: shed, back off
+                log.warning("out of file descriptors with %d connections open", len(self.conns))
+                self.conns.max = max(4, len(self.conns) - 1)
+                time.sleep(0.05)
+            raise
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.conns.add(request)
+        try:
+            super().process_request(request, client_address)
+        except Exception:  # no thread could start: drop it cleanly
+            self.conns.remove(request)
+            raise
+
+    def shutdown_request(self, request: Any) -> None:
+        self.conns.remove(request)
+        super().shutdown_request(request)
+
+    def server_close(self) -> None:
+        super().server_close()
+        self.conns.close_all()
 
 
 class Handler(BaseHTTPRequestHandler):
     server: SpeculaHTTPServer
     protocol_version = "HTTP/1.1"
     server_version = "Specula"
+    timeout = SOCKET_TIMEOUT_S
     _checked = 0.0  # when _wait last looked at the socket
+    _requests = 0  # served on this connection so far
+    _answered = False  # a status line went out for the current request
 
     # -- plumbing --------------------------------------------------------------
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s " + format, self.address_string(), *args)
+
+    def handle_one_request(self) -> None:
+        self.server.conns.set_phase(self.connection, Phase.WAITING, keepalive=self._requests > 0)
+        self._requests += 1
+        self._answered = False
+        super().handle_one_request()
+
+    def parse_request(self) -> bool:
+        """The head is in: check the key before reading any body, then time the body."""
+        if not super().parse_request() or not self._authorized():
+            return False
+        self.server.conns.set_phase(self.connection, Phase.BODY)
+        return True
+
+    def handle_expect_100(self) -> bool:
+        return self._authorized() and super().handle_expect_100()
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        self._answered = True
+        super().send_response(code, message)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The standard library's own refusals (bad request line, huge headers) as JSON too."""
+        self.close_connection = True
+        if code == HTTPStatus.NOT_IMPLEMENTED:  # a method nobody serves: as PUT or DELETE
+            code, message = HTTPStatus.METHOD_NOT_ALLOWED, f"Method {self.command} is not allowed."
+        try:
+            phrase = HTTPStatus(code).phrase
+        except ValueError:
+            phrase = "Error"
+        self._send_json(code, OpenAIError(code, message or phrase, code=phrase.lower()
+                                          .replace(" ", "_")).body())
 
     def _send_json(self, status: int, obj: dict[str, Any],
                    headers: dict[str, str] | None = None) -> None:
@@ -78,7 +156,7 @@ class Handler(BaseHTTPRequestHandler):
         if exc.status == 499:  # the client is gone: nobody to answer
             self.close_connection = True
             return
-        self._send_json(exc.status, exc.body())
+        self._send_json(exc.status, exc.body(), exc.headers)
 
     def _client_gone(self) -> bool:
         try:
@@ -93,28 +171,34 @@ class Handler(BaseHTTPRequestHandler):
             return True
         given = self.headers.get("Authorization", "")
         scheme, _, token = given.partition(" ")
-        if scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), key.encode()):
+        # Header values arrive decoded as latin-1: encoding back gives the bytes sent,
+        # compared in constant time with the key's (an ASCII key: see check_api_key).
+        sent = token.strip().encode("latin-1", errors="replace")
+        if scheme.lower() == "bearer" and hmac.compare_digest(sent, key.encode()):
             return True
+        self.close_connection = True  # no keep-alive, and its body is never read
         self._error(OpenAIError(401, "Incorrect or missing API key: send 'Authorization: "
                                 "Bearer <key>'.", code="invalid_api_key"))
         return False
 
     def _body(self) -> dict[str, Any]:
-        length = self.headers.get("Content-Length")
-        if length is None or not length.isdigit():
+        try:
+            length = content_length(self.headers.get("Content-Length"))
+        except OpenAIError:
+            self.close_connection = True  # the body (if any) stays unread
+            raise
+        raw = self.rfile.read(length)
+        if len(raw) < length:  # the client stopped sending (it may still be reading)
             self.close_connection = True
-            raise OpenAIError(411, "A Content-Length header is required.", code="length_required")
-        if int(length) > MAX_BODY:
-            self.close_connection = True
-            raise OpenAIError(413, f"The request body is larger than {MAX_BODY} bytes.",
-                              code="request_too_large")
-        return parse_json(self.rfile.read(int(length)))
+            raise OpenAIError(400, f"The body ended after {len(raw)} of the {length} bytes its "
+                              "Content-Length announced.", code="incomplete_body")
+        self.server.conns.set_phase(self.connection, Phase.BUSY)
+        return parse_json(raw)
 
     # -- routes ----------------------------------------------------------------
 
     def do_GET(self) -> None:
-        if not self._authorized():
-            return
+        self.server.conns.set_phase(self.connection, Phase.BUSY)
         path = self.path.split("?", 1)[0].rstrip("/")
         served = self.server.owner.host.served()
         if path in ("/v1/models", "/models"):
@@ -131,18 +215,24 @@ class Handler(BaseHTTPRequestHandler):
             self._error(OpenAIError(404, f"Unknown path {path}.", code="unknown_url"))
 
     def do_POST(self) -> None:
-        if not self._authorized():
-            return
         path = self.path.split("?", 1)[0].rstrip("/")
         kinds = {"/v1/chat/completions": "chat", "/chat/completions": "chat",
                  "/v1/completions": "text", "/completions": "text"}
         if path not in kinds:
+            self.close_connection = True  # its body stays unread
             self._error(OpenAIError(404, f"Unknown path {path}.", code="unknown_url"))
             return
         try:
             self._generate(kinds[path], self._body())
         except OpenAIError as exc:
-            self._error(exc)
+            if not self._answered:
+                self._error(exc)
+        except Exception as exc:  # a bug must cost one request, never the connection unanswered
+            log.exception("request failed")
+            self.close_connection = True
+            if not self._answered:
+                self._error(OpenAIError(500, f"Internal error: {type(exc).__name__}: {exc}",
+                                        type="server_error"))
 
     def _not_allowed(self) -> None:
         self.close_connection = True
@@ -170,13 +260,18 @@ class Handler(BaseHTTPRequestHandler):
         if not served.matches(req.model):
             raise OpenAIError(404, f"The model '{req.model}' does not exist; this server "
                               f"serves '{served.id}'.", param="model", code="model_not_found")
+        if kind == "chat" and served.template is not None:  # here, not on the engine thread
+            req.rendered = render_prompt(served.template.render, req.messages, served.n_ctx,
+                                         owner.render_timeout_s)
         out: queue.Queue[Message] = queue.Queue()
         cancel = threading.Event()
         try:
-            owner.host.submit(generation_job(req, out, cancel))
+            owner.host.submit(generation_job(req, out, cancel, served.template,
+                                             owner.render_timeout_s))
         except QueueFull as exc:
-            raise OpenAIError(429, f"The server is busy: {exc}.", code="queue_full",
-                              type="rate_limit_error") from exc
+            raise OpenAIError(429, f"The server is busy: {exc}; retry in {exc.retry_after_s} s.",
+                              code="queue_full", type="rate_limit_error",
+                              headers={"Retry-After": str(exc.retry_after_s)}) from exc
         kind_, first = self._wait(out, cancel)
         if kind_ == "error":
             raise first

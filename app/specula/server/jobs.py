@@ -1,7 +1,9 @@
 """The work one request does on the engine thread, reported through a queue.
 
 Tokenizing and the context-length check happen here, on the engine thread,
-because only the owner thread may touch the Engine. The HTTP thread waits for
+because only the owner thread may touch the Engine. The chat template is
+rendered before, on the HTTP thread (server/render.py), when the host
+published it; otherwise here, within the same time and size limit. The HTTP thread waits for
 the first message: ``("error", OpenAIError)`` becomes a 4xx response even for
 a streaming request (no header has been sent yet); ``("start", n)`` means the
 reply is under way, followed by ``("text", str)`` pieces and one
@@ -15,22 +17,45 @@ import queue
 import threading
 from typing import Any
 
+from specula.core.chat.template import ChatTemplate
 from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done, TokenEvent
+from specula.core.engine.llama import Model
+from specula.server.errors import OpenAIError
 from specula.server.queue import Job
-from specula.server.schemas import GenerationRequest, OpenAIError
+from specula.server.render import RENDER_TIMEOUT_S, render_prompt
+from specula.server.schemas import GenerationRequest
 
 log = logging.getLogger("specula.server")
 
 Message = tuple[str, Any]
 
 
-def _tokens(engine: Engine, req: GenerationRequest) -> list[int]:
+def _tokenize_rendered(model: Model, template: ChatTemplate, text: str) -> list[int]:
+    # As ChatTemplate.tokenize: templates that write the BOS text themselves get no second one.
+    add_special = template.add_bos and not (template.bos_text and text.startswith(template.bos_text))
+    return model.tokenize(text, add_special=add_special, parse_special=True)
+
+
+def _chat_tokens(engine: Engine, model: Model, req: GenerationRequest,
+                 template: ChatTemplate | None, timeout_s: float) -> list[int]:
+    if req.rendered is not None and template is not None \
+            and model.chat_template() == template.source:
+        return _tokenize_rendered(model, template, req.rendered)
+    # No published template, or the pair changed since: render here, bounded all the same.
+    template = ChatTemplate.for_model(model)
+    return _tokenize_rendered(model, template,
+                              render_prompt(template.render, req.messages, engine.n_ctx,
+                                            timeout_s))
+
+
+def _tokens(engine: Engine, req: GenerationRequest, template: ChatTemplate | None,
+            timeout_s: float) -> list[int]:
     model = engine.target_model
     if model is None:
         raise OpenAIError(503, "No model is loaded.", code="model_not_loaded", type="server_error")
     if req.kind == "chat":
-        return engine.tokenize_chat(req.messages)
+        return _chat_tokens(engine, model, req, template, timeout_s)
     if isinstance(req.prompt, list):
         if max(req.prompt) >= model.n_vocab:
             raise OpenAIError(400, f"Token ids must be below the vocabulary size {model.n_vocab}.",
@@ -51,9 +76,14 @@ def _check_length(engine: Engine, req: GenerationRequest, tokens: list[int]) -> 
             code="context_length_exceeded")
 
 
-def generation_job(req: GenerationRequest, out: queue.Queue[Message],
-                   cancel: threading.Event) -> Job:
-    """A job that runs ``req`` and puts its messages on ``out``."""
+def generation_job(req: GenerationRequest, out: queue.Queue[Message], cancel: threading.Event,
+                   template: ChatTemplate | None = None,
+                   render_timeout_s: float = RENDER_TIMEOUT_S) -> Job:
+    """A job that runs ``req`` and puts its messages on ``out``.
+
+    ``template`` is the one ``req.rendered`` came from: used only while the engine
+    still has a target with that template.
+    """
 
     def job(engine: Engine) -> None:
         if cancel.is_set():  # the client left while the request waited in the queue
@@ -61,7 +91,7 @@ def generation_job(req: GenerationRequest, out: queue.Queue[Message],
                                           code="client_closed")))
             return
         try:
-            tokens = _tokens(engine, req)
+            tokens = _tokens(engine, req, template, render_timeout_s)
             _check_length(engine, req, tokens)
         except OpenAIError as exc:
             out.put(("error", exc))

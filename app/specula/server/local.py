@@ -12,7 +12,9 @@ from specula.core.engine.config import DEFAULT_MODE, SpecConfig
 from specula.core.engine.events import Done, StopReason
 from specula.core.engine.sampling import SamplingParams
 from specula.server.app import SpeculaHTTPServer
+from specula.server.connections import Connections
 from specula.server.queue import EngineHost, ServedModel
+from specula.server.render import RENDER_TIMEOUT_S
 
 log = logging.getLogger("specula.server")
 
@@ -22,6 +24,30 @@ DEFAULT_PORT = 1234  # LM Studio's port: clients configured for it work unchange
 
 class RemoteBindingRefused(ValueError):
     """Binding beyond this machine without --allow-remote and an API key."""
+
+
+class BadApiKey(ValueError):
+    """An API key no client could send: blank, with spaces, or not printable ASCII."""
+
+
+def check_api_key(key: str | None) -> None:
+    """Refuse at start a key that would lock every client out.
+
+    A Bearer token travels in an HTTP header: clients send header values as
+    ASCII (httpx, the OpenAI client's transport, refuses anything else) and a
+    token has no spaces (RFC 6750). So a key must be visible ASCII, 0x21-0x7E;
+    a blank one would otherwise bind 0.0.0.0 with a key nobody can match.
+    """
+    if key is None:
+        return
+    if not key.strip():
+        raise BadApiKey("The API key is empty or only whitespace; give a real key "
+                        "(--api-key KEY or SPECULA_API_KEY).")
+    bad = sorted({c for c in key if not "\x21" <= c <= "\x7e"})
+    if bad:
+        shown = ", ".join(repr(c) for c in bad[:5])
+        raise BadApiKey(f"The API key may contain only visible ASCII characters (no spaces, "
+                        f"no accents), because HTTP clients send it as ASCII; it contains {shown}.")
 
 
 def is_loopback(host: str) -> bool:
@@ -68,7 +94,10 @@ class LocalServer:
 
     def __init__(self, host: EngineHost, *, bind: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
                  api_key: str | None = None, allow_remote: bool = False,
-                 sampling: SamplingParams | None = None, spec: SpecConfig | None = None) -> None:
+                 sampling: SamplingParams | None = None, spec: SpecConfig | None = None,
+                 max_connections: int | None = None,
+                 render_timeout_s: float = RENDER_TIMEOUT_S) -> None:
+        check_api_key(api_key or None)
         check_binding(bind, allow_remote, api_key)
         self.host = host
         self.bind = bind
@@ -76,6 +105,8 @@ class LocalServer:
         self.api_key = api_key or None
         self.sampling = sampling or SamplingParams()
         self.spec = spec
+        self.max_connections = max_connections  # None: from the open-file limit
+        self.render_timeout_s = render_timeout_s  # the chat template's time limit per request
         self.finished: deque[Finished] = deque(maxlen=100)
         self._httpd: SpeculaHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -104,7 +135,7 @@ class LocalServer:
 
     def _bind(self) -> SpeculaHTTPServer:
         if self._httpd is None:
-            self._httpd = SpeculaHTTPServer((self.bind, self.port), self)
+            self._httpd = SpeculaHTTPServer((self.bind, self.port), self, self.max_connections)
             self.port = int(self._httpd.server_address[1])
         return self._httpd
 
@@ -121,8 +152,18 @@ class LocalServer:
         """Serve on the calling thread until :meth:`stop` (or Ctrl-C)."""
         self._bind().serve_forever()
 
+    @property
+    def connections(self) -> int:
+        """Client connections open now."""
+        return len(self._httpd.conns) if self._httpd is not None else 0
+
+    @property
+    def conns(self) -> Connections | None:
+        """The connection table (its timeouts and counters), once bound."""
+        return self._httpd.conns if self._httpd is not None else None
+
     def stop(self) -> None:
-        """Stop accepting requests and close the socket (running replies end with it)."""
+        """Stop accepting requests and close every connection (running replies end with it)."""
         if self._httpd is not None:
             if self.running:
                 self._httpd.shutdown()

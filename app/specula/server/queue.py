@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from specula.core.chat.template import ChatTemplate
 from specula.core.engine.engine import Engine
 
 log = logging.getLogger("specula.server")
@@ -30,7 +31,15 @@ Job = Callable[[Engine], None]
 
 
 class QueueFull(Exception):
-    """More requests are waiting than the host accepts (answered with a 429)."""
+    """More requests are waiting than the host accepts (answered with a 429).
+
+    ``retry_after_s`` is the host's guess of when a place frees up (the
+    ``Retry-After`` header: OpenAI clients wait that long before retrying).
+    """
+
+    def __init__(self, message: str, retry_after_s: int = 1) -> None:
+        super().__init__(message)
+        self.retry_after_s = max(1, retry_after_s)
 
 
 @dataclass(frozen=True)
@@ -43,12 +52,17 @@ class ServedModel:
     n_ctx: int
     backend: str
     created: int = field(default_factory=lambda: int(time.time()))
+    # The target's chat template, so that HTTP threads render prompts themselves (a
+    # template is untrusted code: see server/render.py); None: rendered on the engine thread.
+    template: ChatTemplate | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def from_engine(cls, engine: Engine, target_path: str | Path,
                     draft_path: str | Path | None = None) -> ServedModel:
+        model = engine.target_model
         return cls(Path(target_path).stem, str(target_path),
-                   Path(draft_path).stem if draft_path else None, engine.n_ctx, engine.backend)
+                   Path(draft_path).stem if draft_path else None, engine.n_ctx, engine.backend,
+                   template=ChatTemplate.for_model(model) if model is not None else None)
 
     def matches(self, name: str) -> bool:
         """The id, the file name or the full path all name the model."""
@@ -74,6 +88,7 @@ class EngineThread:
         self._served = served
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._max_waiting = max_waiting
+        self._mean_job_s = 1.0  # a running mean of how long a job takes, for Retry-After
         self._thread = threading.Thread(target=self._loop, name="specula-engine", daemon=True)
         self._thread.start()
 
@@ -81,8 +96,10 @@ class EngineThread:
         return self._served
 
     def submit(self, job: Job) -> None:
-        if self._jobs.qsize() >= self._max_waiting:
-            raise QueueFull(f"{self._max_waiting} requests are already waiting")
+        waiting = self._jobs.qsize()
+        if waiting >= self._max_waiting:
+            raise QueueFull(f"{waiting} request{'s' if waiting != 1 else ''} already waiting",
+                            retry_after_s=min(60, round(waiting * self._mean_job_s)))
         self._jobs.put(job)
 
     def _loop(self) -> None:
@@ -90,10 +107,12 @@ class EngineThread:
             job = self._jobs.get()
             if job is None:
                 return
+            start = time.monotonic()
             try:
                 job(self.engine)
             except Exception:  # a job reports its own errors; this only keeps the thread alive
                 log.exception("server job failed")
+            self._mean_job_s = 0.8 * self._mean_job_s + 0.2 * (time.monotonic() - start)
 
     def close(self, timeout: float = 10.0) -> None:
         """Stop after the running job and close the engine."""

@@ -9,36 +9,15 @@ frequency/presence penalties) are refused rather than silently ignored.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.sampling import SamplingParams
+from specula.server.errors import OpenAIError, bad
 
 MAX_STOP_STRINGS = 4  # as the OpenAI API
 ROLES = ("system", "user", "assistant", "tool", "developer")
-
-
-class OpenAIError(Exception):
-    """An error answered as ``{"error": {"message", "type", "param", "code"}}``."""
-
-    def __init__(self, status: int, message: str, *, param: str | None = None,
-                 code: str | None = None, type: str = "invalid_request_error") -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.param = param
-        self.code = code
-        self.type = type
-
-    def body(self) -> dict[str, Any]:
-        return {"error": {"message": self.message, "type": self.type,
-                          "param": self.param, "code": self.code}}
-
-
-def bad(param: str, message: str, code: str = "invalid_value") -> OpenAIError:
-    return OpenAIError(400, message, param=param, code=code)
 
 
 @dataclass
@@ -53,17 +32,7 @@ class GenerationRequest:
     include_usage: bool = False
     messages: list[dict[str, str]] = field(default_factory=list)
     prompt: str | list[int] = ""
-
-
-def parse_json(raw: bytes) -> dict[str, Any]:
-    try:
-        body = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise OpenAIError(400, f"The request body is not valid JSON: {exc}",
-                          code="invalid_json") from exc
-    if not isinstance(body, dict):
-        raise OpenAIError(400, "The request body must be a JSON object.", code="invalid_json")
-    return body
+    rendered: str | None = None  # the chat template's output, when rendered off the engine thread
 
 
 def _typed(body: dict[str, Any], name: str, kinds: tuple[type, ...], what: str,
@@ -80,7 +49,11 @@ def _typed(body: dict[str, Any], name: str, kinds: tuple[type, ...], what: str,
 
 
 def _number(body: dict[str, Any], name: str, default: float, lo: float, hi: float) -> float:
-    value = float(_typed(body, name, (int, float), "a number", default))
+    raw = _typed(body, name, (int, float), "a number", default)
+    try:
+        value = float(raw)
+    except OverflowError:  # an integer too large for a float
+        value = float("inf") if raw > 0 else float("-inf")
     if not lo <= value <= hi:
         raise bad(name, f"'{name}' must be between {lo:g} and {hi:g}, got {value:g}.")
     return value
@@ -95,6 +68,12 @@ def _integer(body: dict[str, Any], name: str, default: int | None, lo: int,
         rng = f"at least {lo}" if hi is None else f"between {lo} and {hi}"
         raise bad(name, f"'{name}' must be {rng}, got {value}.")
     return int(value)
+
+
+def _seed(body: dict[str, Any], default: int | None) -> int | None:
+    """OpenAI's int64 seeds; -1 (as llama.cpp's servers) or none: a fresh seed per reply."""
+    seed = _integer(body, "seed", default, -1, 2**63 - 1)
+    return None if seed == -1 else seed
 
 
 def _stop(body: dict[str, Any]) -> list[str]:
@@ -134,7 +113,7 @@ def sampling_from(body: dict[str, Any], defaults: SamplingParams) -> SamplingPar
         top_k=int(_integer(body, "top_k", defaults.top_k, 0) or 0),
         min_p=_number(body, "min_p", defaults.min_p, 0.0, 1.0),
         repeat_penalty=_number(body, "repeat_penalty", defaults.repeat_penalty, 0.0, 10.0),
-        seed=_integer(body, "seed", defaults.seed, -1),  # -1: a fresh seed, reported
+        seed=_seed(body, defaults.seed),
         max_tokens=max_tokens or defaults.max_tokens,
         stop=_stop(body),
     )

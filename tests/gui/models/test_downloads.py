@@ -41,9 +41,9 @@ def test_download_with_progress_to_done(ctx, fake_hub: FakeHub, qtbot) -> None: 
     assert "running" in states and "verifying" in states and states[-1] == "done"
     assert any(" left" in t and "/s" in t for _s, t in seen)  # speed and ETA while running
     assert any("Checking the sha256" in t for _s, t in seen)
-    page.select(TARGET_REPO, TARGET_FILE)
-    assert page.selected().status_text().startswith("Done:")
-    assert page.reveal_button.isEnabled() and not page.pause_button.isEnabled()
+    row = page.row(TARGET_REPO, TARGET_FILE)
+    assert row.status.text().startswith("Done:")
+    assert row.reveal_button.isEnabled() and not row.pause_button.isEnabled()
     assert any(m.path == path for m in ctx.library.models)
 
 
@@ -52,9 +52,9 @@ def test_pause_resume_and_restart(ctx, fake_hub: FakeHub, qtbot) -> None:  # typ
     fake_hub.stall_after[TARGET_FILE] = 30_000
     ctx.downloads.start(TARGET_REPO, TARGET_FILE)
     assert fake_hub.stalled.wait(10)
-    page.select(TARGET_REPO, TARGET_FILE)
-    qtbot.waitUntil(lambda: page.pause_button.isEnabled(), timeout=5000)
-    page.pause_button.click()
+    row = page.row(TARGET_REPO, TARGET_FILE)
+    qtbot.waitUntil(lambda: row.pause_button.isEnabled(), timeout=5000)
+    row.pause_button.click()
     fake_hub.release.set()
     qtbot.waitUntil(lambda: _state(ctx, TARGET_REPO, TARGET_FILE) is DownloadState.PAUSED,
                     timeout=10000)
@@ -62,7 +62,7 @@ def test_pause_resume_and_restart(ctx, fake_hub: FakeHub, qtbot) -> None:  # typ
     kept = part_file(final).stat().st_size
     assert 0 < kept < len(fake_hub.repos[TARGET_REPO].files[TARGET_FILE].data)
     assert not final.exists()
-    assert page.resume_button.isEnabled() and "Paused at" in page.selected().status_text()
+    assert row.resume_button.isEnabled() and "Paused at" in row.status.text()
 
     # "after a restart": a new manager reads the saved list; the paused download is still there
     again = DownloadManager(ctx.library.models_dir)
@@ -71,7 +71,7 @@ def test_pause_resume_and_restart(ctx, fake_hub: FakeHub, qtbot) -> None:  # typ
     again.deleteLater()
 
     with qtbot.waitSignal(ctx.downloads.download_finished, timeout=30000):
-        page.resume_button.click()
+        row.resume_button.click()
     assert fake_hub.requests_to("/cdn/")[-1].headers["range"] == f"bytes={kept}-"
     assert final.is_file() and _state(ctx, TARGET_REPO, TARGET_FILE) is DownloadState.DONE
 
@@ -81,16 +81,16 @@ def test_cancel_deletes_the_part(ctx, fake_hub: FakeHub, qtbot) -> None:  # type
     fake_hub.stall_after[SMALL_FILE] = 20_000
     ctx.downloads.start(SMALL_REPO, SMALL_FILE)
     assert fake_hub.stalled.wait(10)
-    page.select(SMALL_REPO, SMALL_FILE)
-    qtbot.waitUntil(lambda: page.cancel_button.isEnabled(), timeout=5000)
-    page.cancel_button.click()
+    row = page.row(SMALL_REPO, SMALL_FILE)
+    qtbot.waitUntil(lambda: row.cancel_button.isEnabled(), timeout=5000)
+    row.cancel_button.click()
     fake_hub.release.set()
     qtbot.waitUntil(lambda: _state(ctx, SMALL_REPO, SMALL_FILE) is DownloadState.CANCELLED,
                     timeout=10000)
     folder = ctx.library.models_dir / SMALL_REPO
     assert not any(folder.iterdir())
-    assert "Cancelled" in page.selected().status_text()
-    assert page.resume_button.text() == "Retry"
+    assert "Cancelled" in row.status.text()
+    assert row.resume_button.text() == "Retry"
 
 
 def test_checksum_failure_is_shown(ctx, fake_hub: FakeHub, qtbot) -> None:  # type: ignore[no-untyped-def]
@@ -99,10 +99,10 @@ def test_checksum_failure_is_shown(ctx, fake_hub: FakeHub, qtbot) -> None:  # ty
     with qtbot.waitSignal(ctx.downloads.download_failed, timeout=30000) as failed:
         ctx.downloads.start(SMALL_REPO, SMALL_FILE)
     assert "checksum mismatch" in failed.args[2]
-    page.select(SMALL_REPO, SMALL_FILE)
-    text = page.selected().status_text()
+    row = page.row(SMALL_REPO, SMALL_FILE)
+    text = row.status.text()
     assert text.startswith("Failed: checksum mismatch") and "download it again" in text
-    assert page.resume_button.text() == "Retry" and page.resume_button.isEnabled()
+    assert row.resume_button.text() == "Retry" and row.resume_button.isEnabled()
 
 
 def test_http_errors_and_split_models(ctx, fake_hub: FakeHub, qtbot) -> None:  # type: ignore[no-untyped-def]
@@ -127,3 +127,33 @@ def test_nav_badge_while_running(make_window, fake_hub: FakeHub, qtbot) -> None:
     assert fake_hub.stalled.wait(10)
     fake_hub.release.set()
     qtbot.waitUntil(lambda: nav_item.text() == "Downloads", timeout=15000)
+
+
+def test_every_row_has_its_own_buttons(ctx, fake_hub: FakeHub, qtbot) -> None:  # type: ignore[no-untyped-def]
+    """A running download is actionable where it is shown; a button acts on its own row."""
+    page = _page(ctx, qtbot)
+    with qtbot.waitSignal(ctx.downloads.download_finished, timeout=30000):
+        ctx.downloads.start(SMALL_REPO, SMALL_FILE)
+    fake_hub.stall_after[TARGET_FILE] = 30_000
+    ctx.downloads.start(TARGET_REPO, TARGET_FILE)
+    assert fake_hub.stalled.wait(10)
+    done_row, running = page.row(SMALL_REPO, SMALL_FILE), page.row(TARGET_REPO, TARGET_FILE)
+    assert running is not None and done_row is not None and running is not done_row
+    qtbot.waitUntil(lambda: running.pause_button.isEnabled(), timeout=5000)  # nothing selected
+    assert running.cancel_button.isEnabled() and not running.pause_button.isHidden()
+    assert running.resume_button.isHidden()  # one of Pause / Resume at a time
+    assert done_row.pause_button.isHidden() and done_row.resume_button.isHidden()
+    assert done_row.reveal_button.isEnabled()
+    assert done_row.remove_button.isEnabled() and not running.remove_button.isEnabled()
+    running.pause_button.click()
+    fake_hub.release.set()
+    qtbot.waitUntil(lambda: _state(ctx, TARGET_REPO, TARGET_FILE) is DownloadState.PAUSED,
+                    timeout=10000)
+    assert _state(ctx, SMALL_REPO, SMALL_FILE) is DownloadState.DONE  # the other row untouched
+    running = page.row(TARGET_REPO, TARGET_FILE)
+    assert running.resume_button.isEnabled() and running.resume_button.text() == "Resume"
+    assert running.pause_button.isHidden() and not running.resume_button.isHidden()
+    page.row(SMALL_REPO, SMALL_FILE).remove_button.click()
+    assert page.row(SMALL_REPO, SMALL_FILE) is None and page.row(TARGET_REPO, TARGET_FILE)
+    page.row(TARGET_REPO, TARGET_FILE).cancel_button.click()
+    assert _state(ctx, TARGET_REPO, TARGET_FILE) is DownloadState.CANCELLED

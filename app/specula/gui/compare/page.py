@@ -1,7 +1,10 @@
-"""The compare page: one prompt, draft off then on, side by side, then the speedup.
+"""The compare page: one prompt with the draft off and on, interleaved, then the speedup.
 
-Both runs use the same loaded models, seed and settings (the chat page's
-defaults); they are queued one after the other on the engine worker.
+Runs alternate in ABBA rounds (:func:`specula.core.compare.schedule`) so the
+machine's drift weighs both sides alike; every run of a comparison shares
+one seed. The page runs one reply at a time on the engine worker, shows
+which run it is on, and Stop (or Esc) ends the comparison after the current
+run's partial reply. The arithmetic lives in :mod:`specula.core.compare`.
 """
 
 from __future__ import annotations
@@ -9,107 +12,62 @@ from __future__ import annotations
 import random
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtGui import QKeySequence, QShortcut, QShowEvent
 from PySide6.QtWidgets import (
-    QFrame,
-    QGridLayout,
     QHBoxLayout,
     QLabel,
     QPlainTextEdit,
+    QProgressBar,
     QPushButton,
     QVBoxLayout,
     QWidget,
 )
 
+from specula.core.compare import (
+    Comparison,
+    RunFigures,
+    Side,
+    identity_sentence,
+    schedule,
+    significant,
+)
 from specula.core.engine.events import Done
-from specula.core.engine.stats import GenerationStats
-from specula.gui.chat.message import AutoHeightBrowser
-from specula.gui.chat.render import plain_html
+from specula.core.engine.sampling import SamplingParams
+from specula.gui.compare.column import Column
+from specula.gui.compare.options import CompareOptions
 from specula.gui.context import AppContext
-from specula.gui.engine_worker import Reply, ReplyBatch
+from specula.gui.engine_worker import Reply
 from specula.gui.errors import show_error
-from specula.gui.stats.footer import footer_text
+
+EXACT_RULES = ("greedy", "coupled")  # rules under which a seed fixes the text in every mode
+IDENTITY_NOTE = ("With greedy decoding, or a fixed seed under the seeded (coupled) sampling "
+                 "rule, both sides must give the same text at any temperature: the reply "
+                 "depends only on the seed and the target, whatever the draft proposes.")
 
 
-def first_difference(a: str, b: str) -> int:
-    """Index of the first differing character, or -1 when identical."""
-    if a == b:
-        return -1
-    n = min(len(a), len(b))
-    return next((i for i in range(n) if a[i] != b[i]), n)
-
-
-def verdict(plain: Done, spec: Done, greedy: bool) -> str:
-    """The banner: speedup, both rates and whether the texts are identical."""
-    p, s = plain.stats.tokens_per_s, spec.stats.tokens_per_s
-    speedup = s / p if p > 0 else 0.0
-    text = f"Speedup {speedup:.2f}×   ({s:.1f} vs {p:.1f} tok/s)"
-    diff = first_difference(plain.text, spec.text)
-    if diff < 0:
-        text += "   ·   texts identical ✓"
-    else:
-        text += f"   ·   texts differ from character {diff}"
-        text += " ✗ (greedy should match: please report)" if greedy else " (sampling: expected)"
-    return text
-
-
-class Column(QFrame):
-    """One run: a title, the streaming text and its footer."""
-
-    def __init__(self, title: str, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 0)
-        self.title = QLabel(title)
-        self.title.setObjectName("PanelTitle")
-        lay.addWidget(self.title)
-        self.body = AutoHeightBrowser(self)
-        self.body.setObjectName("CompareBody")
-        lay.addWidget(self.body)
-        self.rate = QLabel("–")
-        self.rate.setObjectName("StatsBig")
-        lay.addWidget(self.rate)
-        self.footer = QLabel("")
-        self.footer.setObjectName("Footer")
-        self.footer.setWordWrap(True)
-        lay.addWidget(self.footer)
-        lay.addStretch(1)
-        self.text = ""
-
-    def reset(self) -> None:
-        self.text = ""
-        self.body.setHtml(plain_html("…"))
-        self.rate.setText("–")
-        self.footer.setText("waiting…")
-
-    def add(self, batch: ReplyBatch) -> None:
-        self.text += "".join(t.text for t in batch.tokens)
-        self.body.setHtml(plain_html(self.text))
-        if batch.stats is not None:
-            self.show_rate(batch.stats)
-        self.footer.setText("generating…")
-
-    def show_rate(self, stats: GenerationStats) -> None:
-        self.rate.setText(f"{stats.tokens_per_s:.1f} tok/s")
-
-    def finish(self, done: Done) -> None:
-        self.text = done.text
-        self.body.setHtml(plain_html(done.text))
-        self.show_rate(done.stats)
-        self.footer.setText(footer_text(done.stats.to_dict(), done.stop_reason.value))
+def exact_expected(done: Done) -> bool:
+    """True when the reply's text is fixed by its seed alone (no lossy relaxed acceptance)."""
+    stats = done.stats
+    return stats.acceptance_rule in EXACT_RULES and not stats.relaxed_accepted
 
 
 class ComparePage(QWidget):
     compared = Signal(str)
-    """Both runs finished; the banner text (speedup and identity)."""
+    """A comparison ended (all runs, or stopped); the banner text (speedup and identity)."""
 
     def __init__(self, ctx: AppContext, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.ctx = ctx
         self.engine = ctx.engine
-        self.results: dict[str, Done] = {}
-        self.replies: list[Reply] = []
-        self._greedy = True
+        self.comparison = Comparison()
+        self.results: dict[str, Done] = {}  # the last Done of each side ("plain", "spec")
+        self.reply: Reply | None = None
+        self._order: list[Side] = []
+        self._index = 0
+        self._stopped = False
+        self._exact = True
+        self._messages: list[dict[str, str]] = []
+        self._sampling = SamplingParams()
         lay = QVBoxLayout(self)
         lay.setContentsMargins(24, 16, 24, 16)
         title = QLabel("Compare: the same prompt with the draft off and on")
@@ -120,9 +78,9 @@ class ComparePage(QWidget):
         lay.addWidget(self.models)
         row = QHBoxLayout()
         self.prompt = QPlainTextEdit()
-        self.prompt.setPlaceholderText("A prompt to run twice, e.g. \"Write a Python function "
-                                       "that reverses a string.\"")
-        self.prompt.setFixedHeight(70)
+        self.prompt.setPlaceholderText("A prompt to run with the draft off and on, e.g. "
+                                       "\"Write a Python function that reverses a string.\"")
+        self.prompt.setFixedHeight(64)
         row.addWidget(self.prompt, 1)
         buttons = QVBoxLayout()
         self.run_button = QPushButton("Run both")
@@ -131,86 +89,184 @@ class ComparePage(QWidget):
         buttons.addWidget(self.run_button)
         self.stop_button = QPushButton("Stop")
         self.stop_button.setObjectName("Danger")
+        self.stop_button.setToolTip("Stop the comparison after the current run (Esc)")
         self.stop_button.clicked.connect(self.stop)
         self.stop_button.setEnabled(False)
         buttons.addWidget(self.stop_button)
         row.addLayout(buttons)
         lay.addLayout(row)
-        self.banner = QLabel("Load a target and a draft on the Chat page, then run a prompt.")
+        self.options = CompareOptions(ctx, self)
+        lay.addWidget(self.options)
+        self.progress = QProgressBar()
+        self.progress.setTextVisible(True)
+        self.progress.setVisible(False)
+        lay.addWidget(self.progress)
+        self.banner = QLabel("")
         self.banner.setObjectName("ResultBanner")
         self.banner.setWordWrap(True)
         lay.addWidget(self.banner)
-        grid = QGridLayout()
-        grid.setHorizontalSpacing(24)
+        self.note = QLabel(IDENTITY_NOTE)
+        self.note.setObjectName("Muted")
+        self.note.setWordWrap(True)
+        lay.addWidget(self.note)
+        sides = QHBoxLayout()
+        sides.setSpacing(20)
         self.plain = Column("Draft off (plain decoding)")
         self.spec = Column("Draft on (speculative)")
-        grid.addWidget(self.plain, 0, 0)
-        grid.addWidget(self.spec, 0, 1)
-        lay.addLayout(grid, 1)
+        sides.addWidget(self.plain, 1)
+        sides.addWidget(self.spec, 1)
+        lay.addLayout(sides, 1)
         QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self.stop,
                   context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
-        for sig in (self.engine.target_loaded, self.engine.draft_unloaded):
+        for sig in (self.engine.target_loaded, self.engine.draft_unloaded,
+                    self.engine.load_failed, self.engine.load_cancelled, self.engine.load_started):
             sig.connect(self._update_models)
         self.engine.draft_loaded.connect(self._update_models)
-        self.engine.busy_changed.connect(lambda busy: self.run_button.setEnabled(not busy))
+        self.engine.busy_changed.connect(self._update_models)
+        ctx.settings_changed.connect(self._settings_changed)
         self._update_models()
+
+    # -- what is loaded ---------------------------------------------------------------
+    def readiness(self) -> str:
+        """"" when a comparison can run, else what to do first."""
+        e = self.engine
+        if e.is_loading("target") or e.is_loading("draft"):
+            return "Loading a model… the comparison can run once it is ready."
+        if not e.has_target:
+            return "Load a target and a draft on the Chat page, then run a prompt here."
+        if not e.has_draft:
+            return "Load a draft on the Chat page: without one both runs would be plain."
+        return ""
 
     def _update_models(self, *_args: object) -> None:
         e = self.engine
         t = e.target_info.display_name if e.target_info else "none"
-        d = e.draft_info.display_name if e.draft_info else "none (load one on the Chat page)"
+        d = e.draft_info.display_name if e.draft_info else "none"
         self.models.setText(f"Target: {t}    Draft: {d}")
+        self.models.setToolTip(f"Target: {e.target_info.source if e.target_info else '-'}\n"
+                               f"Draft: {e.draft_info.source if e.draft_info else '-'}")
+        running = self.reply is not None
+        why = self.readiness()
+        self.run_button.setEnabled(not why and not running and not e.busy)
+        self.run_button.setToolTip(why or "Run the prompt with the draft off and on, interleaved")
+        if not running and (why or not self.comparison.complete_rounds):
+            self.banner.setText(why or "Ready: both models are loaded. Type a prompt and run it.")
 
+    def _settings_changed(self) -> None:
+        self.options.refresh()
+        for col in (self.plain, self.spec):
+            col.colour_mode = self.ctx.settings.token_colours
+            col.render()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if self.reply is None:
+            self.options.refresh()  # follow what the chat panel holds now
+            self._update_models()  # and what is loaded (e.g. after an eject)
+
+    # -- running ----------------------------------------------------------------------
     def run(self) -> None:
         prompt = self.prompt.toPlainText().strip()
-        if not prompt or self.engine.busy:
+        if not prompt or self.reply is not None or self.engine.busy:
             return
-        if not self.engine.has_target:
-            show_error(self, "No model loaded", "Load a target model on the Chat page first.")
+        why = self.readiness()
+        if why:
+            show_error(self, "Specula: cannot compare yet", why)
             return
-        s = self.ctx.settings
-        gen = s.generation
+        self.options.refresh()
+        gen = self.options.generation()
         sampling = gen.to_sampling()
         if sampling.seed is None:
-            sampling.seed = random.randrange(2**31)
-        self._greedy = sampling.greedy
-        messages = [{"role": "system", "content": gen.system_prompt}] if gen.system_prompt else []
-        messages.append({"role": "user", "content": prompt})
-        spec_mode = s.speculative.to_spec(enabled=True)
+            sampling.seed = random.randrange(2**31)  # one seed for every run
+        self._sampling = sampling
+        self._messages = [{"role": "system", "content": gen.system_prompt}] \
+            if gen.system_prompt else []
+        self._messages.append({"role": "user", "content": prompt})
+        self.comparison = Comparison()
         self.results.clear()
-        self.spec.title.setText(f"Draft on ({spec_mode.mode.value})")
-        self.banner.setText(f"Running draft off, then draft on (seed {sampling.seed})…")
-        self.plain.reset()
-        self.spec.reset()
-        self.replies = []
-        for key, spec, col in (("plain", s.speculative.to_spec(enabled=False), self.plain),
-                               ("spec", spec_mode, self.spec)):
-            reply = self.engine.generate(messages, sampling, spec)
-            reply.batch_arrived.connect(col.add)
-            reply.finished.connect(lambda done, k=key, c=col: self._finished(k, c, done))
-            reply.failed.connect(self._failed)
-            self.replies.append(reply)
+        self._order = schedule(self.options.rounds.value())
+        self._index = 0
+        self._stopped = False
+        self._exact = True
+        mode = self.options.speculative().mode
+        self.spec.title.setText(f"Draft on ({mode})")
+        for col in (self.plain, self.spec):
+            col.colour_mode = self.ctx.settings.token_colours
+            col.rate.setText("–")
+            col.reset()
+        self.progress.setRange(0, len(self._order))
+        self.progress.setVisible(True)
         self.stop_button.setEnabled(True)
+        self.run_button.setEnabled(False)
+        self._next()
 
-    def _finished(self, key: str, col: Column, done: Done) -> None:
-        col.finish(done)
-        self.results[key] = done
-        if len(self.results) == 2:
-            self.stop_button.setEnabled(False)
-            text = verdict(self.results["plain"], self.results["spec"], self._greedy)
-            if self.results["spec"].stats.mode == "plain":
+    def _column(self, side: Side) -> Column:
+        return self.plain if side is Side.PLAIN else self.spec
+
+    def _next(self) -> None:
+        side = self._order[self._index]
+        n = len(self._order)
+        label = "draft off" if side is Side.PLAIN else "draft on"
+        self.progress.setValue(self._index)
+        self.progress.setFormat(f"Run {self._index + 1} of {n}: {label}")
+        self.banner.setText(f"Running {n} runs, alternating (seed {self._sampling.seed})…")
+        col = self._column(side)
+        col.reset("generating…")
+        spec = self.options.speculative().to_spec(enabled=side is Side.SPEC)
+        reply = self.engine.generate(self._messages, self._sampling, spec)
+        reply.batch_arrived.connect(col.add)
+        reply.finished.connect(lambda done, s=side: self._finished(s, done))
+        reply.failed.connect(self._failed)
+        self.reply = reply
+
+    def _finished(self, side: Side, done: Done) -> None:
+        self.reply = None
+        cancelled = done.stop_reason.value == "cancelled"
+        if not cancelled:
+            self.comparison.add(side, RunFigures(done.stats.tokens, done.stats.decode_s,
+                                                 done.text))
+            self._exact = self._exact and exact_expected(done)
+        self.results[side.value] = done
+        rate = self.comparison.rate(side)
+        runs = len(self.comparison.runs[side])
+        pooled = f"{significant(rate, 3)} tok/s" + (f" over {runs} runs" if runs > 1 else "")
+        self._column(side).finish(done, pooled)
+        self._index += 1
+        if self._stopped or cancelled or self._index >= len(self._order):
+            self._end()
+        else:
+            self._next()
+
+    def _end(self) -> None:
+        self.progress.setValue(self._index)
+        self.progress.setVisible(False)
+        self.stop_button.setEnabled(False)
+        c = self.comparison
+        if c.complete_rounds:
+            text = f"{c.summary()}   ·   {identity_sentence(c.difference(), self._exact)}"
+            if not self._sampling.greedy:
+                text += f"   ·   seed {self._sampling.seed}"
+            if self.results.get("spec") and self.results["spec"].stats.mode == "plain":
                 text += "   (no draft model was loaded: both runs were plain)"
-            if "cancelled" in (d.stop_reason.value for d in self.results.values()):
-                text += "   (stopped early: compare complete runs)"
-            self.banner.setText(text)
-            self.compared.emit(text)
+        else:
+            text = "Stopped before a round was complete: nothing to compare."
+        if self._index < len(self._order):
+            text += f"   (stopped after {self._index} of {len(self._order)} runs)"
+        self.banner.setText(text)
+        self._update_models()
+        self.compared.emit(text)
 
     def _failed(self, message: str) -> None:
-        self.stop()
+        self.reply = None
+        self._stopped = True
+        self.progress.setVisible(False)
         self.stop_button.setEnabled(False)
         self.banner.setText(f"Failed: {message}")
+        self._update_models()
         show_error(self, "Specula: compare failed", message)
 
     def stop(self) -> None:
-        for r in self.replies:
-            r.stop()
+        """End the comparison: the current run stops, no further run starts."""
+        self._stopped = True
+        if self.reply is not None:
+            self.reply.stop()

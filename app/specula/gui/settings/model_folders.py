@@ -24,15 +24,17 @@ from specula.core.library.scan import suggested_extra_dirs
 from specula.gui.context import AppContext
 
 
-def choose_folder(parent: QWidget, title: str) -> str:
-    return QFileDialog.getExistingDirectory(parent, title)
+def choose_folder(parent: QWidget, title: str, start: str = "") -> str:
+    """A folder picker that opens in ``start`` (the models folder), not the working directory."""
+    return QFileDialog.getExistingDirectory(parent, title, start)
 
 
 class ModelFolders(QGroupBox):
     def __init__(self, ctx: AppContext, parent: QWidget | None = None) -> None:
         super().__init__("Model folders", parent)
         self.ctx = ctx
-        self.pick_folder: Callable[[QWidget, str], str] = choose_folder  # tests replace it
+        self.pick_folder: Callable[[QWidget, str], str] = (  # tests replace it
+            lambda w, title: choose_folder(w, title, str(ctx.library.models_dir)))
         lay = QVBoxLayout(self)
         self.models_dir = QLabel("", self)
         self.models_dir.setWordWrap(True)
