@@ -88,7 +88,7 @@ def test_sampling_seed_stop_and_extras_reach_the_engine(client: Any) -> None:
         r = client.chat.completions.create(model=MODEL, messages=HELLO, max_tokens=30,
                                            temperature=1.0, top_p=0.9, seed=seed,
                                            extra_body={"top_k": 20, "min_p": 0.0})
-        assert r.model_extra["specula"]["acceptance_rule"] == "rejection-sampling"
+        assert r.model_extra["specula"]["acceptance_rule"] == "coupled"  # the default rule
         return str(r.choices[0].message.content)
 
     assert sample(7) == sample(7)
@@ -100,9 +100,13 @@ def test_sampling_seed_stop_and_extras_reach_the_engine(client: Any) -> None:
                                              temperature=0, stop=[cut])
     assert stopped.choices[0].finish_reason == "stop"
     assert stopped.choices[0].message.content == text[: text.index(cut)]
-    pen = client.chat.completions.create(model=MODEL, messages=HELLO, max_tokens=8, temperature=0.5,
-                                         extra_body={"repeat_penalty": 1.3})
-    assert pen.model_extra["specula"]["acceptance_rule"] == "sample-and-match"
+    def penalised(penalty: float) -> str:
+        r = client.chat.completions.create(model=MODEL, messages=HELLO, max_tokens=30, temperature=0.5,
+                                           seed=5, extra_body={"repeat_penalty": penalty})
+        assert r.model_extra["specula"]["acceptance_rule"] == "coupled"  # penalties included
+        return str(r.choices[0].message.content)
+
+    assert penalised(1.3) != penalised(1.0)  # the penalty reaches the engine
 
 
 def test_concurrent_requests_are_queued_and_all_answered(client: Any, server: LocalServer) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from specula.core.engine.config import Mode, SpecConfig
+from specula.core.engine.config import DEFAULT_MODE, Mode, SpecConfig
 from specula.core.engine.engine import Engine, EngineOptions
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.sampling import DEFAULT_RULE, Rule, SamplingParams
 
 
 def add_model_args(p: argparse.ArgumentParser, *, target_flag: str = "--model") -> None:
@@ -54,6 +54,9 @@ def add_sampling_args(p: argparse.ArgumentParser, *, max_tokens: int = 512) -> N
     g.add_argument("--repeat-penalty", type=float, default=1.0)
     g.add_argument("--seed", type=int, default=None,
                    help="sampling seed (-1: a fresh seed for each reply, shown after it)")
+    g.add_argument("--rule", default=DEFAULT_RULE.value, choices=[r.value for r in Rule],
+                   help=f"exact acceptance rule when sampling (default: {DEFAULT_RULE.value}: "
+                        "the same text for a seed in every mode)")
     g.add_argument("--max-tokens", type=int, default=max_tokens)
 
 
@@ -61,7 +64,7 @@ def add_spec_args(p: argparse.ArgumentParser, *, with_mode: bool = True) -> None
     g = p.add_argument_group("speculative decoding")
     if with_mode:
         g.add_argument("--mode", default=None, choices=[m.value for m in Mode],
-                       help="drafting mode (default: adaptive, which drafts only where drafting pays)")
+                       help=f"drafting mode (default: {DEFAULT_MODE.value})")
     g.add_argument("--draft-max", type=int, default=4, help="max draft tokens per step")
     g.add_argument("--draft-min", type=int, default=0, help="discard drafts shorter than this")
     g.add_argument("--p-min", type=float, default=0.0, help="stop drafting below this draft probability")
@@ -98,11 +101,12 @@ def engine_options(a: argparse.Namespace) -> EngineOptions:
 
 def sampling_params(a: argparse.Namespace) -> SamplingParams:
     return SamplingParams(temperature=a.temp, top_k=a.top_k, top_p=a.top_p, min_p=a.min_p,
-                          repeat_penalty=a.repeat_penalty, seed=a.seed, max_tokens=a.max_tokens)
+                          repeat_penalty=a.repeat_penalty, seed=a.seed, max_tokens=a.max_tokens,
+                          rule=Rule(getattr(a, "rule", DEFAULT_RULE.value)))
 
 
 def spec_config(a: argparse.Namespace, has_draft: bool) -> SpecConfig:
-    mode = Mode(a.mode) if getattr(a, "mode", None) else Mode.ADAPTIVE
+    mode = Mode(a.mode) if getattr(a, "mode", None) else DEFAULT_MODE
     return SpecConfig(mode=mode, draft_max=a.draft_max, draft_min=a.draft_min, p_min=a.p_min)
 
 

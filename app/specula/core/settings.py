@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from specula.core import paths
-from specula.core.engine.config import Mode, SpecConfig
+from specula.core.engine.config import DEFAULT_MODE, Mode, SpecConfig
 from specula.core.engine.sampling import SamplingParams
 from specula.core.gpu_layers import AUTO as GPU_LAYERS_AUTO
 
@@ -71,7 +71,7 @@ class GenerationDefaults:
 class SpeculativeDefaults:
     """Speculative settings; ``mode`` is a :class:`Mode` value other than plain."""
 
-    mode: str = Mode.ADAPTIVE.value  # the default: drafts only where drafting pays
+    mode: str = DEFAULT_MODE.value  # the one default mode (core.engine.config)
     draft_max: int = 4
     draft_min: int = 0
     p_min: float = 0.0
@@ -84,7 +84,7 @@ class SpeculativeDefaults:
         try:
             mode = Mode(self.mode)
         except ValueError:
-            mode = Mode.CHAIN
+            mode = DEFAULT_MODE
         return SpecConfig(
             mode=mode if enabled else Mode.PLAIN,
             draft_max=self.draft_max,

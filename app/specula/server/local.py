@@ -8,7 +8,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 
-from specula.core.engine.config import Mode, SpecConfig
+from specula.core.engine.config import DEFAULT_MODE, SpecConfig
 from specula.core.engine.events import Done, StopReason
 from specula.core.engine.sampling import SamplingParams
 from specula.server.app import SpeculaHTTPServer
@@ -114,7 +114,7 @@ class LocalServer:
     def spec_for(self, served: ServedModel) -> SpecConfig:
         if self.spec is not None:
             return self.spec
-        return SpecConfig(mode=Mode.ADAPTIVE)
+        return SpecConfig(mode=DEFAULT_MODE)
 
     def record(self, request_id: str, done: Done | None) -> None:
         f = Finished(request_id, done.stop_reason if done else None,

@@ -14,6 +14,11 @@ Families:
 * variants of the target that differ in exactly one tokenizer property
   (vocab size, BOS id, add_bos, add_eos, one token's text, tokenizer type,
   pre-tokenizer), for the compatibility rules.
+* drafts for the engine's edge cases (:data:`EDGE_DRAFTS`, built by
+  :func:`build_edge_drafts`): a close draft (accepted more often than
+  ``draft``), a flat draft (near-uniform logits: every token about equally
+  likely, so a confidence cut-off stops it at once) and a draft whose training
+  context is 64 tokens (the engine caps its context there).
 """
 
 from __future__ import annotations
@@ -188,6 +193,20 @@ VARIANTS: dict[str, TinySpec] = {
     "vocab_type": replace(TARGET, name="tiny-spm", tokenizer_model="llama"),
     "pre_tokenizer": replace(TARGET, name="tiny-pre", pre="qwen2"),
 }
+
+
+# Drafts for the engine's edge cases; same tokenizer as the target throughout.
+EDGE_DRAFTS: dict[str, TinySpec] = {
+    "close_draft": replace(DRAFT, name="tiny-close-draft", noise=0.03),
+    "flat_draft": replace(DRAFT, name="tiny-flat-draft", logit_scale=0.01),
+    "small_ctx_draft": replace(DRAFT, name="tiny-draft-ctx64", n_ctx=64),
+}
+
+
+def build_edge_drafts(folder: str | Path) -> dict[str, Path]:
+    """Build :data:`EDGE_DRAFTS` into ``folder``; returns name -> path."""
+    folder = Path(folder)
+    return {k: build_tiny_model(folder / f"{s.name}.gguf", s) for k, s in EDGE_DRAFTS.items()}
 
 
 def build_family(folder: str | Path) -> dict[str, Path]:

@@ -10,8 +10,8 @@ import pytest
 
 from specula.core import paths
 from specula.core.engine.adaptive import AdaptivePolicy
-from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.drafters import PromptLookup
+from specula.core.engine.config import DEFAULT_MODE, Mode, SpecConfig
+from specula.core.engine.drafters import DraftSource, LookupDrafter
 from specula.core.engine.events import Source
 from specula.core.engine.policy import Outcome, PlanInput
 from specula.core.engine.sampling import SamplingParams
@@ -19,11 +19,12 @@ from specula.core.engine.stats import StepRecord
 from tests.core.engine.conftest import PLAIN, make_engine, run
 
 GREEDY = SamplingParams(max_tokens=64)
+ALL = frozenset({DraftSource.DRAFT, DraftSource.TREE, DraftSource.LOOKUP})
 PROMPTS = ["hello world", "the code and the model and the code and the model", "def print self"]
 
 
 def test_lookup_match_prefers_longest_recent() -> None:
-    lk = PromptLookup(ngram_max=3, ngram_min=1)
+    lk = LookupDrafter(ngram_max=3, ngram_min=1)
     seq = [1, 2, 3, 9, 9, 1, 2, 3, 7, 8, 5, 1, 2, 3]
     # the trigram 1 2 3 occurred twice before; the most recent occurrence continues with 7 8
     assert lk.match(seq, 2) == ([7, 8], 3)
@@ -57,7 +58,7 @@ def _outcome(source: str, drafted: int, accepted: int, verify_s: float, draft_s:
              p_top: float = 0.9) -> Outcome:
     rec = StepRecord(0, drafted, accepted, accepted + 1, draft_s, verify_s, 0.0,
                      draft_decodes=max(drafted, 1) if source == "draft" else 0, catchup=1)
-    return Outcome(source, [p_top] * drafted, [0.3] * drafted, accepted, 0, rec)
+    return Outcome(DraftSource(source), [p_top] * drafted, [0.3] * drafted, accepted, 0, rec)
 
 
 def _train(pol: AdaptivePolicy, v1: float, per_token_verify: float, t_draft: float, accept: float) -> None:
@@ -70,7 +71,7 @@ def _train(pol: AdaptivePolicy, v1: float, per_token_verify: float, t_draft: flo
 
 
 def test_adaptive_drafts_only_where_it_pays() -> None:
-    inp = PlanInput(room=8, has_draft=True, lookup_tokens=[], lookup_match=0)
+    inp = PlanInput(room=8, available=ALL, lookup_tokens=[], lookup_match=0)
     cheap = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=4, tree_budget=0))
     _train(cheap, v1=0.170, per_token_verify=0.012, t_draft=0.040, accept=0.9)  # memory-bound target
     assert cheap.plan(inp).source == "draft"
@@ -100,7 +101,7 @@ def test_adaptive_drafts_only_where_it_pays() -> None:
 def test_adaptive_cuts_unlikely_tokens() -> None:
     pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=4, tree_budget=0))
     _train(pol, v1=0.170, per_token_verify=0.012, t_draft=0.040, accept=0.9)
-    pol.plan(PlanInput(room=8, has_draft=True, lookup_tokens=[], lookup_match=0))
+    pol.plan(PlanInput(room=8, available=ALL, lookup_tokens=[], lookup_match=0))
     assert pol.keep_drafting(0, 0.99, 0.05) == (True, True)
     keep, _ = pol.keep_drafting(1, 0.05, 4.0)  # a token the draft itself doubts
     assert keep is False
@@ -109,7 +110,7 @@ def test_adaptive_cuts_unlikely_tokens() -> None:
 def test_adaptive_measures_each_length_then_uses_the_curve() -> None:
     """Verify time can jump between batch sizes; each length is timed before it is trusted."""
     pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=4, tree_budget=0))
-    inp = PlanInput(room=8, has_draft=True, lookup_tokens=[], lookup_match=0)
+    inp = PlanInput(room=8, available=ALL, lookup_tokens=[], lookup_match=0)
     timing = {1: 0.25, 2: 0.25, 3: 0.26, 4: 0.27, 5: 0.45}  # F16-like: flat, then a jump at 5
     pol.observe(_outcome("none", 0, 0, timing[1], 0.0))
     seen = []
@@ -128,8 +129,8 @@ def test_adaptive_prefers_long_lookup_matches() -> None:
     _train(pol, v1=0.170, per_token_verify=0.012, t_draft=0.040, accept=0.6)
     for _ in range(20):
         rec = StepRecord(0, 4, 4, 5, 0.0, 0.2, 0.0)
-        pol.observe(Outcome("lookup", [1.0] * 4, [0.0] * 4, 4, 3, rec))
-    plan = pol.plan(PlanInput(room=8, has_draft=True, lookup_tokens=[5, 6, 7, 8], lookup_match=3))
+        pol.observe(Outcome(DraftSource.LOOKUP, [1.0] * 4, [0.0] * 4, 4, 3, rec))
+    plan = pol.plan(PlanInput(room=8, available=ALL, lookup_tokens=[5, 6, 7, 8], lookup_match=3))
     assert plan.source == "lookup" and plan.lookup_tokens == [5, 6, 7, 8]
 
 
@@ -163,7 +164,7 @@ def test_relaxed_acceptance_is_counted(tiny: dict[str, Path]) -> None:
 def test_adaptive_tries_a_tree_and_keeps_the_faster_shape() -> None:
     pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=4, tree_budget=8))
     _train(pol, v1=0.170, per_token_verify=0.012, t_draft=0.040, accept=0.9)
-    inp = PlanInput(room=8, has_draft=True, lookup_tokens=[], lookup_match=0)
+    inp = PlanInput(room=8, available=ALL, lookup_tokens=[], lookup_match=0)
     assert pol.plan(inp).source == "tree"  # never measured: try it
     slow_tree = StepRecord(0, 8, 2, 3, 0.2, 0.4, 0.0)
     for _ in range(10):
@@ -177,6 +178,7 @@ def test_adaptive_is_the_default() -> None:
     from specula.commands._engine_args import spec_config
     from specula.core.settings import Settings
 
-    assert Settings().speculative.to_spec().mode is Mode.ADAPTIVE
+    assert Settings().speculative.to_spec().mode is Mode.ADAPTIVE is DEFAULT_MODE
+    assert SpecConfig().mode is DEFAULT_MODE
     args = build_parser().parse_args(["chat", "--model", "t.gguf"])
     assert spec_config(args, has_draft=True).mode is Mode.ADAPTIVE

@@ -8,11 +8,9 @@ import numpy as np
 import pytest
 
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.engine import Engine
 from specula.core.engine.llama import Batch
 from specula.core.engine.sampling import SamplingParams
 from tests.core.engine.conftest import PLAIN, fresh_logits, make_engine, run
-from tests.core.engine.test_sampling_exact import N_RUNS, PARAMS, _chi2_pvalue, _exact_joint
 
 GREEDY = SamplingParams(max_tokens=48)
 PROMPTS = ["hello world", "def print(self): return the code", "the model and the token", "x"]
@@ -52,17 +50,4 @@ def test_tree_kv_after_step_equals_fresh(tiny: dict[str, Path]) -> None:
     eng.close()
 
 
-@pytest.mark.slow
-def test_tree_sampling_keeps_target_distribution(tiny: dict[str, Path]) -> None:
-    eng: Engine = make_engine(tiny["target"], tiny["draft"])
-    prompt = eng.tokenize_chat([{"role": "user", "content": "hello"}])
-    expected = _exact_joint(eng, prompt, PARAMS)
-    counts: dict[tuple[int, int], int] = {}
-    for seed in range(N_RUNS):
-        done, _ = run(eng, prompt, SamplingParams(**{**PARAMS.to_dict(), "seed": seed}), tree(8, 3, 2))
-        key = (done.token_ids[0], done.token_ids[1])
-        counts[key] = counts.get(key, 0) + 1
-    from collections import Counter
-
-    assert _chi2_pvalue(Counter(counts), expected, N_RUNS) > 1e-3
-    eng.close()
+# Sampling through trees (depth 2, independent reference) is checked in test_sampling_exact.py.

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from specula.core.engine.config import SpecConfig
+from specula.core.engine.drafters.base import DraftSource
 from specula.core.engine.policy import Outcome, Plan, PlanInput
 
 log = logging.getLogger("specula.engine.adaptive")
@@ -167,20 +168,20 @@ class AdaptivePolicy:
                  allow_draft: bool = True) -> None:
         self.cfg = cfg
         self.allow_draft = allow_draft
+        self.wants = frozenset(DraftSource) - {DraftSource.NONE}
         if not allow_draft:
             self.name = "lookup"  # prompt lookup alone, with the same cost model
+            self.wants = frozenset({DraftSource.LOOKUP})
         self.cost = CostModel()
         self.acc = AcceptanceModel()
         self.state_path = state_path
         self.probe_every = PROBE_FIRST
-        self.since_draft = 0
         self.replies_since_probe = 0
         self.since_plain = 0
         self.tree_tries = 0
         self._probe_left = 0
         self._lag = 1  # tokens the draft must be fed before it can draft
         self._probe = False
-        self.decisions: dict[str, int] = {"none": 0, "draft": 0, "tree": 0, "lookup": 0, "probe": 0}
         # Measured tokens/s of draft-model steps by shape; a tree is tried now and then and
         # used while it beats the chain on this machine.
         self.shape_rate: dict[str, float] = {}
@@ -227,29 +228,29 @@ class AdaptivePolicy:
             # measure a plain step first, and now and then again: drafting is judged
             # against it, and it is rarely measured while drafting wins
             self.since_plain = 0
-            return self._decide(Plan("none", 0))
+            return self._decide(Plan(DraftSource.NONE, 0))
         plain = 1.0 / v1
         if self._lookup_untried(inp):  # cheap exploration: one token
-            return self._decide(Plan("lookup", 1, inp.lookup_tokens[:1]), probe=True)
+            return self._decide(Plan(DraftSource.LOOKUP, 1, inp.lookup_tokens[:1]), probe=True)
         l_rate, l_k = self._lookup_rate(inp, k_max)
         d_rate = 0.0
         if inp.has_draft and self.allow_draft:
             in_sync = inp.draft_lag <= 2
             if in_sync and (self.cost.draft is None or self._probe_left > 0):
                 self._probe_left = max(self._probe_left - 1, 0)
-                return self._decide(Plan("draft", min(2, k_max)), probe=True)
+                return self._decide(Plan(DraftSource.DRAFT, min(2, k_max)), probe=True)
             d_rate, _ = self._draft_rate(k_max)
             k_new = self._unmeasured_k(k_max)
             if in_sync and k_new and d_rate > 0.6 * plain:
-                return self._decide(Plan("draft", k_new), probe=True)
+                return self._decide(Plan(DraftSource.DRAFT, k_new), probe=True)
         # A margin over plain: the models are estimates on a noisy machine, and every
         # switch from plain to drafting pays for catching the draft up.
         bar = plain * (1.0 + MARGIN)
         if l_rate > max(bar, d_rate):
-            return self._decide(Plan("lookup", l_k, inp.lookup_tokens[:l_k]))
+            return self._decide(Plan(DraftSource.LOOKUP, l_k, inp.lookup_tokens[:l_k]))
         if d_rate > bar:
             return self._decide(self._shape(k_max, plain))
-        return self._decide(Plan("none", 0))
+        return self._decide(Plan(DraftSource.NONE, 0))
 
     def _unmeasured_k(self, k_max: int) -> int:
         """A draft length whose verify batch has not been timed enough yet (0: none).
@@ -266,7 +267,7 @@ class AdaptivePolicy:
     def _shape(self, k_max: int, plain: float) -> Plan:
         """Chain or tree: a tree is tried twice, then every 32 draft steps, and used while
         its measured rate beats both the chain's and plain decoding's."""
-        chain = Plan("draft", k_max)
+        chain = Plan(DraftSource.DRAFT, k_max)
         if self.cfg.tree_budget <= 1:
             return chain
         self.draft_steps += 1
@@ -275,8 +276,8 @@ class AdaptivePolicy:
             return chain
         if t_rate is None or self.tree_tries < 2 or self.draft_steps % 32 == 0:
             self.tree_tries += 1
-            return Plan("tree", self.cfg.tree_budget)
-        return Plan("tree", self.cfg.tree_budget) if t_rate > max(c_rate, plain) else chain
+            return Plan(DraftSource.TREE, self.cfg.tree_budget)
+        return Plan(DraftSource.TREE, self.cfg.tree_budget) if t_rate > max(c_rate, plain) else chain
 
     def _lookup_untried(self, inp: PlanInput) -> bool:
         """A match of 3+ tokens whose length has been judged fewer than 4 times."""
@@ -286,9 +287,8 @@ class AdaptivePolicy:
         )
 
     def _decide(self, plan: Plan, probe: bool = False) -> Plan:
-        self.decisions["probe" if probe else plan.source] += 1
         self._probe = probe
-        if plan.source == "draft":
+        if plan.source == DraftSource.DRAFT:
             t_d = self.cost.draft or 0.0
             self._step = {"E": 1.0, "P": 1.0, "D": self.cost.catchup_time(self._lag) + t_d,
                           "k": float(plan.k)}
@@ -326,17 +326,17 @@ class AdaptivePolicy:
 
     def observe(self, outcome: Outcome) -> None:
         rec = outcome.record
-        if outcome.source in ("draft", "tree") and rec.drafted:
+        if outcome.source in (DraftSource.DRAFT, DraftSource.TREE) and rec.drafted:
             rate = rec.emitted / max(rec.draft_s + rec.verify_s + rec.overhead_s, 1e-9)
-            old = self.shape_rate.get(outcome.source, rate)
-            self.shape_rate[outcome.source] = old + 0.2 * (rate - old)
-        if outcome.source == "tree":
-            self.since_draft = 0
+            key = DraftSource(outcome.source).value
+            old = self.shape_rate.get(key, rate)
+            self.shape_rate[key] = old + 0.2 * (rate - old)
+        if outcome.source == DraftSource.TREE:
             return
         self.cost.observe_verify(rec.drafted + 1, rec.verify_s)
         if rec.drafted == 0:
             self.since_plain = 0
-        if outcome.source == "draft" and rec.drafted:
+        if outcome.source == DraftSource.DRAFT and rec.drafted:
             self.cost.observe_draft(rec.draft_decodes, rec.catchup, rec.draft_s)
             self.acc.observe(outcome.top_probs, outcome.entropies, outcome.n_accepted)
             if self._probe and self._probe_left == 0:
@@ -345,11 +345,8 @@ class AdaptivePolicy:
                 v1 = self.cost.verify_time(1)
                 pays = v1 is not None and d_rate > 1.0 / v1
                 self.probe_every = PROBE_FIRST if pays else min(self.probe_every * 2, PROBE_MAX)
-            self.since_draft = 0
-        else:
-            if outcome.source == "lookup" and rec.drafted:
-                self.acc.observe_lookup(outcome.lookup_match, rec.drafted, outcome.n_accepted)
-            self.since_draft += 1
+        elif outcome.source == DraftSource.LOOKUP and rec.drafted:
+            self.acc.observe_lookup(outcome.lookup_match, rec.drafted, outcome.n_accepted)
 
     def sync_draft_at_prefill(self) -> bool:
         """Feed the prompt to the draft up front while drafting pays, or to probe.

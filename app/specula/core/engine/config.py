@@ -14,6 +14,9 @@ class Mode(str, Enum):
     LOOKUP = "lookup"  # n-gram prompt lookup, no draft model needed
 
 
+DEFAULT_MODE = Mode.ADAPTIVE  # the one default of core, CLI, server and GUI: drafts only where it pays
+
+
 @dataclass
 class SpecConfig:
     """Speculative settings for one reply.
@@ -24,14 +27,12 @@ class SpecConfig:
     probability falls below ``p_min``.
     """
 
-    mode: Mode = Mode.CHAIN
+    mode: Mode = DEFAULT_MODE
     draft_max: int = 4
     draft_min: int = 0
     p_min: float = 0.0
     tree_budget: int = 12  # nodes in a token tree
     tree_width: int = 2  # children kept per node
-    lookup_ngram_max: int = 4
-    lookup_ngram_min: int = 1
     # Relaxed (lossy) acceptance: off by default.
     relaxed_top_k: int = 0  # accept a draft token within the target's top-k
     relaxed_ratio: float = 0.0  # or when p_target / p_draft exceeds this

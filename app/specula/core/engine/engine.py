@@ -20,7 +20,7 @@ from specula.core.cancel import Cancelled
 from specula.core.chat.template import ChatTemplate, TemplateError
 from specula.core.engine.adaptive import AdaptivePolicy
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.drafters import DraftModelDrafter
+from specula.core.engine.drafters import MAX_TREE_SEQS, DraftModel
 from specula.core.engine.events import Event
 from specula.core.engine.generator import Generator
 from specula.core.engine.ggml_devices import add_rpc_servers, local_gpu_handles
@@ -38,7 +38,6 @@ from specula.core.engine.policy import (
     TreePolicy,
 )
 from specula.core.engine.sampling import SamplingParams
-from specula.core.engine.tree import MAX_TREE_SEQS
 from specula.core.gguf.compat import CompatReport, check
 from specula.core.gguf.model_info import GGUFError, ModelInfo, read_model_info
 
@@ -92,7 +91,7 @@ class Engine:
         self._target: Model | None = None
         self._draft: Model | None = None
         self._gen: Generator | None = None
-        self._drafter: DraftModelDrafter | None = None
+        self._drafter: DraftModel | None = None
         self._template: ChatTemplate | None = None
         self._policies: dict[str, DraftPolicy] = {}
 
@@ -179,14 +178,14 @@ class Engine:
         model, ctx = self._load(path, info, self.options.n_gpu_layers_draft, progress, devices=local)
         self.unload_draft()
         self._draft, self.draft_info, self.compat = model, info, report
-        self._drafter = DraftModelDrafter(ctx, min(model.n_vocab, self._target.n_vocab))
-        self._gen.drafter = self._drafter
+        self._drafter = DraftModel(ctx, self._target.n_vocab)
+        self._gen.set_draft(self._drafter)
         self._policies = {}
         return report
 
     def unload_draft(self) -> None:
         if self._gen is not None:
-            self._gen.drafter = None
+            self._gen.set_draft(None)
         if self._drafter is not None:
             self._drafter.ctx.close()
         if self._draft is not None:

@@ -1,11 +1,15 @@
-"""The decode loop: prefill; then draft -> verify in ONE target decode -> accept
--> roll back both KV caches; yielding token events as it goes.
+"""The decode loop: prefill; then plan -> propose -> verify in ONE target decode ->
+accept -> commit in both KV caches; yielding token events as it goes.
 
-Plain decoding is the same loop with an empty draft, so plain and speculative
-runs differ only in drafting. Invariant between steps: the target's KV cache
-holds every committed token but the last (the "pending" token, which opens the
-next verify batch); ``self.cache`` mirrors it so the next reply reuses the
-longest common prefix instead of re-processing the conversation.
+Plain decoding is the same loop with an empty proposal, so plain and
+speculative runs differ only in drafting. Invariant between steps: the
+target's KV cache (``self.kv``) holds every committed token but the last (the
+"pending" token, which opens the next verify batch), so the next reply reuses
+the longest common prefix instead of re-processing the conversation.
+
+The generator never asks what a policy or a drafter is: the policy says which
+drafters it wants and plans a source and a size; the drafter for that source
+proposes a chain or a tree; the proposal's shape decides how it is verified.
 """
 
 from __future__ import annotations
@@ -19,14 +23,27 @@ import numpy as np
 from specula.core.cancel import Cancelled
 from specula.core.engine import sampling
 from specula.core.engine.config import SpecConfig
-from specula.core.engine.drafters import DraftModelDrafter, PromptLookup, Proposal, common_prefix
+from specula.core.engine.drafters import (
+    ChainDrafter,
+    Drafter,
+    DraftModel,
+    DraftRequest,
+    DraftSource,
+    LookupDrafter,
+    Proposal,
+    TokenTree,
+    TreeDrafter,
+)
+from specula.core.engine.drafters.tree import MAX_TREE_SEQS
 from specula.core.engine.events import Done, Event, Source, StepEvent, StopReason, TokenEvent
+from specula.core.engine.kv import KVCache
 from specula.core.engine.llama import Batch, Context, ContextFull, DecodeError, Model
 from specula.core.engine.policy import DraftPolicy, Outcome, PlanInput
 from specula.core.engine.sampling import SamplingParams
 from specula.core.engine.stats import GenerationStats, StepRecord
 from specula.core.engine.text import StopFilter, Utf8Stream
-from specula.core.engine.tree import MAX_TREE_SEQS, TokenTree, build_tree, commit_tree, verify_tree
+
+NewToken = tuple[int, Source, float | None, bool]  # token, source, draft probability, relaxed
 
 
 def top2_gap(logits: np.ndarray) -> float:
@@ -35,54 +52,63 @@ def top2_gap(logits: np.ndarray) -> float:
     return float(top2[1] - top2[0])
 
 
-class Generator:
-    """Runs replies over one target context and an optional drafter."""
+class _Reply:
+    """What one reply's choices depend on: the settings and the resolved seed."""
 
-    def __init__(self, model: Model, target: Context, drafter: DraftModelDrafter | None = None) -> None:
+    def __init__(self, params: SamplingParams, spec: SpecConfig, seed: int) -> None:
+        self.params = params
+        self.spec = spec
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+        self.rule = params.acceptance_rule
+
+    def choose(self, logits: np.ndarray, history: list[int], position: int) -> int:
+        """The target's own token at ``position`` (greedy, coupled, or a sample of p)."""
+        if self.rule == "greedy":
+            return int(np.argmax(logits))
+        lg = sampling.apply_penalties(logits, history, self.params)
+        if self.rule == sampling.Rule.COUPLED.value:
+            ids, p = sampling.candidates(lg, self.params)
+            return sampling.coupled_choice(ids, p, self.seed, position)
+        return sampling.sample(sampling.probs(lg, self.params), self.rng)
+
+
+class Generator:
+    """Runs replies over one target context and optional drafters."""
+
+    def __init__(self, model: Model, target: Context, draft: DraftModel | None = None) -> None:
         self.model = model
-        self.ctx = target
-        self.drafter = drafter
-        self.cache: list[int] = []
-        self._batch = Batch(max(target.n_batch, 64), 1)
+        self.kv = KVCache(target)
         # When a list, the target's top-2 logit gap of every emitted token is appended
         # (the benchmark explains greedy divergences at near-ties with it).
         self.gaps: list[float] | None = None
-        self.lookup: PromptLookup | None = PromptLookup()
+        self.lookup = LookupDrafter()
         self._tree_batch: Batch | None = None
+        self.draft: DraftModel | None = None
+        self._drafters: dict[DraftSource, Drafter] = {}
+        self.set_draft(draft)
+
+    def set_draft(self, draft: DraftModel | None) -> None:
+        """Attach (or detach, with None) a draft model; lookup needs none."""
+        self.draft = draft
+        self._drafters = {DraftSource.LOOKUP: self.lookup}
+        if draft is not None:
+            self._drafters[DraftSource.DRAFT] = ChainDrafter(draft)
+            self._drafters[DraftSource.TREE] = TreeDrafter(draft)
+
+    @property
+    def ctx(self) -> Context:
+        return self.kv.ctx
+
+    @property
+    def cache(self) -> list[int]:
+        """The tokens the target's cache holds (sequence 0)."""
+        return self.kv.tokens
 
     def reset(self) -> None:
-        self.ctx.clear()
-        self.cache = []
-        if self.drafter:
-            self.drafter.reset()
-
-    # -- prefill -------------------------------------------------------------
-
-    def _prefill(self, prompt: Sequence[int], cancel: threading.Event) -> int:
-        """Evaluate prompt[:-1] in the target, reusing the cached prefix; returns tokens evaluated."""
-        want = len(prompt) - 1
-        n = min(common_prefix(self.cache, prompt), want)
-        if n < len(self.cache):
-            if not self.ctx.seq_rm(0, n):  # cannot cut the cache: start over
-                self.ctx.clear()
-                self.cache, n = [], 0
-            del self.cache[n:]
-        todo = list(prompt[n:want])
-        step = self.ctx.n_batch
-        for i in range(0, len(todo), step):
-            if cancel.is_set():
-                raise Cancelled
-            chunk = todo[i : i + step]
-            self._batch.fill(chunk, n + i, outputs="none")
-            self.ctx.decode(self._batch)
-            self.cache.extend(chunk)
-        return len(todo)
-
-    def _trim(self, committed: Sequence[int]) -> None:
-        n = min(common_prefix(self.cache, committed), len(committed) - 1)
-        if n < len(self.cache):
-            self.ctx.seq_rm(0, n)
-            del self.cache[n:]
+        self.kv.clear()
+        if self.draft is not None:
+            self.draft.reset()
 
     # -- one reply -----------------------------------------------------------
 
@@ -95,19 +121,21 @@ class Generator:
         cancel: threading.Event | None = None,
     ) -> Iterator[Event]:
         cancel = cancel or threading.Event()
-        use_draft = self.drafter is not None and policy.name in ("chain", "adaptive", "tree")
-        stats = GenerationStats(
-            mode=policy.name, acceptance_rule=params.acceptance_rule, prompt_tokens=len(prompt)
-        )
+        reply = _Reply(params, spec, sampling.resolve_seed(params.seed))
+        active = {s: d for s, d in self._drafters.items() if s in policy.wants}
+        stats = GenerationStats(mode=policy.name, acceptance_rule=reply.rule, seed=reply.seed,
+                                prompt_tokens=len(prompt))
         t_start = time.perf_counter()
         committed = list(prompt)
         generated: list[int] = []
         released_text: list[str] = []
         done_msg = ""
+        full_msg = f"The context window ({self.ctx.n_ctx} tokens) is full."
 
         def finish(reason: StopReason, message: str = "") -> Done:
             stats.total_s = time.perf_counter() - t_start
             stats.tokens = len(generated)
+            stats.draft_stopped = next((d.stopped for d in active.values() if d.stopped), "")
             stats.sample_memory()
             return Done(reason, "".join(released_text), list(generated), stats, message, list(prompt))
 
@@ -122,9 +150,12 @@ class Generator:
             )
             return
         try:
-            stats.prefill_tokens = self._prefill(committed, cancel)
-            if use_draft and self.drafter is not None and policy.sync_draft_at_prefill():
-                self.drafter.sync(committed, keep_last=False)
+            n = self.kv.reuse(committed, limit=len(committed) - 1)
+            self.kv.feed(committed[n:-1], "none", cancel)
+            stats.prefill_tokens = len(committed) - 1 - n
+            sync = policy.sync_draft_at_prefill()
+            for d in active.values():
+                d.begin(committed, sync=sync)
         except Cancelled:
             yield finish(StopReason.CANCELLED)
             return
@@ -134,7 +165,6 @@ class Generator:
             return
         stats.prefill_s = time.perf_counter() - t_start
 
-        rng = np.random.default_rng(params.seed)
         utf8 = Utf8Stream()
         stops = StopFilter(params.stop)
         step = 0
@@ -144,24 +174,27 @@ class Generator:
                 reason = StopReason.CANCELLED
                 break
             t_step = time.perf_counter()
-
             room = self.ctx.n_ctx - len(committed)
             if room < 0:
-                reason = StopReason.CONTEXT_FULL
-                done_msg = f"The context window ({self.ctx.n_ctx} tokens) is full."
+                reason, done_msg = StopReason.CONTEXT_FULL, full_msg
                 break
             left = params.max_tokens - len(generated)
-            prop = self._propose(committed, min(room, left - 1), params, spec, policy, rng, use_draft)
+            prop, drafter = self._propose(committed, room, left - 1, reply, policy, active)
             try:
-                if isinstance(prop, TokenTree):
-                    verify_s, new, m = self._verify_tree(prop, committed, params, rng)
-                    n_relaxed = 0
-                    prop = prop.summary()
-                else:
-                    verify_s, new, m, n_relaxed = self._verify_chain(prop, committed, params, spec, rng)
+                try:
+                    verify_s, new, m, n_relaxed = self._verify(prop, committed, reply)
+                except ContextFull:
+                    if not prop.tokens:
+                        raise
+                    # the proposal did not fit the window: this step is plain
+                    prop, drafter = Proposal(draft_s=prop.draft_s), drafter
+                    verify_s, new, m, n_relaxed = self._verify(prop, committed, reply)
             except ContextFull:
-                reason = StopReason.CONTEXT_FULL
-                done_msg = f"The context window ({self.ctx.n_ctx} tokens) is full."
+                reason, done_msg = StopReason.CONTEXT_FULL, full_msg
+                break
+            except DecodeError as exc:
+                self.reset()
+                reason, done_msg = StopReason.ERROR, f"Decoding failed: {exc}"
                 break
 
             events: list[Event] = []
@@ -183,25 +216,28 @@ class Generator:
                 if len(generated) >= params.max_tokens:
                     reason = StopReason.MAX_TOKENS
                     break
-            if reason is not None:
-                self._trim(committed)
-            if self.drafter is not None and prop.source in ("draft", "tree") and len(prop):
-                self.drafter.trim_to(committed)
+            if reason is not None:  # the cache holds all committed tokens but the last
+                self.kv.cut(len(committed) - 1)
+            if drafter is not None:
+                drafter.accept(committed, m)
             wall = time.perf_counter() - t_step
             rec = StepRecord(
                 step=step, drafted=len(prop), accepted=m, emitted=len(new),
                 draft_s=prop.draft_s, verify_s=verify_s,
                 overhead_s=max(wall - prop.draft_s - verify_s, 0.0),
-                shape=prop.source if len(prop) else "plain",
+                shape=prop.shape, source=prop.source.value,
                 draft_decodes=prop.n_decodes, catchup=prop.catchup,
                 relaxed_accepted=n_relaxed,
             )
             stats.add_step(rec)
             if step % 16 == 0:
                 stats.sample_memory()
-            stats.draft_tokens_emitted += sum(1 for e in events if isinstance(e, TokenEvent) and e.source is not Source.TARGET)
+            stats.draft_tokens_emitted += sum(
+                1 for e in events if isinstance(e, TokenEvent) and e.source is not Source.TARGET
+            )
             stats.tokens = len(generated)
             stats.total_s = time.perf_counter() - t_start
+            stats.draft_stopped = next((d.stopped for d in active.values() if d.stopped), "")
             policy.observe(Outcome(prop.source, prop.top_probs, prop.entropies, m, prop.match_len, rec))
             events.append(StepEvent(rec, stats))
             step += 1
@@ -220,152 +256,152 @@ class Generator:
     # -- proposals -----------------------------------------------------------
 
     def _propose(
-        self, committed: list[int], room: int, params: SamplingParams, spec: SpecConfig,
-        policy: DraftPolicy, rng: np.random.Generator, use_draft: bool,
-    ) -> Proposal | TokenTree:
-        """Ask the policy what to draft and get it from the draft model, a tree or prompt lookup."""
+        self, committed: list[int], cells: int, left: int, reply: _Reply, policy: DraftPolicy,
+        active: dict[DraftSource, Drafter],
+    ) -> tuple[Proposal, Drafter | None]:
+        """Ask the policy what to draft and the drafter for that source to propose it.
+
+        ``cells``: KV cells free after the pending token (a tree's nodes each take one);
+        ``left``: tokens that may still be drafted before max_tokens (bounds depth only).
+        """
+        room = min(cells, left)
         if room <= 0:
-            return Proposal()
+            return Proposal(), None
+        spec = reply.spec
         look: list[int] = []
         match = 0
-        if self.lookup is not None and policy.name in ("lookup", "adaptive"):
-            look, match = self.lookup.match(committed, min(room, spec.draft_max))
-        has_draft = use_draft and self.drafter is not None
-        lag = len(committed) - len(self.drafter.cache) if self.drafter is not None else 0
-        plan = policy.plan(PlanInput(room, has_draft, look, match, lag))
-        if plan.source == "lookup" and plan.lookup_tokens:
-            prop = Proposal(source="lookup", match_len=match)
-            for t in plan.lookup_tokens[: plan.k]:
-                prop.tokens.append(t)
-                prop.q.append(None)  # deterministic proposal: q one-hot
-                prop.token_probs.append(1.0)
-                prop.top_probs.append(1.0)
-                prop.entropies.append(0.0)
-            return prop
-        if plan.source == "tree" and plan.k > 0 and self.drafter is not None:
-            budget = min(spec.tree_budget, MAX_TREE_SEQS, room * spec.tree_width)
-            return build_tree(self.drafter, committed, budget, spec.tree_width, min(spec.draft_max, room))
-        if plan.source == "draft" and plan.k > 0 and self.drafter is not None:
-            prop = self.drafter.propose(
-                committed, plan.k, params, policy.keep_drafting, rng,
-                want_q=params.acceptance_rule == "rejection-sampling",
-            )
-            if len(prop) < spec.draft_min:
-                prop.truncate(0)
-            return prop
-        return Proposal()
+        for d in active.values():  # the best preview (only lookup has one today)
+            toks, n = d.preview(committed, min(room, spec.draft_max))
+            if toks and n > match:
+                look, match = toks, n
+        available = frozenset(s for s, d in active.items() if d.available)
+        lag = max((d.lag(committed) for d in active.values()), default=0)
+        plan = policy.plan(PlanInput(room, available, look, match, lag))
+        drafter = active.get(plan.source)
+        if drafter is None or plan.k <= 0 or not drafter.available:
+            return Proposal(), None
+        budget = min(plan.k, spec.tree_budget, MAX_TREE_SEQS, cells)
+        req = DraftRequest(
+            committed=committed, k=min(plan.k, spec.draft_max, room), params=reply.params,
+            seed=reply.seed, rng=reply.rng, keep=policy.keep_drafting, draft_min=spec.draft_min,
+            tree_budget=budget, tree_width=spec.tree_width, lookup_tokens=plan.lookup_tokens or [],
+        )
+        return drafter.propose(req), drafter
 
     # -- verification --------------------------------------------------------
 
+    def _verify(
+        self, prop: Proposal, committed: list[int], reply: _Reply,
+    ) -> tuple[float, list[NewToken], int, int]:
+        """(verify seconds, new tokens, accepted draft tokens, of which relaxed)."""
+        if prop.tree is not None and prop.tokens:
+            verify_s, new, m = self._verify_tree(prop.tree, committed, reply)
+            return verify_s, new, m, 0
+        return self._verify_chain(prop, committed, reply)
+
     def _verify_chain(
-        self, prop: Proposal, committed: list[int], params: SamplingParams, spec: SpecConfig,
-        rng: np.random.Generator,
-    ) -> tuple[float, list[tuple[int, Source, float | None, bool]], int, int]:
+        self, prop: Proposal, committed: list[int], reply: _Reply,
+    ) -> tuple[float, list[NewToken], int, int]:
         """Pending token + chain in one decode; keep the accepted prefix in the cache."""
-        n_past = len(committed) - 1
-        verify_tokens = [committed[-1], *prop.tokens]
-        self._batch.fill(verify_tokens, n_past, outputs="all")
-        t0 = time.perf_counter()
-        self.ctx.decode(self._batch)
-        verify_s = time.perf_counter() - t0
-        self.cache.extend(verify_tokens)
-        new, m, n_relaxed = self._accept(prop, committed, params, spec, params.acceptance_rule, rng)
-        keep = n_past + 1 + m
-        if keep < len(self.cache):
-            self.ctx.seq_rm(0, keep)
-            del self.cache[keep:]
+        verify_s = self.kv.feed([committed[-1], *prop.tokens], "all")
+        new, m, n_relaxed = self._accept(prop, committed, reply)
+        self.kv.cut(len(committed) + m)
         return verify_s, new, m, n_relaxed
 
     def _verify_tree(
-        self, tree: TokenTree, committed: list[int], params: SamplingParams, rng: np.random.Generator,
-    ) -> tuple[float, list[tuple[int, Source, float | None, bool]], int]:
+        self, tree: TokenTree, committed: list[int], reply: _Reply,
+    ) -> tuple[float, list[NewToken], int]:
         """Pending token + whole tree in one decode; walk it; keep the winning branch."""
         n_past = len(committed) - 1
         if self._tree_batch is None:
             self._tree_batch = Batch(MAX_TREE_SEQS * 4, MAX_TREE_SEQS + 1)
-        verify_s = verify_tree(self.ctx, self._tree_batch, committed[-1], n_past, tree)
-        new: list[tuple[int, Source, float | None, bool]] = []
+        leaves = tree.leaves()
+        new: list[NewToken] = []
         path: list[int] = []
-        cur, out = -1, 0
-        while True:
-            logits = self.ctx.logits(out)
-            if self.gaps is not None:
-                self.gaps.append(top2_gap(logits))
-            if params.greedy:
-                y = int(np.argmax(logits))
-            else:  # sample-and-match down the tree: exact for any tree
-                hist = committed + [t for t, _, _, _ in new]
-                p = sampling.probs(sampling.apply_penalties(logits, hist, params), params)
-                y = sampling.sample(p, rng)
-            child = next((c for c in tree.children_of(cur) if tree.nodes[c].token == y), None)
-            if child is None:
-                new.append((y, Source.TARGET, None, False))
-                break
-            new.append((y, Source.DRAFT, tree.nodes[child].prob, False))
-            path.append(child)
-            cur, out = child, child + 1
-        commit_tree(self.ctx, tree, n_past, path)
-        self.cache.extend([committed[-1], *(tree.nodes[i].token for i in path)])
+        with self.kv.branches(len(leaves)) as seqs:
+            leaf_seq = dict(zip(leaves, seqs, strict=True))
+            below: list[list[int]] = [[] for _ in tree.nodes]
+            for leaf, s in leaf_seq.items():
+                i = leaf
+                while i >= 0:
+                    below[i].append(s)
+                    i = tree.nodes[i].parent
+            self._tree_batch.fill_tree(
+                [committed[-1]] + [n.token for n in tree.nodes],
+                [n_past] + [n_past + n.depth for n in tree.nodes],
+                [[0, *seqs], *below],
+            )
+            verify_s = self.kv.decode(self._tree_batch, appended=[committed[-1]])
+            cur, out = -1, 0
+            history = list(committed) if reply.params.has_penalties else []
+            while True:
+                logits = self.ctx.logits(out)
+                if self.gaps is not None:
+                    self.gaps.append(top2_gap(logits))
+                # sample-and-match (or coupled) down the tree: exact for any tree
+                y = reply.choose(logits, history, len(committed) + len(path))
+                child = next((c for c in tree.children_of(cur) if tree.nodes[c].token == y), None)
+                if child is None:
+                    new.append((y, Source.TARGET, None, False))
+                    break
+                new.append((y, Source.DRAFT, tree.nodes[child].prob, False))
+                if history:
+                    history.append(y)
+                path.append(child)
+                cur, out = child, child + 1
+            if path:
+                winner = next(s for leaf, s in leaf_seq.items() if tree.descends(leaf, path[-1]))
+                self.kv.commit_branch(winner, [tree.nodes[i].token for i in path])
         return verify_s, new, len(path)
 
     # -- acceptance ----------------------------------------------------------
 
     def _accept(
-        self,
-        prop: Proposal,
-        committed: list[int],
-        params: SamplingParams,
-        spec: SpecConfig,
-        rule: str,
-        rng: np.random.Generator,
-    ) -> tuple[list[tuple[int, Source, float | None, bool]], int, int]:
+        self, prop: Proposal, committed: list[int], reply: _Reply,
+    ) -> tuple[list[NewToken], int, int]:
         """Walk the chain: (new tokens, accepted draft tokens m, of which relaxed).
 
         New tokens are the accepted proposals plus one token of the target's own
         (the correction at the first rejection, or the bonus after the last).
         """
-        new: list[tuple[int, Source, float | None, bool]] = []
-        src = Source.LOOKUP if prop.source == "lookup" else Source.DRAFT
+        new: list[NewToken] = []
+        src = prop.token_source
+        spec, params, rule = reply.spec, reply.params, reply.rule
         n_relaxed = 0
-        history = committed
+        history = list(committed) if params.has_penalties else []
         for i, d in enumerate(prop.tokens):
             logits = self.ctx.logits(i)
             if self.gaps is not None:
                 self.gaps.append(top2_gap(logits))
-            y = d
-            if rule == "greedy":
-                y = int(np.argmax(logits))
-                ok = y == d
-            elif rule == "rejection-sampling":
+            if rule == sampling.Rule.REJECTION.value:
                 p = sampling.probs(logits, params)
                 q = prop.q[i]  # None: a deterministic (lookup) proposal
-                ok = sampling.accept_draft_token(p, q, d, rng)
-                if not ok:
-                    y = sampling.sample(sampling.residual(p, q, d), rng)
-            else:  # sample-and-match: exact for any sampler, including history penalties
-                if i:
-                    history = committed + [t for t, _, _, _ in new]
-                p = sampling.probs(sampling.apply_penalties(logits, history, params), params)
-                y = sampling.sample(p, rng)
+                ok = sampling.accept_draft_token(p, q, d, reply.rng)
+                y = d if ok else sampling.sample(sampling.residual(p, q, d), reply.rng)
+            else:  # greedy, coupled, sample-and-match: accept while the target's choice agrees
+                y = reply.choose(logits, history, len(committed) + i)
                 ok = y == d
             if ok:
                 new.append((d, src, prop.token_probs[i], False))
+                if history:
+                    history.append(d)
                 continue
             if spec.lossy and relaxed_accepts(logits, d, prop.token_probs[i], spec):
                 new.append((d, src, prop.token_probs[i], True))
                 n_relaxed += 1
+                if history:
+                    history.append(d)
                 continue
             new.append((y, Source.TARGET, None, False))
             return new, len(new) - 1, n_relaxed
         logits = self.ctx.logits(len(prop))
         if self.gaps is not None:
             self.gaps.append(top2_gap(logits))
-        if rule == "greedy":
-            y = int(np.argmax(logits))
+        if rule == sampling.Rule.REJECTION.value:
+            p_next = sampling.bonus_probs(sampling.probs(logits, params), None)
+            y = sampling.sample(p_next, reply.rng)
         else:
-            history = committed + [t for t, _, _, _ in new]
-            p = sampling.probs(sampling.apply_penalties(logits, history, params), params)
-            y = sampling.sample(p, rng)
+            y = reply.choose(logits, history, len(committed) + len(prop))
         new.append((y, Source.TARGET, None, False))
         return new, len(new) - 1, n_relaxed
 

@@ -349,7 +349,10 @@ class Context:
                 f"{model.path}: could not create a context of {n_ctx} tokens (not enough memory?)"
             )
         self.n_ctx: int = int(L.llama_n_ctx(self._ctx))
-        self.n_batch = n_batch
+        # llama.cpp caps n_batch at n_ctx (and n_ubatch at n_batch): read back what it
+        # uses, since a batch larger than that aborts the process (GGML_ASSERT).
+        self.n_batch: int = min(int(L.llama_n_batch(self._ctx)), int(L.llama_n_ubatch(self._ctx)))
+        self.n_seq_max: int = int(L.llama_n_seq_max(self._ctx))
         self.n_outputs_max = n_outputs_max
         self.n_vocab = model.n_vocab
         self._mem = L.llama_get_memory(self._ctx)

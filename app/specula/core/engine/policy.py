@@ -13,34 +13,41 @@ also serves prompt lookup alone, lives in :mod:`specula.core.engine.adaptive`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from specula.core.engine.config import SpecConfig
+from specula.core.engine.drafters.base import DraftSource
 from specula.core.engine.stats import StepRecord
+
+DRAFT_MODEL_SOURCES = frozenset({DraftSource.DRAFT, DraftSource.TREE})
 
 
 @dataclass
 class Plan:
-    source: str  # "none" (plain step) | "draft" | "tree" | "lookup"
-    k: int  # at most this many tokens
+    source: DraftSource  # NONE: a plain step
+    k: int  # at most this many tokens (a tree: its node budget)
     lookup_tokens: list[int] | None = None
 
 
 @dataclass
 class PlanInput:
     room: int  # tokens that may still be drafted (context and max_tokens)
-    has_draft: bool
-    lookup_tokens: list[int]  # what prompt lookup would propose ([] when nothing matches)
-    lookup_match: int  # its n-gram length
+    available: frozenset[DraftSource]  # the drafters that can propose now
+    lookup_tokens: list[int] = field(default_factory=list)  # what lookup would propose
+    lookup_match: int = 0  # its n-gram length
     draft_lag: int = 1  # tokens the draft must be fed before it can propose
+
+    @property
+    def has_draft(self) -> bool:
+        return DraftSource.DRAFT in self.available
 
 
 @dataclass
 class Outcome:
     """What a step taught: per drafted token its confidence and whether it was accepted."""
 
-    source: str
+    source: DraftSource
     top_probs: list[float]
     entropies: list[float]
     n_accepted: int
@@ -49,7 +56,8 @@ class Outcome:
 
 
 class DraftPolicy(Protocol):
-    name: str
+    name: str  # the mode's name, for the statistics
+    wants: frozenset[DraftSource]  # the drafters this policy may plan with
 
     def plan(self, inp: PlanInput) -> Plan:
         """What to draft this step."""
@@ -71,13 +79,14 @@ class StaticPolicy:
     """A policy that learns nothing: the fixed modes share these defaults."""
 
     name = "static"
+    wants: frozenset[DraftSource] = frozenset()
     sync_at_prefill = False
 
     def __init__(self, cfg: SpecConfig | None = None) -> None:
         self.cfg = cfg or SpecConfig()
 
     def plan(self, inp: PlanInput) -> Plan:
-        return Plan("none", 0)
+        return Plan(DraftSource.NONE, 0)
 
     def keep_drafting(self, i: int, p_top: float, entropy: float) -> tuple[bool, bool]:
         return True, True
@@ -102,11 +111,12 @@ class FixedPolicy(StaticPolicy):
     """Always draft ``draft_max`` tokens with the draft model, cut short below ``p_min``."""
 
     name = "chain"
+    wants = frozenset({DraftSource.DRAFT})
     sync_at_prefill = True
 
     def plan(self, inp: PlanInput) -> Plan:
         k = min(self.cfg.draft_max, inp.room)
-        return Plan("draft", k) if k > 0 and inp.has_draft else Plan("none", 0)
+        return Plan(DraftSource.DRAFT, k) if k > 0 and inp.has_draft else Plan(DraftSource.NONE, 0)
 
     def keep_drafting(self, i: int, p_top: float, entropy: float) -> tuple[bool, bool]:
         keep = p_top >= self.cfg.p_min
@@ -117,9 +127,10 @@ class TreePolicy(StaticPolicy):
     """Always draft a token tree of ``tree_budget`` nodes, ``tree_width`` children per node."""
 
     name = "tree"
+    wants = frozenset({DraftSource.TREE})
     sync_at_prefill = True
 
     def plan(self, inp: PlanInput) -> Plan:
-        if inp.room <= 0 or not inp.has_draft:
-            return Plan("none", 0)
-        return Plan("tree", self.cfg.tree_budget)
+        if inp.room <= 0 or DraftSource.TREE not in inp.available:
+            return Plan(DraftSource.NONE, 0)
+        return Plan(DraftSource.TREE, self.cfg.tree_budget)

@@ -1,33 +1,74 @@
 """Sampling settings, logits -> probabilities, and the exact acceptance rules.
 
-The target's p and the draft's q must go through the *same* transform
-(temperature, top-k, top-p, min-p) for rejection sampling to keep the target's
-distribution; :func:`probs` is that one transform.
+Two exact rules for sampled replies (greedy is the limit of both):
+
+* ``Rule.COUPLED`` (drafter-invariant sampling, Daliri, Musco & Suresh,
+  arXiv 2408.07978): the token at absolute position t is the Gumbel-max choice
+  argmax_x(log p_t(x) + G(seed, t, x)) with noise from a counter-based hash of
+  (seed, t, x). The draft proposes with the same noise over its own candidates
+  and a proposal is accepted while the target's choice equals it, so the reply
+  is a function of the seed and the target alone: every mode gives plain
+  decoding's text for a seed.
+* ``Rule.REJECTION`` (Leviathan et al. 2023): accept a draft token x ~ q with
+  probability min(1, p(x)/q(x)), else sample the residual normalize(max(0, p - q)).
+  p and q must be the *same* transform of each model's logits.
+
+The functions the engine uses are looked up through this module at call time
+(``sampling.residual(...)``) so that tests can monkeypatch one to inject a bug.
 """
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 
 import numpy as np
 import numpy.typing as npt
 
 F32 = npt.NDArray[np.float32]
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+
+RANDOM_SEED = -1  # what the GUI and the API send for "random"
+SEED_LIMIT = 2**31  # drawn seeds stay below this, so that any spin box can take one back
+
+
+class Rule(str, Enum):
+    """How a sampled reply accepts draft tokens (both keep the target's distribution)."""
+
+    COUPLED = "coupled"  # seed-coupled Gumbel-max: the same text for a seed in every mode
+    REJECTION = "rejection-sampling"  # min(1, p/q) with the residual; higher acceptance
+
+
+DEFAULT_RULE = Rule.COUPLED
 
 
 @dataclass
 class SamplingParams:
-    """Generation settings. ``temperature <= 0`` means greedy (argmax)."""
+    """Generation settings. ``temperature <= 0`` means greedy (argmax).
+
+    ``seed``: None or -1 draw a fresh seed per reply (reported as
+    ``GenerationStats.seed``); any other negative value is an error.
+    """
 
     temperature: float = 0.0
     top_k: int = 40  # 0 = off
     top_p: float = 0.95  # 1 = off
     min_p: float = 0.05  # 0 = off
-    repeat_penalty: float = 1.0  # 1 = off; otherwise acceptance falls back to sample-and-match
+    repeat_penalty: float = 1.0  # 1 = off
     repeat_last_n: int = 64
     seed: int | None = None
     max_tokens: int = 512
     stop: list[str] = field(default_factory=list)
+    rule: Rule = DEFAULT_RULE
+
+    def __post_init__(self) -> None:
+        if self.seed is not None and self.seed < RANDOM_SEED:
+            raise ValueError(
+                f"seed must be -1 (a fresh random seed) or a number >= 0, not {self.seed}"
+            )
+        self.rule = Rule(self.rule)
 
     @property
     def greedy(self) -> bool:
@@ -40,12 +81,27 @@ class SamplingParams:
 
     @property
     def acceptance_rule(self) -> str:
+        """The rule a chain verification uses: greedy, coupled, rejection-sampling or
+        sample-and-match (the rejection rule's fallback with a repetition penalty)."""
         if self.greedy:
             return "greedy"
-        return "sample-and-match" if self.has_penalties else "rejection-sampling"
+        if self.rule is Rule.COUPLED:
+            return Rule.COUPLED.value
+        return "sample-and-match" if self.has_penalties else Rule.REJECTION.value
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        d = asdict(self)
+        d["rule"] = self.rule.value
+        return d
+
+
+def resolve_seed(seed: int | None) -> int:
+    """The seed a reply runs with: ``seed`` itself, or a fresh one for None / -1."""
+    if seed is None or seed == RANDOM_SEED:
+        return secrets.randbelow(SEED_LIMIT)
+    if seed < 0:
+        raise ValueError(f"seed must be -1 (a fresh random seed) or a number >= 0, not {seed}")
+    return int(seed)
 
 
 def apply_penalties(logits: F32, history: list[int], params: SamplingParams) -> F32:
@@ -60,22 +116,19 @@ def apply_penalties(logits: F32, history: list[int], params: SamplingParams) -> 
     return out
 
 
-def probs(logits: F32, params: SamplingParams) -> F32:
-    """The sampling distribution for ``logits`` under ``params`` (sums to 1).
+def candidates(logits: F32, params: SamplingParams) -> tuple[I64, F64]:
+    """The sampling distribution on its candidates: (token ids, probabilities summing to 1).
 
     Order as llama.cpp's default chain: top-k, top-p, min-p, then temperature.
-    Greedy gives a one-hot vector at the argmax.
+    Greedy gives the argmax alone. Only top-k touches the whole vocabulary.
     """
     n = logits.shape[0]
     if params.greedy:
-        out = np.zeros(n, dtype=np.float32)
-        out[int(np.argmax(logits))] = 1.0
-        return out
-    # Work on the candidates only: top-k first keeps every later step cheap.
+        return np.array([int(np.argmax(logits))], dtype=np.int64), np.ones(1)
     if 0 < params.top_k < n:
-        idx = np.argpartition(logits, n - params.top_k)[n - params.top_k :]
+        idx = np.argpartition(logits, n - params.top_k)[n - params.top_k :].astype(np.int64)
     else:
-        idx = np.arange(n)
+        idx = np.arange(n, dtype=np.int64)
     xs = logits[idx].astype(np.float64)
     e = np.exp(xs - xs.max())
     p = e / e.sum()
@@ -89,20 +142,40 @@ def probs(logits: F32, params: SamplingParams) -> F32:
         idx, xs = idx[sel], xs[sel]
     t = xs / params.temperature
     e = np.exp(t - t.max())
+    return idx, e / e.sum()
+
+
+def densify(ids: I64, p: F64, n: int) -> F32:
     out = np.zeros(n, dtype=np.float32)
-    out[idx] = e / e.sum()
+    out[ids] = p
     return out
 
 
+def probs(logits: F32, params: SamplingParams) -> F32:
+    """*Patch point*: the target's sampling distribution, dense over its vocabulary."""
+    ids, p = candidates(logits, params)
+    return densify(ids, p, logits.shape[0])
+
+
+def draft_probs(logits: F32, params: SamplingParams) -> F32:
+    """*Patch point*: the draft's q (the same transform as the target's, as the rule needs)."""
+    return probs(logits, params)
+
+
+def draft_candidates(logits: F32, params: SamplingParams) -> tuple[I64, F64]:
+    """The draft's candidates under the coupled rule (the same transform)."""
+    return candidates(logits, params)
+
+
 def sample(p: F32, rng: np.random.Generator) -> int:
-    """One draw from ``p`` (inverse CDF; robust to float rounding)."""
+    """*Patch point*: one draw from ``p`` (inverse CDF; robust to float rounding)."""
     c = np.cumsum(p, dtype=np.float64)
     u = rng.random() * c[-1]
     return int(min(np.searchsorted(c, u, side="right"), p.shape[0] - 1))
 
 
 def residual(p: F32, q: F32 | None, token: int = -1) -> F32:
-    """normalize(max(0, p - q)): where to sample after a rejected draft token.
+    """*Patch point*: normalize(max(0, p - q)), where to sample after a rejected draft token.
 
     ``q=None`` stands for a deterministic proposal (one-hot at ``token``).
     """
@@ -119,7 +192,7 @@ def residual(p: F32, q: F32 | None, token: int = -1) -> F32:
 
 
 def accept_draft_token(p: F32, q: F32 | None, token: int, rng: np.random.Generator) -> bool:
-    """Leviathan et al.: accept a token drawn from q with probability min(1, p/q).
+    """*Patch point*: accept a token drawn from q with probability min(1, p/q).
 
     ``q=None`` is a deterministic proposal (q one-hot at ``token``): accept with p(token).
     """
@@ -127,3 +200,51 @@ def accept_draft_token(p: F32, q: F32 | None, token: int, rng: np.random.Generat
     if qt <= 0.0:
         return False
     return bool(rng.random() < min(1.0, float(p[token]) / qt))
+
+
+def bonus_probs(p_next: F32, q_next: F32 | None) -> F32:
+    """*Patch point*: where the bonus token after a fully accepted chain comes from: p."""
+    return p_next
+
+
+# -- the coupled rule ------------------------------------------------------------------
+
+_M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+def _splitmix64(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """splitmix64's finaliser: a bijective 64-bit mix (Steele, Lea & Flood 2014)."""
+    with np.errstate(over="ignore"):
+        z = x + _GOLDEN
+        z = (z ^ (z >> np.uint64(30))) * _MIX1
+        z = (z ^ (z >> np.uint64(27))) * _MIX2
+        out: npt.NDArray[np.uint64] = z ^ (z >> np.uint64(31))
+        return out
+
+
+def gumbel_noise(seed: int, position: int, ids: I64) -> F64:
+    """*Patch point*: Gumbel(0, 1) noise keyed by (seed, absolute position, token id).
+
+    Counter-based: the noise of one (seed, position, token) never depends on
+    which other tokens are asked about, so the draft (over its candidates) and
+    the target (over its own) see the same value for a shared token.
+    """
+    key = _splitmix64(np.array([seed & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64))
+    key = _splitmix64(key ^ np.uint64(position & 0xFFFFFFFFFFFFFFFF))
+    h = _splitmix64(key ^ np.asarray(ids, dtype=np.uint64))
+    u = ((h >> np.uint64(11)).astype(np.float64) + 0.5) * (1.0 / 9007199254740992.0)  # (0, 1)
+    out: F64 = -np.log(-np.log(u))
+    return out
+
+
+def coupled_choice(ids: I64, p: F64, seed: int, position: int) -> int:
+    """The Gumbel-max choice among candidates: argmax log p(x) + G(seed, position, x)."""
+    if ids.shape[0] == 1:
+        return int(ids[0])
+    g = gumbel_noise(seed, position, ids)
+    with np.errstate(divide="ignore"):
+        score = np.log(p) + g
+    return int(ids[int(np.argmax(score))])

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
+from enum import Enum
 
 import psutil
+
+
+class StepShape(str, Enum):
+    """What a step verified."""
+
+    PLAIN = "plain"  # nothing drafted: one target token
+    CHAIN = "chain"  # a chain (from the draft model or prompt lookup)
+    TREE = "tree"  # a token tree
 
 
 @dataclass
@@ -18,7 +27,8 @@ class StepRecord:
     draft_s: float
     verify_s: float
     overhead_s: float  # time outside llama_decode (Python: sampling, acceptance, bookkeeping)
-    shape: str = "chain"  # plain | chain | tree | lookup
+    shape: StepShape = StepShape.CHAIN
+    source: str = "none"  # where the proposal came from: a DraftSource value (none | draft | tree | lookup)
     draft_decodes: int = 0  # draft llama_decode calls
     catchup: int = 0  # tokens the draft caught up on first
     relaxed_accepted: int = 0  # accepted only because of the lossy rule
@@ -27,7 +37,9 @@ class StepRecord:
 @dataclass
 class GenerationStats:
     mode: str = "plain"
-    acceptance_rule: str = "greedy"  # greedy | rejection-sampling | sample-and-match | relaxed (lossy)
+    acceptance_rule: str = "greedy"  # greedy | coupled | rejection-sampling | sample-and-match
+    seed: int = 0  # the seed this reply ran with (drawn when the request asked for a random one)
+    draft_stopped: str = ""  # why the drafter stopped for the rest of the reply ("" = it did not)
     prompt_tokens: int = 0
     prefill_tokens: int = 0  # prompt tokens actually evaluated (the rest came from the KV cache)
     prefill_s: float = 0.0
@@ -44,7 +56,6 @@ class GenerationStats:
     verify_s: float = 0.0
     overhead_s: float = 0.0
     peak_rss_bytes: int = 0
-    _start_decode: float = field(default=0.0, repr=False)
 
     @property
     def decode_s(self) -> float:

@@ -1,0 +1,204 @@
+"""The draft model: its KV mirror, and the chain drafter over it.
+
+The draft keeps its own cache in step with the committed tokens and never
+re-evaluates a token it has seen: after a step it drops its rejected
+proposals and next time feeds only what it has not seen (normally the
+target's last token). It feeds itself within its own n_ctx and n_batch; when
+it cannot follow (a token outside its vocabulary, its context is full, a
+decode fails) it stops drafting for the rest of the reply and says why; the
+reply goes on without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from specula.core.engine import drafters as _drafters  # patch points, looked up at call time
+from specula.core.engine import sampling
+from specula.core.engine.drafters.base import (
+    DrafterCounters,
+    DraftRequest,
+    DraftSource,
+    Proposal,
+    softmax_stats,
+)
+from specula.core.engine.kv import KVCache, common_prefix
+from specula.core.engine.llama import Context, ContextFull, DecodeError
+
+
+class DraftModel:
+    """A draft model's context, mirrored, shared by the chain and the tree drafters."""
+
+    def __init__(self, ctx: Context, n_target_vocab: int) -> None:
+        self.kv = KVCache(ctx)
+        self.n_vocab = ctx.n_vocab  # ids the draft has
+        self.n_shared = min(ctx.n_vocab, n_target_vocab)  # ids both have
+        self.n_target_vocab = n_target_vocab
+        self.stopped = ""
+
+    @property
+    def ctx(self) -> Context:
+        return self.kv.ctx
+
+    @property
+    def cache(self) -> list[int]:
+        return self.kv.tokens
+
+    def reset(self) -> None:
+        self.kv.clear()
+
+    def stop(self, why: str) -> None:
+        if not self.stopped:
+            self.stopped = why
+
+    def begin(self, prompt: Sequence[int], *, sync: bool) -> None:
+        """A new reply: draft again, and feed the prompt (all but its last token) if ``sync``.
+
+        Idempotent (the chain and the tree drafters share this model and both begin)."""
+        self.stopped = ""
+        if sync:
+            self.catch_up(prompt, keep_last=False, room_after=1)
+
+    def lag(self, committed: Sequence[int]) -> int:
+        return len(committed) - len(self.kv)
+
+    def catch_up(self, committed: Sequence[int], *, keep_last: bool = True,
+                 room_after: int = 1) -> tuple[int, float]:
+        """Feed what the draft has not seen of ``committed`` (logits of the last one when
+        ``keep_last``), leaving ``room_after`` cells free; (tokens fed, seconds). On failure
+        the drafter stops (``stopped`` says why) and (0, 0.0) is returned."""
+        want = len(committed) if keep_last else len(committed) - 1
+        n = self.kv.reuse(committed, limit=want - 1 if keep_last else want)
+        todo = list(committed[n:want])
+        if any(t >= self.n_vocab for t in todo):
+            self.stop("the target produced a token outside the draft's vocabulary")
+            return 0, 0.0
+        if not self.kv.fits(len(todo) + room_after - 1 if keep_last else len(todo)):
+            self.stop(f"the draft's context window ({self.kv.n_ctx} tokens) is full")
+            return 0, 0.0
+        try:
+            return len(todo), self.kv.feed(todo, "last" if keep_last else "none")
+        except (ContextFull, DecodeError) as exc:
+            self.stop(f"a draft decode failed ({exc})")
+            return 0, 0.0
+
+    def feed_one(self, token: int) -> float | None:
+        """Feed a drafted token; None when the draft cannot (it has stopped)."""
+        try:
+            return self.kv.feed([token], "last")
+        except (ContextFull, DecodeError) as exc:
+            self.stop(f"the draft's context window is full ({exc})")
+            return None
+
+    def drop_rejected(self, start: int, committed: Sequence[int]) -> None:
+        """Cut the cache back to the committed tokens (proposals began at ``start``)."""
+        start = min(start, len(self.kv), len(committed))
+        keep = start + common_prefix(self.kv.tokens[start:], committed[start:])
+        self.kv.cut(keep)
+
+
+class ModelDrafter:
+    """What the drafters over one draft model share: its state, their counters, the
+    bookkeeping after a step. Subclasses implement ``propose``."""
+
+    source = DraftSource.NONE
+
+    def __init__(self, model: DraftModel) -> None:
+        self.model = model
+        self.counters = DrafterCounters()
+        self._start = 0  # where this step's proposal began in the draft's cache
+
+    @property
+    def available(self) -> bool:
+        return not self.model.stopped
+
+    @property
+    def stopped(self) -> str:
+        return self.model.stopped
+
+    def begin(self, prompt: Sequence[int], *, sync: bool) -> None:
+        self.model.begin(prompt, sync=sync)
+
+    def lag(self, committed: Sequence[int]) -> int:
+        return self.model.lag(committed)
+
+    def preview(self, committed: Sequence[int], k: int) -> tuple[list[int], int]:
+        return [], 0
+
+    def _start_step(self, prop: Proposal, committed: Sequence[int], cells: int) -> bool:
+        """Catch the draft up on ``committed``, leaving ``cells`` free for the proposal;
+        False when it cannot draft now (it stops when its window is the reason)."""
+        dm = self.model
+        if cells <= 0 or not self.available:
+            if dm.kv.n_ctx - len(committed) + 1 <= 0:
+                dm.stop(f"the draft's context window ({dm.kv.n_ctx} tokens) is full")
+            return False
+        self._start = len(committed) - 1
+        prop.catchup, prop.draft_s = dm.catch_up(committed, room_after=cells)
+        prop.n_decodes = 1
+        return self.available
+
+    def _count(self, prop: Proposal) -> Proposal:
+        self.counters.drafts += 1
+        self.counters.drafted += len(prop)
+        self.counters.decodes += prop.n_decodes
+        self.counters.draft_s += prop.draft_s
+        return prop
+
+    def accept(self, committed: Sequence[int], n_accepted: int) -> None:
+        self.counters.accepted += n_accepted
+        self.model.drop_rejected(self._start, committed)
+
+
+class ChainDrafter(ModelDrafter):
+    """The draft model proposes a chain, token by token."""
+
+    source = DraftSource.DRAFT
+
+    def propose(self, req: DraftRequest) -> Proposal:
+        prop = Proposal(source=self.source)
+        dm = self.model
+        committed = req.committed
+        k = min(req.k, dm.kv.n_ctx - len(committed) + 1)  # the draft's own window
+        if not self._start_step(prop, committed, k):
+            return prop
+        pos = len(committed)
+        params = req.params
+        history = list(committed) if params.has_penalties else []
+        want_q = req.want_q
+        for i in range(k):
+            logits = dm.ctx.logits(-1)[: dm.n_shared]
+            top, p_top, entropy = softmax_stats(logits)
+            keep_it, more = req.keep(i, p_top, entropy)
+            if not keep_it:
+                break
+            q: sampling.F32 | None = None
+            if params.greedy:
+                tok, p_tok = top, p_top
+            elif params.rule is sampling.Rule.COUPLED:
+                lg = sampling.apply_penalties(logits, history, params) if history else logits
+                ids, cq = sampling.draft_candidates(lg, params)
+                tok = sampling.coupled_choice(ids, cq, req.seed, pos + i)
+                p_tok = float(cq[int(np.flatnonzero(ids == tok)[0])])
+            else:
+                small = sampling.draft_probs(logits, params)
+                tok = sampling.sample(small, req.rng)
+                p_tok = float(small[tok])
+                if want_q:  # q over the target's vocabulary: ids the draft lacks get 0
+                    q = np.zeros(dm.n_target_vocab, dtype=np.float32)
+                    q[: dm.n_shared] = small
+            prop.append(tok, q, p_tok, p_top, entropy)
+            if history:
+                history.append(tok)
+            if not more or i + 1 >= k:
+                break
+            spent = dm.feed_one(tok)
+            if spent is None:
+                break
+            prop.draft_s += spent
+            prop.n_decodes += 1
+        if not _drafters.keep_short_draft(len(prop), req.draft_min, params.acceptance_rule):
+            prop.truncate(0)
+        return self._count(prop)

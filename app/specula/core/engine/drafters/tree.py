@@ -1,0 +1,173 @@
+"""Token-tree drafting: the draft expands a tree depth by depth, the target
+verifies the whole tree in ONE decode, and acceptance walks down it.
+
+Draft side: all frontier nodes of a depth go to the draft in one batch, each
+in its own branch sequence (a child's sequence starts as a metadata copy of
+its parent's, which ``kv_unified=True`` makes free); the best nodes by
+cumulative draft probability are kept up to a node budget (best-first
+pruning). Every branch sequence is dropped when the tree is built, whatever
+happens (the draft's KV mirror guarantees it).
+
+Target side (in the generator): the pending token and every node go in one
+batch; a token carries the sequence of every leaf below it. Acceptance takes
+the target's choice at each node (greedy, coupled, or a sample) and descends
+while it is a child, which keeps the target's distribution for any tree; the
+winning branch's cells then join sequence 0 and the branches are dropped.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from specula.core.engine import sampling
+from specula.core.engine.drafters.base import DraftRequest, DraftSource, Proposal
+from specula.core.engine.drafters.model import DraftModel, ModelDrafter
+from specula.core.engine.llama import Batch, ContextFull, DecodeError
+
+MAX_TREE_SEQS = 16  # sequences besides 0 that a tree may use (n_seq_max - 1)
+
+
+@dataclass
+class TreeNode:
+    token: int
+    parent: int  # index into TokenTree.nodes, -1 for a child of the root (the pending token)
+    depth: int  # 1 for children of the root
+    prob: float  # the draft's probability of this token given its parent
+    cum: float  # product of probs along the path
+    seq: int = -1  # draft-side sequence while the node is expanded
+    children: list[int] = field(default_factory=list)
+
+
+@dataclass
+class TokenTree:
+    nodes: list[TreeNode] = field(default_factory=list)
+    root_children: list[int] = field(default_factory=list)
+
+    def children_of(self, idx: int) -> list[int]:
+        return self.root_children if idx < 0 else self.nodes[idx].children
+
+    def leaves(self) -> list[int]:
+        return [i for i, n in enumerate(self.nodes) if not n.children]
+
+    def descends(self, node: int, ancestor: int) -> bool:
+        while node >= 0:
+            if node == ancestor:
+                return True
+            node = self.nodes[node].parent
+        return False
+
+
+def _top(logits: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """(tokens, probabilities) of the ``width`` most likely tokens under the plain softmax."""
+    width = min(width, logits.shape[0])
+    idx = np.argpartition(logits, -width)[-width:]
+    x = logits - logits.max()
+    z = float(np.exp(x).sum())
+    p = np.exp(x[idx]) / z
+    order = np.argsort(-p)
+    return idx[order], p[order]
+
+
+class TreeDrafter(ModelDrafter):
+    """The draft model proposes a token tree."""
+
+    source = DraftSource.TREE
+    min_cum = 0.01  # nodes less likely than this (along their path) are not worth a cell
+
+    def __init__(self, model: DraftModel) -> None:
+        super().__init__(model)
+        self._batch = Batch(MAX_TREE_SEQS + 1, MAX_TREE_SEQS + 1)
+
+    def propose(self, req: DraftRequest) -> Proposal:
+        """A tree of at most ``req.tree_budget`` nodes and depth ``req.k``; an empty
+        proposal (a plain step) when no node is likely enough (a flat draft)."""
+        prop = Proposal(source=self.source)
+        dm = self.model
+        committed = req.committed
+        budget = min(req.tree_budget, MAX_TREE_SEQS, dm.kv.n_ctx - len(committed))
+        if req.k <= 0 or not self._start_step(prop, committed, budget):
+            return prop
+        tree = TokenTree()
+        try:
+            with dm.kv.branches(MAX_TREE_SEQS, share_prefix=False):
+                prop.draft_s += self._expand(tree, prop, len(committed), budget, req)
+        except (ContextFull, DecodeError) as exc:
+            dm.stop(f"a draft decode failed ({exc})")
+        if tree.nodes:
+            prop.tree = tree
+            for n in tree.nodes:
+                prop.append(n.token, None, n.prob, n.prob, 0.0)
+        return self._count(prop)
+
+    @staticmethod
+    def _children(logits: np.ndarray, req: DraftRequest, position: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``tree_width`` most likely tokens; under the coupled rule the draft's own
+        coupled choice at this position is always one of them (it is what the target's
+        choice most often equals, at any temperature)."""
+        toks, ps = _top(logits, req.tree_width)
+        params = req.params
+        if params.greedy or params.rule is not sampling.Rule.COUPLED:
+            return toks, ps
+        ids, q = sampling.draft_candidates(logits, params)
+        c = sampling.coupled_choice(ids, q, req.seed, position)
+        if c in toks:
+            return toks, ps
+        x = logits - logits.max()
+        p_c = float(np.exp(x[c]) / np.exp(x).sum())
+        toks = np.concatenate(([c], toks[:-1]))
+        ps = np.concatenate(([p_c], ps[:-1]))
+        return toks, ps
+
+    def _expand(self, tree: TokenTree, prop: Proposal, base: int, budget: int,
+                req: DraftRequest) -> float:
+        dm = self.model
+        ctx = dm.ctx
+        spent = 0.0
+        frontier: list[tuple[int, np.ndarray]] = [(-1, ctx.logits(-1)[: dm.n_shared].copy())]
+        free_seqs = list(range(MAX_TREE_SEQS, 0, -1))
+        for depth in range(1, req.k + 1):
+            cands: list[tuple[float, int, int, float]] = []  # (cum, parent, token, prob)
+            for parent, logits in frontier:
+                pcum = tree.nodes[parent].cum if parent >= 0 else 1.0
+                toks, ps = self._children(logits, req, base + depth - 1)
+                for t, p in zip(toks, ps, strict=True):
+                    if pcum * p >= self.min_cum:
+                        cands.append((pcum * float(p), parent, int(t), float(p)))
+            room = budget - len(tree.nodes)
+            if not cands or room <= 0:
+                break
+            cands.sort(reverse=True)
+            new: list[int] = []
+            for cum, parent, tok, p in cands[:room]:
+                idx = len(tree.nodes)
+                tree.nodes.append(TreeNode(tok, parent, depth, p, cum))
+                tree.children_of(parent).append(idx)
+                new.append(idx)
+            if depth == req.k or len(tree.nodes) >= budget or len(new) > len(free_seqs):
+                break
+            # Feed the new nodes in one batch, each in its own sequence holding its path.
+            seq_sets = []
+            for idx in new:
+                node = tree.nodes[idx]
+                s = free_seqs.pop()
+                src = tree.nodes[node.parent].seq if node.parent >= 0 else 0
+                ctx.seq_cp(src, s, -1, -1)
+                node.seq = s
+                seq_sets.append([s])
+            self._batch.fill_tree([tree.nodes[i].token for i in new], [base + depth - 1] * len(new),
+                                  seq_sets)
+            t0 = time.perf_counter()
+            ctx.decode(self._batch)
+            spent += time.perf_counter() - t0
+            prop.n_decodes += 1
+            frontier = [(idx, ctx.logits(j)[: dm.n_shared].copy()) for j, idx in enumerate(new)]
+            for idx in new:  # parents' sequences are free once their children hold copies
+                parent = tree.nodes[idx].parent
+                if parent >= 0 and tree.nodes[parent].seq > 0:
+                    ctx.seq_rm(tree.nodes[parent].seq, -1, -1)
+                    free_seqs.append(tree.nodes[parent].seq)
+                    tree.nodes[parent].seq = -1
+        return spent
