@@ -19,9 +19,15 @@ REAL_MODELS_DIR = Path(os.environ.get("SPECULA_BENCH_DIR", Path.home() / ".cache
 
 @pytest.fixture(autouse=True)
 def specula_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Every test gets its own settings, data and models folders."""
+    """Every test gets its own settings, data and models folders, and no real hub.
+
+    HF_ENDPOINT points where nothing listens (the ``fake_hub`` fixture points it at the
+    fake hub instead), so a page that asks the hub on its own (Discover's suggested
+    pairs) meets "offline" at once instead of the network.
+    """
     home = tmp_path / "specula-home"
     monkeypatch.setenv("SPECULA_HOME", str(home))
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
     monkeypatch.delenv("SPECULA_MODELS_DIR", raising=False)
     return home
 

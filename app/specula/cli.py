@@ -7,6 +7,7 @@ registers itself here; this file only builds the parser and dispatches.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Callable, Sequence
 
@@ -23,17 +24,6 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def _load(module: str) -> object | None:
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name == module:
-            return None  # a subcommand that has not been built yet
-        raise
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="specula",
@@ -45,9 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--draft", help="draft GGUF to load when the app opens")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_text) in SUBCOMMANDS.items():
-        mod = _load(module)
-        if mod is None:
-            continue
+        mod = importlib.import_module(module)
         p = sub.add_parser(name, help=help_text, description=help_text)
         mod.add_arguments(p)  # type: ignore[attr-defined]
         p.set_defaults(run=mod.run)  # type: ignore[attr-defined]

@@ -42,7 +42,7 @@ def test_settings_page_saves_typed_settings(make_window) -> None:  # type: ignor
     page.spec.draft_max.setValue(7)
     saved = Settings.load()
     assert (saved.n_threads, saved.n_gpu_layers_draft, saved.speculative.draft_max) == (3, -1, 7)
-    assert w.ctx.engine_settings().n_threads == 3
+    assert w.ctx.engine_options().n_threads == 3
     assert w.chat.settings_panel.spec.draft_max.value() == 7
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
+import tempfile
 
 from specula.commands._common import fail
 from specula.commands._engine_args import add_sampling_args, engine_options, sampling_params
@@ -19,7 +21,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prompts", help="JSONL {id, category, prompt} (default: the packaged suite)")
     p.add_argument("--categories", help="only these categories (comma-separated)")
     p.add_argument("--limit", type=int, help="only the first N prompts")
-    p.add_argument("--modes", default="plain,chain", help="comma-separated (plain,chain,adaptive,tree,lookup)")
+    p.add_argument("--modes", default="plain,chain",
+                   help="comma-separated: plain, chain, adaptive, tree, lookup; NAME:K sets the draft "
+                        "length, NAME:A-B runs every length (chain:1-6 gives the per-prompt best fixed chain)")
+    p.add_argument("--cold", action="store_true",
+                   help="start from an empty policy state (a fresh temporary data folder, no learning "
+                        "warm-up): the first reply of a new pair")
     p.add_argument("--draft-max", type=int, default=4)
     p.add_argument("--draft-min", type=int, default=0)
     p.add_argument("--p-min", type=float, default=0.0)
@@ -45,6 +52,9 @@ def run(a: argparse.Namespace) -> int:
         prompts = prompts[: a.limit]
     if not prompts:
         return fail("no prompts to run")
+    if a.cold:
+        # Learned policy state lives under the data folder: a fresh one is a new pair's first use.
+        os.environ["SPECULA_HOME"] = tempfile.mkdtemp(prefix="specula-bench-cold-")
     try:
         engine = Engine(engine_options(a))
         engine.load_target(a.target)
@@ -58,14 +68,15 @@ def run(a: argparse.Namespace) -> int:
           f"{params.acceptance_rule}", file=sys.stderr)
 
     def progress(r: RunResult) -> None:
-        print(f"  {r.prompt_id:<22} {r.mode:<9} {r.tok_per_s:6.1f} tok/s  accept {r.acceptance:4.0%}"
+        print(f"  {r.prompt_id:<22} {r.mode:<10} {r.tok_per_s:6.1f} tok/s  accept {r.acceptance:4.0%}"
               + ("" if r.identical in (None, True) else "  (diverged)"), file=sys.stderr)
 
-    report = run_bench(engine, prompts, modes, params, repeat=a.repeat, on_run=progress)
+    report = run_bench(engine, prompts, modes, params, repeat=a.repeat, on_run=progress, cold=a.cold)
     report.setup = {
         "target": a.target, "draft": a.draft, "backend": engine.backend, "threads": engine.n_threads,
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
-        "modes": [m.to_dict() for m in modes], "sampling": params.to_dict(), "repeat": a.repeat,
+        "modes": {m.label: m.spec.to_dict() for m in modes}, "sampling": params.to_dict(), "repeat": a.repeat,
+        "cold": a.cold,
         "command": " ".join(sys.argv),
     }
     print(format_report(report))

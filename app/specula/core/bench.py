@@ -57,10 +57,12 @@ class RunResult:
 class BenchReport:
     runs: list[RunResult] = field(default_factory=list)
     summary: dict[str, object] = field(default_factory=dict)
+    oracle: dict[str, object] = field(default_factory=dict)
     setup: dict[str, object] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
-        return {"setup": self.setup, "runs": [asdict(r) for r in self.runs], "summary": self.summary}
+        return {"setup": self.setup, "runs": [asdict(r) for r in self.runs], "summary": self.summary,
+                "oracle": self.oracle}
 
 
 def load_prompts(path: str | Path | None = None) -> list[BenchPrompt]:
@@ -83,18 +85,60 @@ def load_prompts(path: str | Path | None = None) -> list[BenchPrompt]:
     return out
 
 
-def parse_modes(text: str, draft_max: int, **extra: object) -> list[SpecConfig]:
-    """'plain,chain,adaptive' -> SpecConfigs (plain always first, for the ratios)."""
-    modes = []
-    for name in [m.strip() for m in text.split(",") if m.strip()]:
+@dataclass(frozen=True)
+class BenchMode:
+    """One column of the benchmark: a label ("chain:3") and the settings it runs with."""
+
+    label: str
+    spec: SpecConfig
+
+    @property
+    def fixed_chain(self) -> bool:
+        """A draft chain of fixed length: a candidate for the per-prompt best fixed shape."""
+        return self.spec.mode is Mode.CHAIN
+
+
+def parse_modes(text: str, draft_max: int, **extra: object) -> list[BenchMode]:
+    """'plain,chain:1-6,adaptive' -> the benchmark's columns (plain always first, for the ratios).
+
+    ``NAME`` runs with ``draft_max``; ``NAME:K`` with a draft length of K and
+    ``NAME:A-B`` with every length from A to B (``chain:1-6`` is the oracle of
+    fixed chains that adaptive is measured against).
+    """
+    modes: list[BenchMode] = []
+    for item in [m.strip() for m in text.split(",") if m.strip()]:
+        name, _, lengths = item.partition(":")
         try:
             mode = Mode(name)
         except ValueError:
             raise ValueError(f"unknown mode {name!r}; choose from {', '.join(m.value for m in Mode)}") from None
-        modes.append(SpecConfig(mode=mode, draft_max=draft_max, **extra))  # type: ignore[arg-type]
-    if not any(m.mode is Mode.PLAIN for m in modes):
-        modes.insert(0, SpecConfig(mode=Mode.PLAIN))
+        if mode is Mode.PLAIN and lengths:
+            raise ValueError(f"{item!r}: plain drafts nothing, so it takes no draft length")
+        if not lengths:
+            ks, labels = [draft_max], [name]
+        else:
+            ks = _lengths(item, lengths)
+            labels = [f"{name}:{k}" for k in ks]
+        for k, label in zip(ks, labels, strict=True):
+            if any(m.label == label for m in modes):
+                raise ValueError(f"mode {label!r} is listed twice")
+            spec = SpecConfig(mode=mode, draft_max=k, **extra)  # type: ignore[arg-type]
+            modes.append(BenchMode(label, spec))
+    if not any(m.spec.mode is Mode.PLAIN for m in modes):
+        modes.insert(0, BenchMode(Mode.PLAIN.value, SpecConfig(mode=Mode.PLAIN)))
     return modes
+
+
+def _lengths(item: str, text: str) -> list[int]:
+    lo, sep, hi = text.partition("-")
+    try:
+        a = int(lo)
+        b = int(hi) if sep else a
+    except ValueError:
+        raise ValueError(f"{item!r}: expected NAME:K or NAME:A-B with whole numbers") from None
+    if not 1 <= a <= b <= 16:
+        raise ValueError(f"{item!r}: draft lengths must satisfy 1 <= A <= B <= 16")
+    return list(range(a, b + 1))
 
 
 def _run_one(engine: Engine, prompt: BenchPrompt, params: SamplingParams, spec: SpecConfig,
@@ -120,28 +164,34 @@ def _median(xs: Sequence[float]) -> float:
 def run_bench(
     engine: Engine,
     prompts: Sequence[BenchPrompt],
-    modes: Sequence[SpecConfig],
+    modes: Sequence[BenchMode],
     params: SamplingParams,
     repeat: int = 1,
     on_run: Callable[[RunResult], None] | None = None,
+    cold: bool = False,
 ) -> BenchReport:
+    """Every prompt in every mode, modes rotated per prompt; ``cold`` skips the
+    learning warm-up (only plain warms caches and threads), so the first reply of a
+    policy that learns starts from nothing, as for a new pair."""
     report = BenchReport()
     # Warm-up: caches, threads and allocations settle before anything is timed.
     warm = SamplingParams(max_tokens=8)
-    for spec in modes:
-        _run_one(engine, prompts[0], warm, spec, None)
+    for m in modes:
+        if cold and m.spec.mode is not Mode.PLAIN:
+            continue
+        _run_one(engine, prompts[0], warm, m.spec, None)
     for r in range(repeat):
         for i, prompt in enumerate(prompts):
             order = list(modes[(i + r) % len(modes):]) + list(modes[: (i + r) % len(modes)])
             results: dict[str, tuple[Done, list[float] | None]] = {}
-            for spec in order:
-                gaps: list[float] | None = [] if spec.mode is Mode.PLAIN and params.greedy else None
-                results[spec.mode.value] = _run_one(engine, prompt, params, spec, gaps)
+            for m in order:
+                gaps: list[float] | None = [] if m.spec.mode is Mode.PLAIN and params.greedy else None
+                results[m.label] = _run_one(engine, prompt, params, m.spec, gaps)
             plain_done, plain_gaps = results[Mode.PLAIN.value]
-            for spec in modes:
-                done, _ = results[spec.mode.value]
-                res = _result(prompt, spec, r, done)
-                if spec.mode is not Mode.PLAIN and params.greedy:
+            for m in modes:
+                done, _ = results[m.label]
+                res = _result(prompt, m, r, done)
+                if m.spec.mode is not Mode.PLAIN and params.greedy:
                     res.identical = done.token_ids == plain_done.token_ids
                     if not res.identical:
                         res.divergence = _divergence(plain_done.token_ids, done.token_ids, plain_gaps)
@@ -149,13 +199,14 @@ def run_bench(
                 if on_run:
                     on_run(res)
     report.summary = summarize(report.runs)
+    report.oracle = oracle(report.runs, [m.label for m in modes if m.fixed_chain])
     return report
 
 
-def _result(prompt: BenchPrompt, spec: SpecConfig, repeat: int, done: Done) -> RunResult:
+def _result(prompt: BenchPrompt, m: BenchMode, repeat: int, done: Done) -> RunResult:
     s = done.stats
     return RunResult(
-        prompt_id=prompt.id, category=prompt.category, mode=spec.mode.value, repeat=repeat,
+        prompt_id=prompt.id, category=prompt.category, mode=m.label, repeat=repeat,
         prompt_token_ids=done.prompt_token_ids, token_ids=done.token_ids, text=done.text,
         tok_per_s=s.tokens_per_s, ttft_s=s.ttft_s, drafted=s.drafted, accepted=s.accepted,
         steps=s.steps, acceptance=s.acceptance_rate, mean_accepted_per_step=s.mean_accepted_per_step,
@@ -171,10 +222,50 @@ def _divergence(plain: list[int], other: list[int], gaps: list[float] | None) ->
             "token": other[j] if j < len(other) else None, "plain_top2_gap": gap}
 
 
+def _per_prompt_median(runs: Sequence[RunResult], key: Callable[[RunResult], float]) -> dict[tuple[str, str], float]:
+    """(prompt, mode) -> the median over repeats: a per-prompt figure needs several runs here."""
+    groups: dict[tuple[str, str], list[float]] = {}
+    for r in runs:
+        groups.setdefault((r.prompt_id, r.mode), []).append(key(r))
+    return {k: _median(v) for k, v in groups.items()}
+
+
+def oracle(runs: Sequence[RunResult], fixed: Sequence[str]) -> dict[str, object]:
+    """Per prompt: the best of the fixed chains (by median tok/s over repeats), and how every
+    other mode compares with it. The best fixed length differs from prompt to prompt; an
+    adaptive policy is judged against that per-prompt best, not against one global length."""
+    if not fixed:
+        return {}
+    speed = _per_prompt_median(runs, lambda r: r.tok_per_s)
+    prompts = list(dict.fromkeys(r.prompt_id for r in runs))
+    modes = list(dict.fromkeys(r.mode for r in runs))
+    best: dict[str, dict[str, object]] = {}
+    ratios: dict[str, dict[str, float]] = {m: {} for m in modes}
+    for pid in prompts:
+        cands = [(speed[(pid, f)], f) for f in fixed if (pid, f) in speed]
+        if not cands:
+            continue
+        top, label = max(cands)
+        best[pid] = {"mode": label, "tok_per_s": top}
+        for m in modes:
+            if (pid, m) in speed and top > 0:
+                ratios[m][pid] = speed[(pid, m)] / top
+    return {
+        "best_fixed": best,
+        "vs_best_fixed": {
+            m: {"median": _median(list(v.values())), "min": min(v.values()), "per_prompt": v}
+            for m, v in ratios.items() if v
+        },
+    }
+
+
 def summarize(runs: Sequence[RunResult]) -> dict[str, object]:
-    """Per mode: speedup vs plain (median, min, max over prompt x repeat), per category too."""
+    """Per mode: speedup vs plain (median, min, max over prompt x repeat; the least per-prompt
+    median over repeats), per category, TTFT against plain's."""
     plain = {(r.prompt_id, r.repeat): r for r in runs if r.mode == Mode.PLAIN.value}
     modes = list(dict.fromkeys(r.mode for r in runs))
+    plain_ttft = _median([r.ttft_s for r in plain.values()])
+    per_prompt = _per_prompt_median(runs, lambda r: r.tok_per_s)
     out: dict[str, object] = {}
     for mode in modes:
         rs = [r for r in runs if r.mode == mode]
@@ -185,16 +276,23 @@ def summarize(runs: Sequence[RunResult]) -> dict[str, object]:
             p = plain.get((r.prompt_id, r.repeat))
             if p and p.tok_per_s > 0:
                 cats.setdefault(r.category, []).append(r.tok_per_s / p.tok_per_s)
+        # Per prompt, medians over repeats first: the figure a per-prompt claim rests on.
+        prompt_ratios = [per_prompt[(pid, mode)] / per_prompt[(pid, "plain")]
+                         for pid in dict.fromkeys(r.prompt_id for r in rs)
+                         if per_prompt.get((pid, "plain"))]
         drafted = sum(r.drafted for r in rs)
         ident = [r.identical for r in rs if r.identical is not None]
+        ttft = _median([r.ttft_s for r in rs])
         out[mode] = {
             "runs": len(rs),
             "tok_per_s_median": _median([r.tok_per_s for r in rs]),
             "speedup_median": _median(ratios),
             "speedup_min": min(ratios) if ratios else 0.0,
             "speedup_max": max(ratios) if ratios else 0.0,
+            "prompt_speedup_min": min(prompt_ratios) if prompt_ratios else 0.0,
             "speedup_by_category": {c: _median(v) for c, v in sorted(cats.items())},
-            "ttft_s_median": _median([r.ttft_s for r in rs]),
+            "ttft_s_median": ttft,
+            "ttft_vs_plain": ttft / plain_ttft if plain_ttft > 0 else 0.0,
             "acceptance": sum(r.accepted for r in rs) / drafted if drafted else 0.0,
             "mean_accepted_per_step": _median([r.mean_accepted_per_step for r in rs]),
             "overhead_fraction_median": _median([r.overhead_fraction for r in rs]),
@@ -209,7 +307,7 @@ def format_report(report: BenchReport) -> str:
     by_prompt: dict[str, list[RunResult]] = {}
     for r in report.runs:
         by_prompt.setdefault(f"{r.prompt_id} (repeat {r.repeat})", []).append(r)
-    hdr = f"  {'mode':<9}{'tok/s':>8}{'speedup':>9}{'TTFT s':>8}{'accept':>8}{'per step':>9}{'ovh %':>7}  identical"
+    hdr = f"  {'mode':<10}{'tok/s':>8}{'speedup':>9}{'TTFT s':>8}{'accept':>8}{'per step':>9}{'ovh %':>7}  identical"
     for key, rs in by_prompt.items():
         plain = next((r for r in rs if r.mode == "plain"), None)
         lines.append(f"{key}  [{rs[0].category}]")
@@ -218,17 +316,17 @@ def format_report(report: BenchReport) -> str:
             sp = r.tok_per_s / plain.tok_per_s if plain and plain.tok_per_s else 0.0
             ident = "-" if r.identical is None else ("yes" if r.identical else _div_text(r))
             lines.append(
-                f"  {r.mode:<9}{r.tok_per_s:>8.1f}{sp:>8.2f}x{r.ttft_s:>8.2f}"
+                f"  {r.mode:<10}{r.tok_per_s:>8.1f}{sp:>8.2f}x{r.ttft_s:>8.2f}"
                 f"{r.acceptance:>8.0%}{r.mean_accepted_per_step:>9.2f}{100 * r.overhead_fraction:>7.1f}  {ident}"
             )
     lines.append("")
     lines.append("Summary (speedup = tok/s over plain's in the same run; median [min-max])")
-    lines.append(f"  {'mode':<9}{'tok/s':>8}{'speedup':>22}{'TTFT s':>8}{'accept':>8}{'per step':>9}{'ovh %':>7}{'RSS MB':>8}  identical")
+    lines.append(f"  {'mode':<10}{'tok/s':>8}{'speedup':>22}{'TTFT s':>8}{'xplain':>7}{'accept':>8}{'per step':>9}{'ovh %':>7}{'RSS MB':>8}  identical")
     for mode, s in report.summary.items():
         assert isinstance(s, dict)
         rng = f"{s['speedup_median']:.2f}x [{s['speedup_min']:.2f}-{s['speedup_max']:.2f}]"
         lines.append(
-            f"  {mode:<9}{s['tok_per_s_median']:>8.1f}{rng:>22}{s['ttft_s_median']:>8.2f}"
+            f"  {mode:<10}{s['tok_per_s_median']:>8.1f}{rng:>22}{s['ttft_s_median']:>8.2f}{s['ttft_vs_plain']:>6.2f}x"
             f"{s['acceptance']:>8.0%}{s['mean_accepted_per_step']:>9.2f}"
             f"{100 * s['overhead_fraction_median']:>7.1f}{s['peak_rss_mb']:>8.0f}  {s['identical']}"
         )
@@ -238,8 +336,25 @@ def format_report(report: BenchReport) -> str:
         assert isinstance(s, dict)
         cats = s["speedup_by_category"]
         assert isinstance(cats, dict)
-        lines.append(f"  {mode:<9}" + "  ".join(f"{c} {v:.2f}x" for c, v in cats.items()))
+        lines.append(f"  {mode:<10}" + "  ".join(f"{c} {v:.2f}x" for c, v in cats.items()))
+    lines.extend(_format_oracle(report.oracle))
     return "\n".join(lines)
+
+
+def _format_oracle(orc: dict[str, object]) -> list[str]:
+    if not orc:
+        return []
+    best = orc["best_fixed"]
+    vs = orc["vs_best_fixed"]
+    assert isinstance(best, dict) and isinstance(vs, dict)
+    lines = ["", "Against the best fixed chain per prompt (median tok/s over repeats)"]
+    modes = [m for m in vs if not str(m).startswith("chain")]
+    lines.append(f"  {'prompt':<22}{'best fixed':>12}{'tok/s':>8}" + "".join(f"{m:>11}" for m in modes))
+    for pid, b in best.items():
+        cells = "".join(f"{vs[m]['per_prompt'].get(pid, 0.0):>10.2f}x" for m in modes)
+        lines.append(f"  {pid:<22}{b['mode']:>12}{b['tok_per_s']:>8.1f}{cells}")
+    lines.append("  " + "  ".join(f"{m}: median {vs[m]['median']:.2f}x, min {vs[m]['min']:.2f}x" for m in modes))
+    return lines
 
 
 def _div_text(r: RunResult) -> str:

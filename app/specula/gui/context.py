@@ -5,11 +5,11 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, Signal
 
 from specula.core.chat.conversations import ConversationStore
+from specula.core.engine.engine import EngineOptions
 from specula.core.settings import Settings
 from specula.gui import theme
 from specula.gui.downloads.manager import DownloadManager
 from specula.gui.engine_client import EngineClient
-from specula.gui.engine_worker import EngineSettings
 from specula.gui.models.library_service import LibraryService
 from specula.gui.server_host import ServerSwitch
 
@@ -29,7 +29,7 @@ class AppContext(QObject):
         self.settings = settings or Settings.load()
         self.store = ConversationStore()
         self.engine = EngineClient(self)
-        self.engine.configure(self.engine_settings())
+        self.engine.configure(self.engine_options())
         self.library = LibraryService(self.settings, self)
         self.downloads = DownloadManager(self.library.models_dir, self)
         self.downloads.download_finished.connect(lambda *_a: self.library.rescan())
@@ -37,16 +37,19 @@ class AppContext(QObject):
         self.library.rescan()
         self.server = ServerSwitch(self.engine, self.settings.n_ctx, self)
 
-    def engine_settings(self) -> EngineSettings:
+    def engine_options(self) -> EngineOptions:
+        """The engine options the settings ask for (0 threads: let the engine choose)."""
         s = self.settings
-        return EngineSettings(s.n_ctx, s.n_threads, s.n_gpu_layers_target, s.n_gpu_layers_draft)
+        return EngineOptions(n_ctx=s.n_ctx, n_threads=s.n_threads or None,
+                             n_gpu_layers_target=s.n_gpu_layers_target,
+                             n_gpu_layers_draft=s.n_gpu_layers_draft)
 
     def save_settings(self) -> None:
         """Save, apply theme and engine options, and tell the pages."""
         self.settings.save()
         if theme.current() != self.settings.theme:
             theme.apply(self.settings.theme)
-        self.engine.configure(self.engine_settings())
+        self.engine.configure(self.engine_options())
         self.settings_changed.emit()
 
     def close(self) -> None:

@@ -14,11 +14,12 @@ import threading
 from PySide6.QtCore import QObject, Qt, QThread, Signal
 
 from specula.core.engine.config import SpecConfig
+from specula.core.engine.engine import EngineOptions
 from specula.core.engine.events import Done
 from specula.core.engine.sampling import SamplingParams
 from specula.core.gguf.compat import CompatReport
 from specula.core.gguf.model_info import ModelInfo
-from specula.gui.engine_worker import EngineSettings, EngineWorker, Reply, ReplyBatch
+from specula.gui.engine_worker import EngineWorker, Reply, ReplyBatch
 
 
 class EngineClient(QObject):
@@ -92,11 +93,6 @@ class EngineClient(QObject):
     def has_draft(self) -> bool:
         return self.draft_info is not None
 
-    @property
-    def loading(self) -> str:
-        """The kind of the newest load not yet answered ("target", "draft" or "")."""
-        return self._pending_loads[-1] if self._pending_loads else ""
-
     def is_loading(self, kind: str) -> bool:
         return kind in self._pending_loads
 
@@ -109,7 +105,7 @@ class EngineClient(QObject):
         return bool(self._replies)
 
     # -- requests ------------------------------------------------------------
-    def configure(self, settings: EngineSettings) -> None:
+    def configure(self, settings: EngineOptions) -> None:
         """Engine options for the next target load."""
         self._req_configure.emit(settings)
 

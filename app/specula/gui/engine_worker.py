@@ -20,6 +20,13 @@ from typing import Any
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from specula.core.engine.config import SpecConfig
+from specula.core.engine.engine import (
+    Cancelled,
+    Engine,
+    EngineOptions,
+    IncompatibleDraft,
+    LoadError,
+)
 from specula.core.engine.events import Done, StepEvent, TokenEvent
 from specula.core.engine.sampling import SamplingParams
 from specula.core.engine.stats import GenerationStats
@@ -50,16 +57,6 @@ class ReplyBatch:
     stats: GenerationStats | None = None  # a snapshot of the running totals
 
 
-@dataclass
-class EngineSettings:
-    """What the Engine is built with (applied when a target is next loaded)."""
-
-    n_ctx: int = 4096
-    n_threads: int = 0
-    n_gpu_layers_target: int = 0
-    n_gpu_layers_draft: int = 0
-
-
 class EngineWorker(QObject):
     """Lives on the engine thread; every slot runs there."""
 
@@ -85,17 +82,8 @@ class EngineWorker(QObject):
     def __init__(self) -> None:
         super().__init__()
         self._engine: Any = None
-        self._settings = EngineSettings()
-        self._built_with: EngineSettings | None = None
-
-    def _options(self) -> Any:
-        from specula.core.engine.engine import EngineOptions
-
-        s = self._settings
-        return EngineOptions(
-            n_ctx=s.n_ctx, n_threads=s.n_threads or None,
-            n_gpu_layers_target=s.n_gpu_layers_target, n_gpu_layers_draft=s.n_gpu_layers_draft,
-        )
+        self._settings = EngineOptions()  # applied when a target is next loaded
+        self._built_with: EngineOptions | None = None
 
     @Slot(object)
     def run_job(self, job: Any) -> None:
@@ -106,13 +94,11 @@ class EngineWorker(QObject):
             log.error("server job failed\n%s", traceback.format_exc())
 
     @Slot(object)
-    def configure(self, settings: EngineSettings) -> None:
+    def configure(self, settings: EngineOptions) -> None:
         self._settings = copy.copy(settings)
 
     @Slot(str, object)
     def load_target(self, path: str, cancel: threading.Event) -> None:
-        from specula.core.engine.engine import Cancelled, Engine, LoadError
-
         def progress(frac: float) -> bool:
             self.load_progressed.emit("target", float(frac))
             return not cancel.is_set()
@@ -122,19 +108,12 @@ class EngineWorker(QObject):
                 if self._engine is not None:
                     self._engine.close()
                     self.draft_unloaded.emit()
-                self._engine = Engine(self._options())
+                self._engine = Engine(copy.copy(self._settings))
                 self._built_with = copy.copy(self._settings)
             had_draft = bool(self._engine.has_draft)
             info = self._engine.load_target(path, progress=progress)
-        except Cancelled:
-            self.load_cancelled.emit("target")
-            return
-        except LoadError as exc:
-            self.load_failed.emit("target", str(exc))
-            return
-        except Exception as exc:
-            log.error("target load failed\n%s", traceback.format_exc())
-            self.load_failed.emit("target", f"Could not load {path}: {exc}")
+        except Exception as exc:  # every failure is reported, none escapes into Qt
+            self._load_failed("target", path, exc)
             return
         if had_draft:
             self.draft_unloaded.emit()
@@ -142,8 +121,6 @@ class EngineWorker(QObject):
 
     @Slot(str, object)
     def load_draft(self, path: str, cancel: threading.Event) -> None:
-        from specula.core.engine.engine import Cancelled, IncompatibleDraft, LoadError
-
         def progress(frac: float) -> bool:
             self.load_progressed.emit("draft", float(frac))
             return not cancel.is_set()
@@ -153,22 +130,23 @@ class EngineWorker(QObject):
             return
         try:
             report: CompatReport = self._engine.load_draft(path, progress=progress)
-        except Cancelled:
-            self.load_cancelled.emit("draft")
-            return
-        except IncompatibleDraft as exc:
-            self.load_failed.emit("draft", f"This draft cannot serve the target: "
-                                           f"{exc.report.reason()}")
-            return
-        except LoadError as exc:
-            self.load_failed.emit("draft", str(exc))
-            return
-        except Exception as exc:
-            log.error("draft load failed\n%s", traceback.format_exc())
-            self.load_failed.emit("draft", f"Could not load {path}: {exc}")
+        except Exception as exc:  # every failure is reported, none escapes into Qt
+            self._load_failed("draft", path, exc)
             return
         info: ModelInfo = self._engine.draft_info
         self.draft_loaded.emit(info, report)
+
+    def _load_failed(self, kind: str, path: str, exc: Exception) -> None:
+        """One ladder for both loads: a cancel, a refused draft, a known or an unexpected error."""
+        if isinstance(exc, Cancelled):
+            self.load_cancelled.emit(kind)
+        elif isinstance(exc, IncompatibleDraft):
+            self.load_failed.emit(kind, f"This draft cannot serve the target: {exc.report.reason()}")
+        elif isinstance(exc, LoadError):
+            self.load_failed.emit(kind, str(exc))
+        else:
+            log.error("%s load failed\n%s", kind, "".join(traceback.format_exception(exc)))
+            self.load_failed.emit(kind, f"Could not load {path}: {exc}")
 
     @Slot()
     def unload_draft(self) -> None:

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
-from specula.core.gguf.model_info import ModelInfo
 from specula.gui.engine_client import EngineClient
 from specula.server import DEFAULT_PORT, LocalServer, ServedModel
 from specula.server.queue import Job
@@ -91,7 +90,3 @@ class ServerSwitch(QObject):
             self.server.stop()
             self.server = None
         self.state_changed.emit(False, "Local server off.")
-
-    @staticmethod
-    def describe(info: ModelInfo | None) -> str:
-        return info.display_name if info else "no model"

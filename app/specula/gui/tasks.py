@@ -1,11 +1,17 @@
-"""Cancellable background tasks that stream partial results to the GUI thread.
+"""The one way the GUI runs background work: :func:`start_task`.
 
-:func:`specula.gui.ops.run_in_background` runs one call; the model pages also
-need results as they come (one header after another) and a way to drop a
-task when the user types again. A task gets a :class:`TaskContext`: it
-``emit()``s items and checks ``cancelled`` between steps; once cancelled,
-nothing it sends reaches the callbacks any more (an HTTP request in flight
-finishes in the background and is ignored).
+Modelled on Anki's ``aqt.operations`` (``QueryOp(...).success(...).failure(...)``):
+the function runs on a thread pool, and its callbacks run on the GUI thread,
+only while the owning widget exists: ``on_done(result)``, ``on_failed(TaskError)``
+(the failure as one sentence with a kind, never a traceback in a dialog) and,
+optionally, ``on_item(partial)`` for progress or results as they come (one
+header after another). The function gets a :class:`TaskContext`: it
+``emit()``s items and calls ``check()`` between steps; :meth:`Task.cancel`
+(typing again, choosing another model) makes ``check()`` raise
+:class:`~specula.core.cancel.Cancelled`, which is never reported as a failure,
+and nothing the task still sends reaches the callbacks (an HTTP request in
+flight finishes in the background and is ignored). Header reads, compatibility
+checks, scans, searches and removals all go through here.
 """
 
 from __future__ import annotations

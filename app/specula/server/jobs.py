@@ -43,8 +43,7 @@ def _check_length(engine: Engine, req: GenerationRequest, tokens: list[int]) -> 
     param = "messages" if req.kind == "chat" else "prompt"
     if not tokens:
         raise OpenAIError(400, "The prompt is empty.", param=param, code="invalid_value")
-    gen = engine.generator
-    n_ctx = gen.ctx.n_ctx if gen is not None else engine.options.n_ctx
+    n_ctx = engine.n_ctx
     if len(tokens) >= n_ctx:
         raise OpenAIError(
             400, f"This model's maximum context length is {n_ctx} tokens, but the prompt has "

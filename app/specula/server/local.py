@@ -60,9 +60,10 @@ class LocalServer:
 
     ``sampling`` holds the defaults for fields a request leaves out (the
     app's preset; temperature 0 = greedy unless the request says otherwise);
-    ``spec`` the default speculative settings (None: chain with a draft
-    loaded, plain without, decided per request because the GUI may change
-    the pair while the server runs).
+    ``spec`` the default speculative settings (None: the adaptive mode for
+    every request, which decides step by step whether drafting pays with
+    whatever pair is loaded then, since the GUI may change the pair while the
+    server runs).
     """
 
     def __init__(self, host: EngineHost, *, bind: str = DEFAULT_HOST, port: int = DEFAULT_PORT,

@@ -47,10 +47,8 @@ class ServedModel:
     @classmethod
     def from_engine(cls, engine: Engine, target_path: str | Path,
                     draft_path: str | Path | None = None) -> ServedModel:
-        gen = engine.generator
-        n_ctx = gen.ctx.n_ctx if gen is not None else engine.options.n_ctx
         return cls(Path(target_path).stem, str(target_path),
-                   Path(draft_path).stem if draft_path else None, n_ctx, engine.backend)
+                   Path(draft_path).stem if draft_path else None, engine.n_ctx, engine.backend)
 
     def matches(self, name: str) -> bool:
         """The id, the file name or the full path all name the model."""

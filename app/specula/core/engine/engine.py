@@ -114,6 +114,11 @@ class Engine:
         return self._gen
 
     @property
+    def n_ctx(self) -> int:
+        """The context length a request can use: the loaded target's, else the one it will get."""
+        return self._gen.ctx.n_ctx if self._gen is not None else self.options.n_ctx
+
+    @property
     def _load_mode(self) -> int:
         return 1 if self.options.use_mmap else 0  # LLAMA_LOAD_MODE_MMAP / _NONE
 

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from specula.core.gguf.compat import Verdict, check
+from specula.core.gguf.compat import Verdict
 from specula.core.gguf.model_info import ModelInfo
 from specula.core.hardware.fit import FitVerdict, estimate
-from specula.core.pairing.drafts import size_from_name
+from specula.core.pairing.drafts import Role, judge, role_of, same_file
+from specula.core.pairing.names import model_scale
 
 
 class Tone(str, Enum):
@@ -62,6 +63,11 @@ def human_count(n: int | None) -> str:
     return str(n)
 
 
+def plural(n: int, noun: str, many: str | None = None) -> str:
+    """'1 model', '2 models', '0 models' ('1 repository', '3 repositories' with ``many``)."""
+    return f"{n} {noun if n == 1 else (many or noun + 's')}"
+
+
 def human_duration(seconds: float | None) -> str:
     if seconds is None or seconds < 0:
         return "--:--"
@@ -74,15 +80,9 @@ def human_duration(seconds: float | None) -> str:
 def human_params(n: int | None) -> str:
     if not n:
         return ""
-    return f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.0f}M"
-
-
-def model_scale(info: ModelInfo, name: str | None = None) -> float | None:
-    """Parameters from the header, else from the name, else bytes (for 'smaller than')."""
-    if info.parameter_count:
-        return float(info.parameter_count)
-    found = size_from_name(name or Path(info.source).name)
-    return found or (float(info.file_size) if info.file_size else None)
+    if n >= 1e9:
+        return f"{n / 1e9:.2f}B"
+    return f"{n / 1e6:.0f}M" if n >= 1e6 else f"{n / 1e3:.0f}k"
 
 
 _FIT_TONES = {FitVerdict.GPU: Tone.GOOD, FitVerdict.PARTIAL: Tone.OK, FitVerdict.CPU: Tone.OK,
@@ -104,33 +104,56 @@ def fit_badge(info: ModelInfo, weights: int | None, *, draft: ModelInfo | None =
     return Badge(text, _FIT_TONES[est.verdict], f"{ctx}{with_draft}: {est.message}")
 
 
+def is_same_file(a: ModelInfo, b: ModelInfo, b_name: str | None = None) -> bool:
+    """Whether two headers are one file (a local copy and its hub original count as one)."""
+    return same_file(Path(a.source).name, a.file_size) == same_file(
+        b_name or Path(b.source).name, b.file_size)
+
+
 def pair_badge(loaded: ModelInfo | None, candidate: ModelInfo,
-               candidate_name: str | None = None) -> Badge:
+               candidate_name: str | None = None, *, loaded_draft: ModelInfo | None = None) -> Badge:
     """Can ``candidate`` draft for the loaded target (or, when larger, be drafted by it)?
 
     The short text is relative to the loaded target ("draft for it"); the detail names both.
+    The decision is :func:`specula.core.pairing.drafts.judge`, the one every view asks.
     """
+    return _pairing(loaded, candidate, candidate_name, loaded_draft)[0]
+
+
+def _pairing(loaded: ModelInfo | None, candidate: ModelInfo, candidate_name: str | None,
+             loaded_draft: ModelInfo | None) -> tuple[Badge, bool]:
+    """The pair badge, and whether ``candidate`` suits the loaded target as its draft."""
     if loaded is None:
         return Badge("no target loaded", Tone.NEUTRAL,
-                     "Load a target model on the chat page to check compatibility.")
+                     "Load a target model on the chat page to check compatibility."), False
+    if is_same_file(loaded, candidate, candidate_name):
+        return Badge("loaded target", Tone.NEUTRAL,
+                     f"{loaded.display_name} is the loaded target."), False
     if loaded.tokenizer is None or candidate.tokenizer is None:
-        return Badge("unknown", Tone.NEUTRAL, "The tokenizer could not be read.")
-    mine, theirs = model_scale(candidate, candidate_name), model_scale(loaded)
-    as_draft = mine is None or theirs is None or mine < theirs
-    report = check(loaded, candidate) if as_draft else check(candidate, loaded)
+        return Badge("unknown", Tone.NEUTRAL, "The tokenizer could not be read."), False
+    loaded_name = Path(loaded.source).name
+    name_of = candidate_name or Path(candidate.source).name
+    role = role_of(model_scale(loaded, loaded_name), model_scale(candidate, name_of))
+    as_draft = role is not Role.TARGET
+    verdict = (judge(loaded, loaded_name, candidate, name_of, "", "", None) if as_draft
+               else judge(candidate, name_of, loaded, loaded_name, "", "", None))
+    report = verdict.report
     name = loaded.display_name
     if not report.usable:
-        return Badge("incompatible", Tone.BAD, f"With {name}: {report.reason()}")
+        return Badge("incompatible", Tone.BAD, f"With {name}: {report.reason()}"), False
     mine_name = candidate.display_name
-    if mine is not None and theirs is not None and abs(mine - theirs) <= 0.02 * theirs:
+    if role is Role.SAME:
         text, sentence = "same size", f"{mine_name} is as large as {name} (no speed-up)"
     elif as_draft:
         text, sentence = "draft for it", f"{mine_name} can draft for {name}"
     else:
         text, sentence = "target for it", f"{name} can draft for {mine_name}"
+    if loaded_draft is not None and is_same_file(loaded_draft, candidate, candidate_name):
+        text, sentence = "loaded draft", f"{mine_name} is the loaded draft for {name}"
     tone = Tone.GOOD if report.verdict is Verdict.IDENTICAL else Tone.OK
     mark = "✓" if tone is Tone.GOOD else "≈"
-    return Badge(f"{mark} {text}", tone, f"{sentence} (the loaded target): {report.reason()}")
+    badge = Badge(f"{mark} {text}", tone, f"{sentence} (the loaded target): {report.reason()}")
+    return badge, as_draft and verdict.suits
 
 
 def error_badge(message: str) -> Badge:
@@ -156,7 +179,21 @@ class FileBadges:
 def badges_for(info: ModelInfo, weights: int | None, name: str, *, target: ModelInfo | None,
                draft: ModelInfo | None, n_ctx: int | None,
                gpu_free: Sequence[int] = ()) -> FileBadges:
-    """Both badges of one file: fit (as the target, with the loaded draft) and pairing."""
+    """Both badges of one file: how it fits and how it pairs with the loaded models.
+
+    A file that would draft for the loaded target is fitted as that draft (the
+    loaded target plus this file); any other file as the target with the loaded
+    draft (none when the file is that draft).
+    """
+    pair, as_draft = _pairing(target, info, name, draft)
+    if target is not None and as_draft:
+        est = fit_badge(target, target.file_size, draft=info, draft_weights=weights,
+                        n_ctx=n_ctx, gpu_free=gpu_free)
+        fit = Badge(est.text.replace(" + draft", " as draft"), est.tone,
+                    f"As the draft of {target.display_name}. {est.detail}")
+        return FileBadges(fit, pair)
+    if draft is not None and is_same_file(draft, info, name):
+        draft = None
     fit = fit_badge(info, weights, draft=draft, draft_weights=draft.file_size if draft else None,
                     n_ctx=n_ctx, gpu_free=gpu_free)
-    return FileBadges(fit, pair_badge(target, info, name))
+    return FileBadges(fit, pair)

@@ -26,14 +26,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from specula.core.gguf import compat
 from specula.core.gguf.compat import CompatReport
-from specula.core.gguf.model_info import ModelInfo, read_model_info
-from specula.core.pairing.badges import model_scale
+from specula.core.gguf.model_info import ModelInfo
+from specula.core.library.scan import LocalModel
+from specula.core.pairing.choices import draft_choices
 from specula.gui.chat.draft_offer import DraftOffer
 from specula.gui.context import AppContext
 from specula.gui.errors import show_error
-from specula.gui.ops import run_in_background
+from specula.gui.tasks import start_task
 
 PATH_ROLE = Qt.ItemDataRole.UserRole + 1
 USABLE_ROLE = Qt.ItemDataRole.UserRole + 2
@@ -48,41 +48,12 @@ class DraftEntry:
     reason: str
 
 
-def check_drafts(target: str, drafts: list[str], library: list[str] | None = None
+def check_drafts(target: str, drafts: list[str], library: list[LocalModel] | None = None
                  ) -> list[DraftEntry]:
-    """Read headers and check each draft against ``target`` (runs off the GUI thread).
-
-    ``drafts`` (the recent ones) are all listed; ``library`` models only when
-    they are smaller than the target and usable with it.
-    """
-    t_info = read_model_info(target)
-    t_scale = model_scale(t_info)
-    out: list[DraftEntry] = []
-    from_library = [p for p in (library or []) if p not in drafts]
-    for path in [*drafts, *from_library]:
-        if path == target:
-            continue
-        if path in from_library:
-            try:
-                info = read_model_info(path)
-            except Exception:
-                continue
-            scale = model_scale(info)
-            report = compat.check(t_info, info)
-            if t_scale and scale and scale < t_scale and report.usable:
-                out.append(DraftEntry(path, f"{info.display_name}  ({Path(path).name})",
-                                      True, report.reason()))
-            continue
-        try:
-            info = read_model_info(path)
-        except Exception as exc:
-            out.append(DraftEntry(path, Path(path).name, False, f"Unreadable: {exc}"))
-            continue
-        report = compat.check(t_info, info)
-        out.append(DraftEntry(path, f"{info.display_name}  ({Path(path).name})",
-                              report.usable, report.reason()))
-    out.sort(key=lambda e: not e.usable)  # stable: compatible first, recent order kept
-    return out
+    """The picker's entries, as :func:`specula.core.pairing.choices.draft_choices` decides them
+    (runs off the GUI thread)."""
+    return [DraftEntry(c.path, c.name, c.usable, c.reason)
+            for c in draft_choices(target, drafts, library or [])]
 
 
 def describe(info: ModelInfo) -> str:
@@ -271,10 +242,10 @@ class ModelBar(QFrame):
             return
         self._check_id += 1
         check_id = self._check_id
-        library = self._library_paths()
-        run_in_background(self, lambda: check_drafts(target, drafts, library),
-                          lambda entries: self._on_checked(check_id, entries),
-                          lambda msg: self._on_check_failed(check_id, msg))
+        library = list(self.ctx.library.models)
+        start_task(self, lambda _ctx: check_drafts(target, drafts, library),
+                   on_done=lambda entries: self._on_checked(check_id, entries),
+                   on_failed=lambda error: self._on_check_failed(check_id, error.message))
 
     def _on_checked(self, check_id: int, entries: list[DraftEntry]) -> None:
         if check_id == self._check_id:

@@ -1,6 +1,8 @@
 """Discover: search the hub, see a repository's GGUF files with fit and compatibility badges.
 
-Typing searches after a short pause and cancels the search before it;
+Before any search the page suggests pairs (a target with the draft that suits
+it, from the library and the hub's most downloaded) to load or download in
+one click. Typing searches after a short pause and cancels the search before it;
 selecting a repository lists its files, then reads each file's header from
 the hub (HTTP ranges, cached in memory and on disk) to fill the badges. The
 fit badge treats the file as the target with the current draft at the chosen
@@ -10,12 +12,12 @@ context length; the compatibility badge compares it with the loaded target.
 from __future__ import annotations
 
 from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QLineEdit,
     QPushButton,
     QSpinBox,
     QSplitter,
@@ -28,11 +30,14 @@ from specula.core.gguf.model_info import ModelInfo
 from specula.core.hub.client import HubClient, RepoListing, RepoSummary
 from specula.core.hub.partial_files import local_path
 from specula.core.hub.remote_header import read_remote_info
-from specula.core.pairing.badges import badges_for, detected_gpu_free, human_size
+from specula.core.pairing.badges import badges_for, detected_gpu_free, human_size, plural
+from specula.core.pairing.drafts import same_file
 from specula.gui.context import AppContext
 from specula.gui.models.drafts_panel import DraftsPanel
 from specula.gui.models.repo_files_view import FileRow, RepoFilesModel, RepoFilesView
 from specula.gui.models.search_model import REPO_ROLE, SearchResultsModel
+from specula.gui.models.suggestions_panel import SuggestionsPanel
+from specula.gui.models.widgets import ElidedLabel, muted, page_layout, search_box, set_tone
 from specula.gui.tasks import Task, TaskContext, TaskError, start_task
 
 SEARCH_DELAY_MS = 350
@@ -58,15 +63,8 @@ class DiscoverPage(QWidget):
         self._files_task: Task | None = None
         self._header_task: Task | None = None
 
-        outer = QVBoxLayout(self)
-        outer.setContentsMargins(24, 16, 24, 16)
-        head = QHBoxLayout()
-        title = QLabel("Discover", self)
-        title.setObjectName("PageTitle")
-        head.addWidget(title)
-        self.search = QLineEdit(self)
-        self.search.setPlaceholderText("Search GGUF models on the hub (e.g. qwen coder)…")
-        self.search.setClearButtonEnabled(True)
+        outer, head = page_layout(self, "Discover")
+        self.search = search_box("Search GGUF models on the hub (e.g. qwen coder)…", self)
         head.addWidget(self.search, 1)
         head.addWidget(QLabel("Context", self))
         self.n_ctx = QSpinBox(self)
@@ -76,7 +74,6 @@ class DiscoverPage(QWidget):
         self.n_ctx.setSuffix(" tokens")
         self.n_ctx.setToolTip("The context length the fit badges assume")
         head.addWidget(self.n_ctx)
-        outer.addLayout(head)
 
         split = QSplitter(Qt.Orientation.Horizontal, self)
         split.addWidget(self._results_side())
@@ -97,16 +94,22 @@ class DiscoverPage(QWidget):
         engine = ctx.engine
         for sig in (engine.target_loaded, engine.draft_loaded, engine.draft_unloaded):
             sig.connect(lambda *_a: self.rebadge())
+        engine.target_loaded.connect(self.drafts.set_loaded)
+        engine.target_loaded.connect(lambda _i: self._suggested and self.suggest())
         ctx.downloads.download_finished.connect(lambda *_a: self._mark_local())
+        ctx.library.scanned.connect(lambda _models: self._on_library_changed())
 
     def _results_side(self) -> QWidget:
         w = QWidget(self)
         lay = QVBoxLayout(w)
         lay.setContentsMargins(0, 0, 8, 0)
-        self.search_status = QLabel("Type to search the hub.", w)
-        self.search_status.setObjectName("Muted")
-        self.search_status.setWordWrap(True)
+        self.search_status = muted("Type to search the hub.", w)
         lay.addWidget(self.search_status)
+        self.suggestions = SuggestionsPanel(w)
+        self.suggestions.load_requested.connect(self._load_pair)
+        self.suggestions.download_requested.connect(self._download_draft)
+        lay.addWidget(self.suggestions, 1)
+        self._suggested = False  # worked out the first time the page is shown
         self.results_model = SearchResultsModel(self)
         self.results = QTableView(w)
         self.results.setObjectName("SearchResults")
@@ -116,23 +119,23 @@ class DiscoverPage(QWidget):
         self.results.verticalHeader().hide()
         self.results.setShowGrid(False)
         self.results.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.results.setWordWrap(False)  # a wrapped name is cut at its end, not its middle
         header = self.results.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.results.selectionModel().currentRowChanged.connect(self._on_repo_selected)
         lay.addWidget(self.results, 1)
+        self.results.hide()  # until a search
         return w
 
     def _repo_side(self) -> QWidget:
         w = QWidget(self)
         lay = QVBoxLayout(w)
         lay.setContentsMargins(8, 0, 0, 0)
-        self.repo_title = QLabel("", w)
+        self.repo_title = ElidedLabel("", w)
         self.repo_title.setObjectName("RepoTitle")
         lay.addWidget(self.repo_title)
-        self.description = QLabel("", w)
-        self.description.setObjectName("Muted")
-        self.description.setWordWrap(True)
+        self.description = muted("", w)
         lay.addWidget(self.description)
         self.files_status = QLabel("", w)
         self.files_status.setWordWrap(True)
@@ -153,7 +156,9 @@ class DiscoverPage(QWidget):
         row.addWidget(self.download_hint, 1)
         lay.addLayout(row)
         self.drafts = DraftsPanel(w)
+        self.drafts.loaded = self.ctx.engine.target_info
         self.drafts.download_requested.connect(self._download_draft)
+        self.drafts.load_requested.connect(self._load_draft)
         lay.addWidget(self.drafts, 2)
         return w
 
@@ -168,12 +173,13 @@ class DiscoverPage(QWidget):
         if self._search_task is not None:
             self._search_task.cancel()
         text = self.search.text().strip()
+        self.results.setVisible(bool(text))
+        self.suggestions.setVisible(not text)
         if not text:
             self.results_model.set_results([])
             self.search_status.setText("Type to search the hub.")
             return
-        self.search_status.setObjectName("Muted")
-        self._restyle(self.search_status)
+        set_tone(self.search_status, "Muted")
         self.search_status.setText(f"Searching for “{text}”…")
 
         def work(ctx: TaskContext) -> list[RepoSummary]:
@@ -185,7 +191,8 @@ class DiscoverPage(QWidget):
     def _on_results(self, results: list[RepoSummary]) -> None:
         self.results_model.set_results(results)
         text = self.search.text().strip()
-        self.search_status.setText(f"{len(results)} GGUF repositories match “{text}”."
+        self.search_status.setText(f"{plural(len(results), 'GGUF repository', 'GGUF repositories')}"
+                                   f" match{'es' if len(results) == 1 else ''} “{text}”."
                                    if results else f"No GGUF repository matches “{text}”.")
         self.search_finished.emit(len(results))
 
@@ -205,8 +212,7 @@ class DiscoverPage(QWidget):
         self.drafts.setProperty("shown_for", "")
         self.repo_title.setText(repo_id)
         self.description.setText("")
-        self.files_status.setObjectName("Muted")
-        self._restyle(self.files_status)
+        set_tone(self.files_status, "Muted")
         self.files_status.setText("Listing the repository's files…")
 
         def work(ctx: TaskContext) -> RepoListing:
@@ -227,9 +233,13 @@ class DiscoverPage(QWidget):
         self.rebadge()
 
     def _local_files(self, listing: RepoListing) -> set[str]:
+        """The listing's files already in the library: downloaded here, or the same file
+        (name and size) in any library folder."""
         models_dir = self.ctx.library.models_dir
+        have = {same_file(m.name, m.size) for m in self.ctx.library.models}
         return {m.filename for m in listing.models
-                if local_path(models_dir, listing.repo_id, m.filename).exists()}
+                if local_path(models_dir, listing.repo_id, m.filename).exists()
+                or same_file(m.filename, m.total_size) in have}
 
     def _mark_local(self) -> None:
         if self.listing is not None:
@@ -254,9 +264,8 @@ class DiscoverPage(QWidget):
         n = len(listing.models)
         against = (f"compatibility against {target.display_name} (loaded target)" if target
                    else "no target loaded: load one on the chat page to check compatibility")
-        self.files_status.setObjectName("Muted")
-        self._restyle(self.files_status)
-        self.files_status.setText(f"{n} GGUF model{'s' if n != 1 else ''} · {against}")
+        set_tone(self.files_status, "Muted")
+        self.files_status.setText(f"{plural(n, 'GGUF model')} · {against}")
         n_ctx = self.n_ctx.value()
         cache, errors = dict(self.headers), dict(self.header_errors)
         gpu_known = self.gpu_free
@@ -351,13 +360,38 @@ class DiscoverPage(QWidget):
     def _download_draft(self, repo_id: str, filename: str, size: int) -> None:
         self.ctx.downloads.start(repo_id, filename, size or None)
 
+    # -- suggestions --------------------------------------------------------------------------
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if not self._suggested:
+            self.suggest()
+
+    def suggest(self) -> None:
+        """Work the suggested pairs out again (library, loaded target and hub)."""
+        self._suggested = True
+        self.suggestions.refresh(list(self.ctx.library.models), self.ctx.engine.target_info,
+                                 self.ctx.library.models_dir)
+
+    def _load_pair(self, target: str, draft: str) -> None:
+        self.ctx.load_requested.emit("target", target)
+        self.ctx.load_requested.emit("draft", draft)
+        self.ctx.page_requested.emit("chat")
+
+    def _load_draft(self, path: str) -> None:
+        self.ctx.load_requested.emit("draft", path)
+        self.ctx.page_requested.emit("chat")
+
+    def _on_library_changed(self) -> None:
+        """A download landed (or a file went): list the drafts again, each file once."""
+        self._mark_local()
+        if self._suggested:
+            self.suggest()
+        row = self.files.selected_row()
+        self.drafts.setProperty("shown_for", "")
+        if row is not None and row.info is not None:
+            self._show_drafts(row)
+
     # -- errors --------------------------------------------------------------------------------------
     def _show_error(self, label: QLabel, error: TaskError) -> None:
-        label.setObjectName("ErrorLabel")
-        self._restyle(label)
+        set_tone(label, "ErrorLabel")
         label.setText(error.message)
-
-    @staticmethod
-    def _restyle(label: QLabel) -> None:
-        label.style().unpolish(label)
-        label.style().polish(label)

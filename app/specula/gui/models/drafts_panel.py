@@ -1,8 +1,11 @@
-"""'Drafts for this model': recommended drafts, local ones first, hub ones with one-click download.
+"""'Drafts for this model': the drafts that suit it, library copies first, hub ones downloadable.
 
-The candidates come from :mod:`specula.core.pairing.drafts` (library drafts checked
-on their full headers, hub siblings verified by their remote headers), worked
-out in the background; choosing another model cancels the older result.
+The candidates come from :mod:`specula.core.pairing.drafts` (the one pairing
+decision: library drafts checked on their full headers, hub siblings verified
+by their remote headers, the same file listed once), worked out in the
+background; choosing another model cancels the older result. A library draft
+offers Load (disabled, with the reason, when it cannot draft for the loaded
+target); a hub draft already downloaded says so and offers Load, not Download.
 """
 
 from __future__ import annotations
@@ -10,15 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
-    QFrame,
-    QHBoxLayout,
-    QLabel,
-    QListWidget,
-    QListWidgetItem,
     QPushButton,
-    QVBoxLayout,
     QWidget,
 )
 
@@ -26,14 +23,22 @@ from specula.core.gguf.model_info import ModelInfo
 from specula.core.hub.client import HubClient, split_target
 from specula.core.library.scan import LocalModel
 from specula.core.pairing.badges import human_size
-from specula.core.pairing.drafts import DraftCandidate, HubDrafts, hub_drafts, library_drafts
+from specula.core.pairing.drafts import (
+    DraftCandidate,
+    HubDrafts,
+    hub_drafts,
+    judge,
+    library_drafts,
+    merge_hub,
+)
+from specula.gui.models.widgets import ElidedLabel, SidePane
 from specula.gui.tasks import Task, TaskContext, TaskError, start_task
 
 
 @dataclass
 class Recommendation:
     local: list[DraftCandidate] = field(default_factory=list)
-    hub: list[DraftCandidate] = field(default_factory=list)
+    hub: list[DraftCandidate] = field(default_factory=list)  # not in the library
     skipped: list[str] = field(default_factory=list)
     hub_error: str = ""
 
@@ -46,44 +51,45 @@ def recommend(ctx: TaskContext, target: ModelInfo, repo_id: str | None,
     ctx.emit(out)
     try:
         found: HubDrafts = hub_drafts(target, repo_id, hub=HubClient())
-    except Exception as exc:
+    except Exception as exc:  # any hub failure: the library half still stands
         out.hub_error = str(exc)
         return out
-    out.hub, out.skipped = found.candidates, found.skipped
+    out.hub, out.skipped = merge_hub(out.local, found.candidates), found.skipped
     return out
 
 
 def candidate_label(c: DraftCandidate) -> str:
-    name = c.info.display_name
-    where = "in library" if c.location == "library" else "on the hub"
-    return f"{name} · {c.info.quantization or '?'} · {human_size(c.size)} · {where}"
+    where = "on the hub" if c.location == "hub" else "downloaded" if c.hub_source else "in library"
+    return f"{c.info.display_name} · {c.info.quantization or '?'} · {human_size(c.size)} · {where}"
 
 
-class DraftsPanel(QFrame):
+def load_refusal(c: DraftCandidate, loaded: ModelInfo | None) -> str:
+    """Why ``c`` cannot be loaded as the draft now ("" when it can)."""
+    if loaded is None:
+        return "Load a target first (on the chat page or My Models)."
+    verdict = judge(loaded, Path(loaded.source).name, c.info, c.name, c.source, c.location, c.size)
+    if not verdict.report.usable:
+        return f"Cannot draft for {loaded.display_name}: {verdict.report.reason()}"
+    if not verdict.suits:
+        return f"Not smaller than {loaded.display_name}: drafting with it gains nothing."
+    return ""
+
+
+class DraftsPanel(SidePane):
     download_requested = Signal(str, str, int)
     """The user clicked Download on a hub draft: repo id, file name, size in bytes (0: unknown)."""
+    load_requested = Signal(str)
+    """The user clicked Load on a library draft: its path (to load as the draft)."""
     recommendations_ready = Signal(object)
     """All candidates are known (a Recommendation)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("SidePanel")
+        super().__init__("DRAFTS FOR THIS MODEL", "Select a file to see which drafts suit it.",
+                         "DraftList", parent)
         self._task: Task | None = None
         self.result: Recommendation | None = None
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(12, 10, 12, 10)
-        caption = QLabel("DRAFTS FOR THIS MODEL", self)
-        caption.setObjectName("PanelTitle")
-        lay.addWidget(caption)
-        self.status = QLabel("Select a file to see which drafts suit it.", self)
-        self.status.setObjectName("Muted")
-        self.status.setWordWrap(True)
-        lay.addWidget(self.status)
-        self.list = QListWidget(self)
-        self.list.setObjectName("DraftList")
-        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        lay.addWidget(self.list, 1)
-        self.buttons: dict[str, QPushButton] = {}  # "repo/file" -> its Download button
+        self.loaded: ModelInfo | None = None  # the loaded target Load is judged against
+        self.buttons: dict[str, QPushButton] = {}  # source -> its Download or Load button
 
     def clear(self, text: str = "") -> None:
         if self._task is not None:
@@ -98,6 +104,12 @@ class DraftsPanel(QFrame):
         self._task = start_task(self, lambda ctx: recommend(ctx, target, repo_id, library),
                                 on_item=self._fill, on_done=self._done, on_failed=self._failed)
 
+    def set_loaded(self, loaded: ModelInfo | None) -> None:
+        """The loaded target changed: Load buttons are judged against it again."""
+        self.loaded = loaded
+        if self.result is not None:
+            self._fill(self.result)
+
     def _done(self, result: Recommendation) -> None:
         self._fill(result)
         self.recommendations_ready.emit(result)
@@ -108,8 +120,9 @@ class DraftsPanel(QFrame):
         self.buttons.clear()
         for c in result.local + result.hub:
             self._add(c)
+        self.fit_rows()
         n_local, n_hub = len(result.local), len(result.hub)
-        text = f"{n_local} in the library, {n_hub} on the hub"
+        text = f"{n_local} in the library, {n_hub} more on the hub"
         if result.hub_error:
             text += f". The hub could not be searched: {result.hub_error}"
         elif not (n_local or n_hub):
@@ -117,13 +130,11 @@ class DraftsPanel(QFrame):
         self.status.setText(text)
 
     def _add(self, c: DraftCandidate) -> None:
-        item = QListWidgetItem(self.list)
-        row = QWidget(self.list)
-        lay = QHBoxLayout(row)
-        lay.setContentsMargins(6, 2, 6, 2)
-        text = QLabel(candidate_label(c), row)
+        row, lay = self.add_row(c.source)
+        text = ElidedLabel(candidate_label(c), row)
         text.setToolTip(f"{c.source}\n{', '.join(c.reasons)}\n{c.report.reason()}")
         lay.addWidget(text, 1)
+        button: QPushButton | None = None
         if c.location == "hub":
             target = split_target(c.source)
             if target is not None:
@@ -132,13 +143,15 @@ class DraftsPanel(QFrame):
                 repo, name = target
                 button.clicked.connect(
                     lambda _=False, r=repo, n=name, s=c.size or 0: self.download_requested.emit(r, n, s))
-                lay.addWidget(button)
-                self.buttons[c.source] = button
-        hint = row.sizeHint()
-        hint.setHeight(hint.height() + 14)  # the list's item padding
-        item.setSizeHint(hint)
-        item.setData(Qt.ItemDataRole.UserRole, c.source)
-        self.list.setItemWidget(item, row)
+        else:
+            button = QPushButton("Load", row)
+            refusal = load_refusal(c, self.loaded)
+            button.setEnabled(not refusal)
+            button.setToolTip(refusal or f"Load {c.name} as the draft")
+            button.clicked.connect(lambda _=False, p=c.source: self.load_requested.emit(p))
+        if button is not None:
+            lay.addWidget(button)
+            self.buttons[c.source] = button
 
     def _failed(self, error: TaskError) -> None:
         self.status.setText(f"Could not look for drafts: {error.message}")

@@ -11,6 +11,7 @@ from PySide6.QtCore import (
     Qt,
 )
 
+from specula.core.gguf.model_info import ModelInfo
 from specula.core.library.scan import LocalModel
 from specula.core.pairing.badges import human_params, human_size
 from specula.gui.models.row_table import RowTableModel
@@ -19,8 +20,10 @@ MODEL_ROLE = Qt.ItemDataRole.UserRole + 1
 SORT_ROLE = Qt.ItemDataRole.UserRole + 2
 
 COLUMNS = ("Name", "Arch", "Params", "Quant", "Size", "Context", "Tokenizer", "Location")
-HEADER_TIPS = ("File name", "Architecture", "Parameters", "Quantization", "On disk (all parts)",
-               "Context length the model was trained for", "Tokenizer fingerprint (shortened)",
+HEADER_TIPS = ("File name (with its folder when the same file is in more than one)",
+               "Architecture", "Parameters", "Quantization", "On disk (all parts)",
+               "Context length the model was trained for",
+               "Tokenizer type and vocabulary size (models that can pair share both)",
                "Repository or folder")
 
 
@@ -38,8 +41,19 @@ class LibraryTableModel(RowTableModel):
     def models(self) -> list[LocalModel]:
         return self.rows  # type: ignore[return-value]
 
+    def __init__(self, parent: object = None) -> None:
+        super().__init__(parent)
+        self._twins: set[str] = set()  # file names found in more than one folder
+
     def set_models(self, models: list[LocalModel]) -> None:
+        names = [m.name for m in models]
+        self._twins = {n for n in names if names.count(n) > 1}
         self.set_rows(models)
+
+    def name_text(self, m: LocalModel) -> str:
+        """The file name; a file found in two folders also names its folder, to tell them apart."""
+        text = self._text(m, 0)
+        return f"{text}  — {model_folder(m).name}/" if m.name in self._twins else text
 
     def data(self, index: QModelIndex | QPersistentModelIndex,
              role: int = Qt.ItemDataRole.DisplayRole) -> object:
@@ -52,7 +66,7 @@ class LibraryTableModel(RowTableModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             return str(m.path) if m.error is None else f"{m.path}\n{m.error}"
         if role == Qt.ItemDataRole.DisplayRole:
-            return self._text(m, col)
+            return self.name_text(m) if col == 0 else self._text(m, col)
         if role == SORT_ROLE:
             return self._sort_key(m, col)
         if role == Qt.ItemDataRole.TextAlignmentRole and col in (2, 4, 5):
@@ -76,7 +90,7 @@ class LibraryTableModel(RowTableModel):
         if col == 5:
             return f"{info.context_length:,}" if info and info.context_length else ""
         if col == 6:
-            return (info.tokenizer_fingerprint or "")[:8] if info else ""
+            return tokenizer_summary(info) if info else ""
         return _location(m)
 
     @staticmethod
@@ -89,6 +103,12 @@ class LibraryTableModel(RowTableModel):
         if col == 5:
             return float(info.context_length or 0) if info else 0.0
         return LibraryTableModel._text(m, col).lower()
+
+
+def tokenizer_summary(info: ModelInfo) -> str:
+    """'gpt2 · 151,936': the tokenizer type and vocabulary size, readable at a glance."""
+    vocab = f"{info.vocab_size:,}" if info.vocab_size else ""
+    return " · ".join(p for p in (info.tokenizer_model or "", vocab) if p)
 
 
 class LibraryFilterProxy(QSortFilterProxyModel):

@@ -13,20 +13,16 @@ from PySide6.QtCore import QModelIndex, Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QHBoxLayout,
     QHeaderView,
-    QLabel,
-    QLineEdit,
     QMessageBox,
     QPushButton,
     QSplitter,
     QTableView,
-    QVBoxLayout,
     QWidget,
 )
 
 from specula.core.library.scan import LocalModel
-from specula.core.pairing.badges import human_size
+from specula.core.pairing.badges import human_size, plural
 from specula.gui.context import AppContext
 from specula.gui.errors import show_error
 from specula.gui.models.library_model import (
@@ -36,6 +32,7 @@ from specula.gui.models.library_model import (
     model_folder,
 )
 from specula.gui.models.model_details import ModelDetails
+from specula.gui.models.widgets import muted, page_layout, search_box
 
 
 def ask_yes_no(parent: QWidget, title: str, text: str) -> bool:
@@ -55,25 +52,16 @@ class LibraryPage(QWidget):
         self.library = ctx.library
         self.confirm: Callable[[QWidget, str, str], bool] = ask_yes_no  # tests replace it
         self.open_url: Callable[[QUrl], object] = QDesktopServices.openUrl
-        outer = QVBoxLayout(self)
-        outer.setContentsMargins(24, 16, 24, 16)
-        head = QHBoxLayout()
-        title = QLabel("My Models", self)
-        title.setObjectName("PageTitle")
-        head.addWidget(title)
-        self.summary = QLabel("", self)
-        self.summary.setObjectName("Muted")
+        outer, head = page_layout(self, "My Models")
+        self.summary = muted("", self, wrap=False)
         head.addWidget(self.summary, 1)
-        self.filter = QLineEdit(self)
-        self.filter.setPlaceholderText("Filter by name, architecture, quantization, folder…")
-        self.filter.setClearButtonEnabled(True)
+        self.filter = search_box("Filter by name, architecture, quantization, folder…", self)
         self.filter.setMinimumWidth(320)
         head.addWidget(self.filter)
         self.rescan = QPushButton("Rescan", self)
         self.rescan.setToolTip("Look for new or removed files in every model folder")
         self.rescan.clicked.connect(self.library.rescan)
         head.addWidget(self.rescan)
-        outer.addLayout(head)
 
         self.table_model = LibraryTableModel(self)
         self.proxy = LibraryFilterProxy(self)
@@ -100,6 +88,8 @@ class LibraryPage(QWidget):
         self.table.doubleClicked.connect(lambda _i: self.details.load_target.click())
 
         self.details = ModelDetails(self)
+        self.details.target = ctx.engine.target_info
+        ctx.engine.target_loaded.connect(lambda info: self.details.set_target(info))
         self.details.load_requested.connect(self._load)
         self.details.remove_requested.connect(self.remove)
         self.details.reveal_requested.connect(self.reveal)
@@ -125,8 +115,8 @@ class LibraryPage(QWidget):
         self.table_model.set_models(models)
         total = sum(m.size for m in models)
         folders = len(self.library.library().roots)
-        self.summary.setText(f"   {len(models)} models · {human_size(total)} · "
-                             f"{folders} folder{'s' if folders != 1 else ''}")
+        self.summary.setText(f"   {plural(len(models), 'model')} · {human_size(total)} · "
+                             f"{plural(folders, 'folder')}")
         if current is not None:
             self.select_path(str(current.path))
         elif self.proxy.rowCount() and self.isVisible():

@@ -1,29 +1,33 @@
 """The library's details pane: a model's full metadata and which library models it pairs with.
 
-The pairs are worked out in the background (full headers of the plausible
-models, then the compatibility check); a newer selection cancels the older
-one's result.
+The pairs are worked out in the background by the core's one pairing decision
+(:func:`specula.core.pairing.drafts.library_pairs`); so is whether the model
+can draft for the loaded target ("Load as draft" is disabled with the reason
+when it cannot). A newer selection cancels the older one's result.
 """
 
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
+from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
-    QListWidget,
     QListWidgetItem,
     QPushButton,
     QVBoxLayout,
     QWidget,
 )
 
+from specula.core.gguf.model_info import ModelInfo, read_model_info
 from specula.core.library.scan import LocalModel
-from specula.core.pairing.badges import human_params, human_size
-from specula.core.pairing.library_pairs import Pair, Pairs, pairs_for
+from specula.core.pairing.badges import human_params, human_size, is_same_file, plural
+from specula.core.pairing.drafts import DraftCandidate, LibraryPairs, judge, library_pairs
+from specula.gui.models.widgets import caption, muted, side_list
 from specula.gui.tasks import Task, TaskContext, TaskError, start_task
 
 PATH_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -48,9 +52,7 @@ def metadata_html(m: LocalModel) -> str:
             ("Context length", f"{info.context_length:,}" if info.context_length else "?"),
             ("Layers / embedding", f"{info.n_layers} / {info.n_embd}"),
             ("Heads (KV)", f"{info.n_head} ({info.n_head_kv})"),
-            ("Tokenizer", f"{info.tokenizer_model} / {info.tokenizer_pre}, "
-                          f"{info.vocab_size:,} tokens" if info.vocab_size else
-                          f"{info.tokenizer_model}"),
+            ("Tokenizer", tokenizer_text(info)),
             ("Fingerprint", info.tokenizer_fingerprint or "?"),
             ("BOS / EOS", f"{info.bos_id} / {info.eos_id}"),
             ("Chat template", "yes" if info.has_chat_template else "no"),
@@ -61,6 +63,43 @@ def metadata_html(m: LocalModel) -> str:
     return f"<table cellspacing='2'>{body}</table>"
 
 
+def tokenizer_text(info: ModelInfo) -> str:
+    """The tokenizer as a reader knows it: 'gpt2 / qwen2, 151,936 tokens' (no hash)."""
+    kind = " / ".join(k for k in (info.tokenizer_model, info.tokenizer_pre) if k) or "?"
+    return f"{kind}, {info.vocab_size:,} tokens" if info.vocab_size else kind
+
+
+@dataclass
+class DetailsResult:
+    """What the background work found for one model."""
+
+    pairs: LibraryPairs
+    as_draft: DraftCandidate | None  # judged against the loaded target (None: no target)
+
+
+def work_out(model: LocalModel, library: list[LocalModel], target: ModelInfo | None,
+             ctx: TaskContext) -> DetailsResult:
+    """The model's pairs in the library and, with a target loaded, whether it drafts for it."""
+    me = read_model_info(model.path)
+    pairs = library_pairs(me, library, path=model.path, name=model.name, cancel=ctx.cancel_event)
+    verdict = None
+    if target is not None:
+        verdict = judge(target, Path(target.source).name, me, model.name, str(model.path),
+                        "library", model.size)
+    return DetailsResult(pairs, verdict)
+
+
+def draft_refusal(verdict: DraftCandidate | None, target: ModelInfo | None) -> str:
+    """Why this model cannot be loaded as the draft of the loaded target ("" when it can)."""
+    if verdict is None or target is None or verdict.suits:
+        return ""
+    if is_same_file(target, verdict.info, verdict.name):
+        return f"{target.display_name} is the loaded target."
+    if not verdict.report.usable:
+        return f"Cannot draft for {target.display_name}: {verdict.report.reason()}"
+    return f"Not smaller than {target.display_name}: drafting with it gains nothing."
+
+
 class ModelDetails(QFrame):
     load_requested = Signal(str, str)
     """The user asked to load this model: kind (target | draft), path."""
@@ -69,7 +108,7 @@ class ModelDetails(QFrame):
     reveal_requested = Signal(object)
     """The user asked to see this model's folder (LocalModel)."""
     pairs_ready = Signal(object)
-    """The pairs of the shown model were worked out (Pairs)."""
+    """The pairs of the shown model were worked out (LibraryPairs)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -77,6 +116,7 @@ class ModelDetails(QFrame):
         self.setMaximumWidth(430)
         self.model: LocalModel | None = None
         self.library: list[LocalModel] = []
+        self.target: ModelInfo | None = None  # the loaded target "Load as draft" is judged against
         self._task: Task | None = None
         lay = QVBoxLayout(self)
         lay.setContentsMargins(14, 12, 14, 12)
@@ -109,17 +149,10 @@ class ModelDetails(QFrame):
         self.meta.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.meta.setWordWrap(True)
         lay.addWidget(self.meta)
-        caption = QLabel("PAIRS WITH", self)
-        caption.setObjectName("PanelTitle")
-        lay.addWidget(caption)
-        self.pairs_status = QLabel("", self)
-        self.pairs_status.setObjectName("Muted")
-        self.pairs_status.setWordWrap(True)
+        lay.addWidget(caption("PAIRS WITH", self))
+        self.pairs_status = muted("", self)
         lay.addWidget(self.pairs_status)
-        self.pairs = QListWidget(self)
-        self.pairs.setObjectName("PairsList")
-        self.pairs.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.pairs.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.pairs = side_list("PairsList", self)
         lay.addWidget(self.pairs, 1)
         self.show_model(None)
 
@@ -142,16 +175,32 @@ class ModelDetails(QFrame):
             self.pairs_status.setText("")
             return
         self.title.setText(model.info.display_name if model.info else model.name)
+        self.title.setToolTip(str(model.path))
         self.meta.setText(metadata_html(model))
         self.pairs_status.setText("Checking which library models pair with it…")
-        others = list(self.library)
+        self.load_draft.setToolTip("")
+        if not (model.complete and model.info is not None):
+            return
+        others, target = list(self.library), self.target
 
-        def work(ctx: TaskContext) -> Pairs:
-            return pairs_for(model, others, ctx.cancel_event)
+        def work(ctx: TaskContext) -> DetailsResult:
+            return work_out(model, others, target, ctx)
 
-        self._task = start_task(self, work, on_done=self._show_pairs, on_failed=self._pairs_failed)
+        self._task = start_task(self, work, on_done=self._show_result, on_failed=self._pairs_failed)
 
-    def _show_pairs(self, pairs: Pairs) -> None:
+    def set_target(self, target: ModelInfo | None) -> None:
+        """The loaded target changed: judge the shown model against it again."""
+        self.target = target
+        self.show_model(self.model)
+
+    def _show_result(self, result: DetailsResult) -> None:
+        refusal = draft_refusal(result.as_draft, self.target)
+        self.load_draft.setEnabled(not refusal)
+        self.load_draft.setToolTip(refusal or (
+            f"Use it as the draft of {self.target.display_name}" if self.target else ""))
+        self._show_pairs(result.pairs)
+
+    def _show_pairs(self, pairs: LibraryPairs) -> None:
         self.pairs.clear()
         self._add_rows("Draft for it", pairs.drafts)
         self._add_rows("Target it drafts for", pairs.targets)
@@ -159,18 +208,18 @@ class ModelDetails(QFrame):
         if total == 0:
             self.pairs_status.setText("No library model pairs with this one.")
         else:
-            self.pairs_status.setText(f"{len(pairs.drafts)} draft(s) for it, "
-                                      f"{len(pairs.targets)} target(s) it can draft for.")
+            self.pairs_status.setText(f"{plural(len(pairs.drafts), 'draft')} for it, "
+                                      f"{plural(len(pairs.targets), 'target')} it can draft for.")
         self.pairs_ready.emit(pairs)
 
-    def _add_rows(self, role: str, pairs: list[Pair]) -> None:
+    def _add_rows(self, role: str, pairs: list[DraftCandidate]) -> None:
         for p in pairs:
             mark = "✓" if p.report.verdict.value == "identical" else "≈"
-            name = p.model.info.display_name if p.model.info else p.model.name
-            item = QListWidgetItem(f"{mark} {role}: {name}\n     {p.model.name} · "
-                                   f"{human_size(p.model.size)}")
-            item.setToolTip(f"{p.model.path}\n{p.report.reason()}")
-            item.setData(PATH_ROLE, str(p.model.path))
+            folder = p.model.root.name if p.model is not None else ""
+            item = QListWidgetItem(f"{mark} {role}: {p.info.display_name}\n{p.name} · "
+                                   f"{human_size(p.size)}" + (f" · in {folder}" if folder else ""))
+            item.setToolTip(f"{p.source}\n{', '.join(p.reasons)}\n{p.report.reason()}")
+            item.setData(PATH_ROLE, p.source)
             self.pairs.addItem(item)
 
     def _pairs_failed(self, error: TaskError) -> None:

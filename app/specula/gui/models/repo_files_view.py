@@ -25,7 +25,7 @@ from specula.core.pairing.badges import READING, Badge, FileBadges, error_badge,
 from specula.gui.models.badges import BADGE_ROLE, BadgeDelegate
 
 FILE_ROLE = Qt.ItemDataRole.UserRole + 1
-COLUMNS = ("File", "Size", "Quant", "Fit on this machine", "With the loaded target")
+COLUMNS = ("File", "Size", "Quant", "Fit", "Pairing")
 FIT_COL, PAIR_COL = 3, 4
 
 
@@ -127,7 +127,9 @@ class RepoFilesModel(QAbstractTableModel):
             return (f"Compatibility with {self.loaded_name}, the loaded target" if self.loaded_name
                     else "No target is loaded")
         if role == Qt.ItemDataRole.ToolTipRole and section == FIT_COL:
-            return "As the target, with the loaded draft, at the chosen context length"
+            return ("Fit on this machine at the chosen context length: as the draft of the "
+                    "loaded target when it would draft for it, else as the target with the "
+                    "loaded draft")
         return None
 
     def set_loaded_name(self, name: str) -> None:
@@ -189,7 +191,7 @@ class RepoFilesView(QTableView):
         header = self.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        for col, width in ((FIT_COL, 165), (PAIR_COL, 185)):
+        for col, width in ((FIT_COL, 150), (PAIR_COL, 140)):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
             header.resizeSection(col, width)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)

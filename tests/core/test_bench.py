@@ -1,0 +1,98 @@
+"""`specula bench`: mode columns (chain:1-6), the per-prompt oracle of fixed chains, --cold."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from specula.cli import main
+from specula.core.bench import BenchPrompt, RunResult, oracle, parse_modes, run_bench, summarize
+from specula.core.engine.config import Mode
+from specula.core.engine.engine import Engine, EngineOptions
+from specula.core.engine.sampling import SamplingParams
+
+
+def test_a_range_of_draft_lengths_becomes_one_column_per_length() -> None:
+    modes = parse_modes("chain:1-3,adaptive,tree:2", draft_max=4)
+    assert [m.label for m in modes] == ["plain", "chain:1", "chain:2", "chain:3", "adaptive", "tree:2"]
+    assert [m.spec.draft_max for m in modes[1:]] == [1, 2, 3, 4, 2]
+    assert [m.fixed_chain for m in modes] == [False, True, True, True, False, False]
+    assert parse_modes("chain", draft_max=5)[1].spec.draft_max == 5
+
+
+@pytest.mark.parametrize("text", ["chain:0", "chain:3-1", "chain:x", "chain:1-17", "plain:2", "chain,chain", "warp"])
+def test_malformed_mode_lists_are_refused_with_a_reason(text: str) -> None:
+    with pytest.raises(ValueError, match=r"\S"):
+        parse_modes(text, draft_max=4)
+
+
+def _run(pid: str, mode: str, repeat: int, tok_s: float, ttft: float = 0.1) -> RunResult:
+    return RunResult(
+        prompt_id=pid, category="code", mode=mode, repeat=repeat, prompt_token_ids=[], token_ids=[],
+        text="", tok_per_s=tok_s, ttft_s=ttft, drafted=0, accepted=0, steps=1, acceptance=0.0,
+        mean_accepted_per_step=0.0, overhead_fraction=0.0, peak_rss_bytes=0, stop_reason="max_tokens",
+    )
+
+
+def test_the_oracle_takes_the_best_fixed_chain_per_prompt_from_medians_over_repeats() -> None:
+    # Prompt a: chain:1 medians 10, chain:2 medians 14 (one slow outlier repeat), adaptive 12.
+    # Prompt b: chain:1 20, chain:2 8, adaptive 19.
+    speeds = {
+        ("a", "chain:1"): [10, 10, 11], ("a", "chain:2"): [14, 3, 15], ("a", "adaptive"): [12, 12, 13],
+        ("b", "chain:1"): [20, 21, 19], ("b", "chain:2"): [8, 8, 8], ("b", "adaptive"): [19, 18, 20],
+        ("a", "plain"): [9, 9, 9], ("b", "plain"): [10, 10, 10],
+    }
+    runs = [_run(p, m, r, float(v)) for (p, m), vs in speeds.items() for r, v in enumerate(vs)]
+    orc = oracle(runs, ["chain:1", "chain:2"])
+    assert orc["best_fixed"] == {"a": {"mode": "chain:2", "tok_per_s": 14.0},
+                                 "b": {"mode": "chain:1", "tok_per_s": 20.0}}
+    adaptive = orc["vs_best_fixed"]["adaptive"]  # type: ignore[index]
+    assert adaptive["per_prompt"] == pytest.approx({"a": 12 / 14, "b": 19 / 20})
+    assert adaptive["median"] == pytest.approx((12 / 14 + 19 / 20) / 2)
+    assert adaptive["min"] == pytest.approx(12 / 14)
+    assert oracle(runs, []) == {}
+
+
+def test_the_summary_gives_ttft_against_plain_and_the_worst_per_prompt_median() -> None:
+    runs = [_run("a", "plain", r, 10.0, ttft=0.2) for r in range(3)]
+    runs += [_run("a", "adaptive", r, v, ttft=0.3) for r, v in enumerate([5.0, 12.0, 11.0])]
+    s = summarize(runs)["adaptive"]
+    assert s["ttft_vs_plain"] == pytest.approx(1.5)  # type: ignore[index]
+    assert s["prompt_speedup_min"] == pytest.approx(1.1)  # median of 5, 12, 11 over plain's 10
+    assert s["speedup_min"] == pytest.approx(0.5)  # single runs keep their noise
+
+
+def test_a_run_with_a_range_of_chains_reports_the_oracle(tiny: dict[str, Path]) -> None:
+    eng = Engine(EngineOptions(n_ctx=512, n_threads=2))
+    eng.load_target(tiny["target"])
+    eng.load_draft(tiny["draft"])
+    try:
+        prompts = [BenchPrompt("p1", "code", "def add(a, b):"), BenchPrompt("p2", "chat", "hello there")]
+        report = run_bench(eng, prompts, parse_modes("chain:1-2,adaptive", draft_max=4),
+                           SamplingParams(max_tokens=12), cold=True)
+    finally:
+        eng.close()
+    assert {r.mode for r in report.runs} == {"plain", "chain:1", "chain:2", "adaptive"}
+    assert all(r.identical for r in report.runs if r.mode != "plain")  # greedy: every column equals plain
+    assert set(report.oracle["best_fixed"]) == {"p1", "p2"}  # type: ignore[arg-type]
+    assert set(report.oracle["vs_best_fixed"]) == {"plain", "chain:1", "chain:2", "adaptive"}  # type: ignore[arg-type]
+    best = report.oracle["vs_best_fixed"]["chain:1"]["per_prompt"]  # type: ignore[index]
+    assert max(best.values()) <= 1.0 + 1e-9  # no fixed chain beats the best fixed chain
+
+
+def test_bench_cold_starts_from_an_empty_policy_state(tiny: dict[str, Path], tmp_path: Path,
+                                                       specula_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text(json.dumps({"id": "x", "category": "code", "prompt": "def f():"}) + "\n")
+    out = tmp_path / "r.json"
+    rc = main(["bench", "--target", str(tiny["target"]), "--draft", str(tiny["draft"]), "--prompts",
+               str(prompts), "--modes", "plain,adaptive", "--max-tokens", "6", "--cold", "--json", str(out)])
+    assert rc == 0
+    # The user's own learned state is left alone: nothing was written under the real data folder.
+    assert not list(specula_home.rglob("adaptive/*.json"))
+    data = json.loads(out.read_text())
+    assert data["setup"]["cold"] is True
+    assert set(data["setup"]["modes"]) == {"plain", "adaptive"}
+    assert Mode.ADAPTIVE.value in capsys.readouterr().out
