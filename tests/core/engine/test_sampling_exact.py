@@ -63,7 +63,9 @@ def _chi2_pvalue(observed: Counter[tuple[int, int]], expected: dict[tuple[int, i
 def _sample_pairs(eng: Engine, prompt: list[int], params: SamplingParams, k: int) -> Counter[tuple[int, int]]:
     counts: Counter[tuple[int, int]] = Counter()
     for seed in range(N_RUNS):
-        done, _ = run(eng, prompt, SamplingParams(**{**params.to_dict(), "seed": seed}), chain(k))
+        # the draft drafts from the first position (by default the first token is the target's)
+        spec = chain(k, draft_first_token=True)
+        done, _ = run(eng, prompt, SamplingParams(**{**params.to_dict(), "seed": seed}), spec)
         counts[(done.token_ids[0], done.token_ids[1])] += 1
     return counts
 

@@ -153,9 +153,12 @@ class Generator:
             n = self.kv.reuse(committed, limit=len(committed) - 1)
             self.kv.feed(committed[n:-1], "none", cancel)
             stats.prefill_tokens = len(committed) - 1 - n
+            # The first token comes from the target alone: the draft catches up on the
+            # prompt after it is shown (see _catch_up_drafters), so a draft costs no TTFT.
             sync = policy.sync_draft_at_prefill()
+            deferred = sync and not spec.draft_first_token
             for d in active.values():
-                d.begin(committed, sync=sync)
+                d.begin(committed, sync=sync and not deferred)
         except Cancelled:
             yield finish(StopReason.CANCELLED)
             return
@@ -173,13 +176,17 @@ class Generator:
             if cancel.is_set():
                 reason = StopReason.CANCELLED
                 break
+            if deferred and step > 0:
+                deferred = False
+                stats.draft_prefill_s = self._catch_up_drafters(committed, active)
             t_step = time.perf_counter()
             room = self.ctx.n_ctx - len(committed)
             if room < 0:
                 reason, done_msg = StopReason.CONTEXT_FULL, full_msg
                 break
             left = params.max_tokens - len(generated)
-            prop, drafter = self._propose(committed, room, left - 1, reply, policy, active)
+            prop, drafter = self._propose(committed, room, left - 1, reply, policy, active,
+                                          ready=not deferred)
             try:
                 try:
                     verify_s, new, m, n_relaxed = self._verify(prop, committed, reply)
@@ -255,14 +262,27 @@ class Generator:
 
     # -- proposals -----------------------------------------------------------
 
+    @staticmethod
+    def _catch_up_drafters(committed: list[int], active: dict[DraftSource, Drafter]) -> float:
+        """Feed the drafters what they skipped at prefill (all but the pending token);
+        seconds spent. Runs once, after the first token was shown: TTFT is the
+        target's alone, and the work is the same as feeding the prompt up front."""
+        t0 = time.perf_counter()
+        for d in active.values():
+            if d.lag(committed) > 1:
+                d.begin(committed, sync=True)
+        return time.perf_counter() - t0
+
     def _propose(
         self, committed: list[int], cells: int, left: int, reply: _Reply, policy: DraftPolicy,
-        active: dict[DraftSource, Drafter],
+        active: dict[DraftSource, Drafter], *, ready: bool = True,
     ) -> tuple[Proposal, Drafter | None]:
         """Ask the policy what to draft and the drafter for that source to propose it.
 
         ``cells``: KV cells free after the pending token (a tree's nodes each take one);
-        ``left``: tokens that may still be drafted before max_tokens (bounds depth only).
+        ``left``: tokens that may still be drafted before max_tokens (bounds depth only);
+        ``ready``: False before the drafters' deferred catch-up (the first step), when
+        only drafters with nothing to catch up on (lookup) may propose.
         """
         room = min(cells, left)
         if room <= 0:
@@ -273,7 +293,9 @@ class Generator:
         lookup = active.get(DraftSource.LOOKUP)
         if isinstance(lookup, LookupDrafter):
             look, match = lookup.match(committed, min(room, spec.draft_max))
-        available = frozenset(s for s, d in active.items() if d.available)
+        available = frozenset(
+            s for s, d in active.items() if d.available and (ready or d.lag(committed) <= 1)
+        )
         draft = active.get(DraftSource.DRAFT) or active.get(DraftSource.TREE)
         lag = draft.lag(committed) if draft is not None else 0
         plan = policy.plan(PlanInput(room, available, look, match, lag))
