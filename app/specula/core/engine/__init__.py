@@ -1,9 +1,12 @@
 """Speculative decoding over llama.cpp's low-level API.
 
-Public surface: :class:`~specula.core.engine.engine.Engine` (load a target and
-an optional draft, then ``chat``/``complete`` yield events),
-:class:`~specula.core.engine.sampling.SamplingParams`,
-:class:`~specula.core.engine.config.SpecConfig`, the events in
-:mod:`~specula.core.engine.events` and
-:class:`~specula.core.engine.stats.GenerationStats`.
+Public surface (see docs/engine.md): :class:`~specula.core.engine.engine.Engine`
+(load a target and an optional draft, then ``chat``/``complete`` yield events),
+:class:`~specula.core.engine.sampling.SamplingParams` with its
+:class:`~specula.core.engine.sampling.Rule`,
+:class:`~specula.core.engine.config.SpecConfig` and ``DEFAULT_MODE``, the events
+in :mod:`~specula.core.engine.events` and
+:class:`~specula.core.engine.stats.GenerationStats`. Inside: one KV mirror
+(:mod:`~specula.core.engine.kv`) and one drafter seam
+(:mod:`~specula.core.engine.drafters`).
 """

@@ -99,15 +99,16 @@ class DraftModel:
         self.kv.cut(keep)
 
 
-class ChainDrafter:
-    """The draft model proposes a chain, token by token."""
+class ModelDrafter:
+    """What the drafters over one draft model share: its state, their counters, the
+    bookkeeping after a step. Subclasses implement ``propose``."""
 
-    source = DraftSource.DRAFT
+    source = DraftSource.NONE
 
     def __init__(self, model: DraftModel) -> None:
         self.model = model
         self.counters = DrafterCounters()
-        self._start = 0
+        self._start = 0  # where this step's proposal began in the draft's cache
 
     @property
     def available(self) -> bool:
@@ -122,6 +123,23 @@ class ChainDrafter:
 
     def lag(self, committed: Sequence[int]) -> int:
         return self.model.lag(committed)
+
+    def _count(self, prop: Proposal) -> Proposal:
+        self.counters.drafts += 1
+        self.counters.drafted += len(prop)
+        self.counters.decodes += prop.n_decodes
+        self.counters.draft_s += prop.draft_s
+        return prop
+
+    def accept(self, committed: Sequence[int], n_accepted: int) -> None:
+        self.counters.accepted += n_accepted
+        self.model.drop_rejected(self._start, committed)
+
+
+class ChainDrafter(ModelDrafter):
+    """The draft model proposes a chain, token by token."""
+
+    source = DraftSource.DRAFT
 
     def propose(self, req: DraftRequest) -> Proposal:
         prop = Proposal(source=self.source)
@@ -174,12 +192,4 @@ class ChainDrafter:
             prop.n_decodes += 1
         if not _drafters.keep_short_draft(len(prop), req.draft_min, params.acceptance_rule):
             prop.truncate(0)
-        self.counters.drafts += 1
-        self.counters.drafted += len(prop)
-        self.counters.decodes += prop.n_decodes
-        self.counters.draft_s += prop.draft_s
-        return prop
-
-    def accept(self, committed: Sequence[int], n_accepted: int) -> None:
-        self.counters.accepted += n_accepted
-        self.model.drop_rejected(self._start, committed)
+        return self._count(prop)

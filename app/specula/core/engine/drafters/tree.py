@@ -18,14 +18,13 @@ winning branch's cells then join sequence 0 and the branches are dropped.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from specula.core.engine import sampling
-from specula.core.engine.drafters.base import DrafterCounters, DraftRequest, DraftSource, Proposal
-from specula.core.engine.drafters.model import DraftModel
+from specula.core.engine.drafters.base import DraftRequest, DraftSource, Proposal
+from specula.core.engine.drafters.model import DraftModel, ModelDrafter
 from specula.core.engine.llama import Batch, ContextFull, DecodeError
 
 MAX_TREE_SEQS = 16  # sequences besides 0 that a tree may use (n_seq_max - 1)
@@ -72,31 +71,15 @@ def _top(logits: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
     return idx[order], p[order]
 
 
-class TreeDrafter:
+class TreeDrafter(ModelDrafter):
     """The draft model proposes a token tree."""
 
     source = DraftSource.TREE
     min_cum = 0.01  # nodes less likely than this (along their path) are not worth a cell
 
     def __init__(self, model: DraftModel) -> None:
-        self.model = model
-        self.counters = DrafterCounters()
-        self._start = 0
+        super().__init__(model)
         self._batch = Batch(MAX_TREE_SEQS + 1, MAX_TREE_SEQS + 1)
-
-    @property
-    def available(self) -> bool:
-        return not self.model.stopped
-
-    @property
-    def stopped(self) -> str:
-        return self.model.stopped
-
-    def begin(self, prompt: Sequence[int], *, sync: bool) -> None:
-        self.model.begin(prompt, sync=sync)
-
-    def lag(self, committed: Sequence[int]) -> int:
-        return self.model.lag(committed)
 
     def propose(self, req: DraftRequest) -> Proposal:
         """A tree of at most ``req.tree_budget`` nodes and depth ``req.k``; an empty
@@ -124,11 +107,7 @@ class TreeDrafter:
             prop.tree = tree
             for n in tree.nodes:
                 prop.append(n.token, None, n.prob, n.prob, 0.0)
-        self.counters.drafts += 1
-        self.counters.drafted += len(prop)
-        self.counters.decodes += prop.n_decodes
-        self.counters.draft_s += prop.draft_s
-        return prop
+        return self._count(prop)
 
     @staticmethod
     def _children(logits: np.ndarray, req: DraftRequest, position: int) -> tuple[np.ndarray, np.ndarray]:
@@ -199,7 +178,3 @@ class TreeDrafter:
                     free_seqs.append(tree.nodes[parent].seq)
                     tree.nodes[parent].seq = -1
         return spent
-
-    def accept(self, committed: Sequence[int], n_accepted: int) -> None:
-        self.counters.accepted += n_accepted
-        self.model.drop_rejected(self._start, committed)
