@@ -28,8 +28,8 @@ def test_malformed_mode_lists_are_refused_with_a_reason(text: str) -> None:
         parse_modes(text, draft_max=4)
 
 
-def _run(pid: str, mode: str, repeat: int, tok_s: float, ttft: float = 0.1) -> RunResult:
-    return RunResult(
+def _run(pid: str, mode: str, repeat: int, tok_s: float, ttft: float = 0.1, total: float = 0.0) -> RunResult:
+    return RunResult(total_s=total,
         prompt_id=pid, category="code", mode=mode, repeat=repeat, prompt_token_ids=[], token_ids=[],
         text="", tok_per_s=tok_s, ttft_s=ttft, drafted=0, accepted=0, steps=1, acceptance=0.0,
         mean_accepted_per_step=0.0, overhead_fraction=0.0, peak_rss_bytes=0, stop_reason="max_tokens",
@@ -62,6 +62,15 @@ def test_the_summary_gives_ttft_against_plain_and_the_worst_per_prompt_median() 
     assert s["ttft_vs_plain"] == pytest.approx(1.5)  # type: ignore[index]
     assert s["prompt_speedup_min"] == pytest.approx(1.1)  # median of 5, 12, 11 over plain's 10
     assert s["speedup_min"] == pytest.approx(0.5)  # single runs keep their noise
+
+
+def test_the_summary_gives_whole_reply_time_against_plain_per_prompt_and_repeat() -> None:
+    # a draft's catch-up after the first token lands in the reply's total, not in TTFT
+    runs = [_run("a", "plain", r, 10.0, total=t) for r, t in enumerate([2.0, 4.0, 3.0])]
+    runs += [_run("a", "chain:3", r, 12.0, total=t) for r, t in enumerate([1.0, 4.0, 3.3])]
+    s = summarize(runs)["chain:3"]
+    assert s["total_vs_plain"] == pytest.approx(1.0)  # ratios 0.5, 1.0, 1.1 pair by repeat (unpaired: 1.1)
+    assert s["total_s_median"] == pytest.approx(3.3)
 
 
 def test_a_run_with_a_range_of_chains_reports_the_oracle(tiny: dict[str, Path]) -> None:

@@ -50,6 +50,7 @@ class RunResult:
     peak_rss_bytes: int
     stop_reason: str
     identical: bool | None = None  # greedy: same token ids as plain (None for plain itself)
+    total_s: float = 0.0  # the whole reply, prefill and the draft's catch-up included
     divergence: dict[str, object] | None = None
 
 
@@ -211,7 +212,7 @@ def _result(prompt: BenchPrompt, m: BenchMode, repeat: int, done: Done) -> RunRe
         tok_per_s=s.tokens_per_s, ttft_s=s.ttft_s, drafted=s.drafted, accepted=s.accepted,
         steps=s.steps, acceptance=s.acceptance_rate, mean_accepted_per_step=s.mean_accepted_per_step,
         overhead_fraction=s.overhead_fraction, peak_rss_bytes=s.peak_rss_bytes,
-        stop_reason=done.stop_reason.value,
+        stop_reason=done.stop_reason.value, total_s=s.total_s,
     )
 
 
@@ -283,6 +284,9 @@ def summarize(runs: Sequence[RunResult]) -> dict[str, object]:
         drafted = sum(r.drafted for r in rs)
         ident = [r.identical for r in rs if r.identical is not None]
         ttft = _median([r.ttft_s for r in rs])
+        # whole-reply time against plain's, same prompt and repeat (a draft's catch-up counts)
+        totals = [r.total_s / plain[(r.prompt_id, r.repeat)].total_s for r in rs
+                  if plain.get((r.prompt_id, r.repeat)) and plain[(r.prompt_id, r.repeat)].total_s > 0]
         out[mode] = {
             "runs": len(rs),
             "tok_per_s_median": _median([r.tok_per_s for r in rs]),
@@ -293,6 +297,8 @@ def summarize(runs: Sequence[RunResult]) -> dict[str, object]:
             "speedup_by_category": {c: _median(v) for c, v in sorted(cats.items())},
             "ttft_s_median": ttft,
             "ttft_vs_plain": ttft / plain_ttft if plain_ttft > 0 else 0.0,
+            "total_s_median": _median([r.total_s for r in rs]),
+            "total_vs_plain": _median(totals),
             "acceptance": sum(r.accepted for r in rs) / drafted if drafted else 0.0,
             "mean_accepted_per_step": _median([r.mean_accepted_per_step for r in rs]),
             "overhead_fraction_median": _median([r.overhead_fraction for r in rs]),
@@ -321,14 +327,15 @@ def format_report(report: BenchReport) -> str:
             )
     lines.append("")
     lines.append("Summary (speedup = tok/s over plain's in the same run; median [min-max])")
-    lines.append(f"  {'mode':<10}{'tok/s':>8}{'speedup':>22}{'TTFT s':>8}{'xplain':>7}{'accept':>8}{'per step':>9}{'ovh %':>7}{'RSS MB':>8}  identical")
+    lines.append(f"  {'mode':<10}{'tok/s':>8}{'speedup':>22}{'TTFT s':>8}{'xplain':>7}{'accept':>8}{'per step':>9}{'ovh %':>7}{'RSS MB':>8}{'total':>7}  identical")
     for mode, s in report.summary.items():
         assert isinstance(s, dict)
         rng = f"{s['speedup_median']:.2f}x [{s['speedup_min']:.2f}-{s['speedup_max']:.2f}]"
         lines.append(
             f"  {mode:<10}{s['tok_per_s_median']:>8.1f}{rng:>22}{s['ttft_s_median']:>8.2f}{s['ttft_vs_plain']:>6.2f}x"
             f"{s['acceptance']:>8.0%}{s['mean_accepted_per_step']:>9.2f}"
-            f"{100 * s['overhead_fraction_median']:>7.1f}{s['peak_rss_mb']:>8.0f}  {s['identical']}"
+            f"{100 * s['overhead_fraction_median']:>7.1f}{s['peak_rss_mb']:>8.0f}"
+            f"{s['total_vs_plain']:>6.2f}x  {s['identical']}"
         )
     lines.append("")
     lines.append("Speedup by category (median)")
