@@ -105,3 +105,35 @@ def test_bench_cold_starts_from_an_empty_policy_state(tiny: dict[str, Path], tmp
     assert data["setup"]["cold"] is True
     assert set(data["setup"]["modes"]) == {"plain", "adaptive"}
     assert Mode.ADAPTIVE.value in capsys.readouterr().out
+
+
+def test_every_run_starts_from_empty_caches_unless_asked_to_reuse(
+    tiny: dict[str, Path], monkeypatch: pytest.MonkeyPatch, specula_home: Path,
+) -> None:
+    from specula.core.engine.generator import Generator
+    from specula.core.engine.kv import common_prefix
+
+    real = Generator.generate
+    eng = Engine(EngineOptions(n_ctx=512, n_threads=2))
+    eng.load_target(tiny["target"])
+    eng.load_draft(tiny["draft"])
+    prompts = [BenchPrompt("p1", "code", "def f():"), BenchPrompt("p2", "code", "class A:")]
+    modes = parse_modes("plain,chain:2", draft_max=4)
+    try:
+        for fresh in (True, False):
+            prefills: list[int] = []
+
+            def generate(self, prompt, *a, prefills=prefills, **kw):  # type: ignore[no-untyped-def]
+                prefills.append(len(prompt) - common_prefix(self.kv.tokens, prompt))  # to evaluate
+                return real(self, prompt, *a, **kw)
+
+            monkeypatch.setattr(Generator, "generate", generate)
+            run_bench(eng, prompts, modes, SamplingParams(max_tokens=4), fresh=fresh)
+            timed = prefills[len(modes):]  # after the warm-up runs
+            full = [len(eng.tokenize_chat([{"role": "user", "content": p.prompt}])) for p in prompts]
+            if fresh:
+                assert timed == [full[0], full[0], full[1], full[1]]
+            else:  # the second mode on a prompt reuses its prefill
+                assert timed[1] < full[0] and timed[3] < full[1]
+    finally:
+        eng.close()

@@ -170,10 +170,13 @@ def run_bench(
     repeat: int = 1,
     on_run: Callable[[RunResult], None] | None = None,
     cold: bool = False,
+    fresh: bool = True,
 ) -> BenchReport:
     """Every prompt in every mode, modes rotated per prompt; ``cold`` skips the
     learning warm-up (only plain warms caches and threads), so the first reply of a
-    policy that learns starts from nothing, as for a new pair."""
+    policy that learns starts from nothing, as for a new pair. ``fresh``: every run
+    starts from empty KV caches (a new chat), so TTFT is a whole prefill in every
+    mode rather than whichever mode ran first on the prompt."""
     report = BenchReport()
     # Warm-up: caches, threads and allocations settle before anything is timed.
     warm = SamplingParams(max_tokens=8)
@@ -186,6 +189,8 @@ def run_bench(
             order = list(modes[(i + r) % len(modes):]) + list(modes[: (i + r) % len(modes)])
             results: dict[str, tuple[Done, list[float] | None]] = {}
             for m in order:
+                if fresh and engine.generator is not None:
+                    engine.generator.reset()
                 gaps: list[float] | None = [] if m.spec.mode is Mode.PLAIN and params.greedy else None
                 results[m.label] = _run_one(engine, prompt, params, m.spec, gaps)
             plain_done, plain_gaps = results[Mode.PLAIN.value]
