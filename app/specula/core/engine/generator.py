@@ -185,8 +185,11 @@ class Generator:
                 reason, done_msg = StopReason.CONTEXT_FULL, full_msg
                 break
             left = params.max_tokens - len(generated)
+            # The first step is the target's alone (TTFT as plain's) unless the draft was
+            # fed the prompt at prefill (draft_first_token): no drafter proposes in it.
+            ready = step > 0 or spec.draft_first_token
             prop, drafter = self._propose(committed, room, left - 1, reply, policy, active,
-                                          ready=not deferred)
+                                          ready=ready)
             try:
                 try:
                     verify_s, new, m, n_relaxed = self._verify(prop, committed, reply)
@@ -281,11 +284,11 @@ class Generator:
 
         ``cells``: KV cells free after the pending token (a tree's nodes each take one);
         ``left``: tokens that may still be drafted before max_tokens (bounds depth only);
-        ``ready``: False before the drafters' deferred catch-up (the first step), when
-        only drafters with nothing to catch up on (lookup) may propose.
+        ``ready``: False in the first step, which is a plain target step: its token is
+        shown before any drafter spends time (the drafters' catch-up comes after it).
         """
         room = min(cells, left)
-        if room <= 0:
+        if room <= 0 or not ready:
             return Proposal(), None
         spec = reply.spec
         look: list[int] = []
@@ -293,9 +296,7 @@ class Generator:
         lookup = active.get(DraftSource.LOOKUP)
         if isinstance(lookup, LookupDrafter):
             look, match = lookup.match(committed, min(room, spec.draft_max))
-        available = frozenset(
-            s for s, d in active.items() if d.available and (ready or d.lag(committed) <= 1)
-        )
+        available = frozenset(s for s, d in active.items() if d.available)
         draft = active.get(DraftSource.DRAFT) or active.get(DraftSource.TREE)
         lag = draft.lag(committed) if draft is not None else 0
         plan = policy.plan(PlanInput(room, available, look, match, lag))
