@@ -293,12 +293,12 @@ class Generator:
         spec = reply.spec
         look: list[int] = []
         match = 0
-        lookup = active.get(DraftSource.LOOKUP)
-        if isinstance(lookup, LookupDrafter):
-            look, match = lookup.match(committed, min(room, spec.draft_max))
+        for d in active.values():  # the best preview (only lookup has one today)
+            toks, n = d.preview(committed, min(room, spec.draft_max))
+            if toks and n > match:
+                look, match = toks, n
         available = frozenset(s for s, d in active.items() if d.available)
-        draft = active.get(DraftSource.DRAFT) or active.get(DraftSource.TREE)
-        lag = draft.lag(committed) if draft is not None else 0
+        lag = max((d.lag(committed) for d in active.values()), default=0)
         plan = policy.plan(PlanInput(room, available, look, match, lag))
         drafter = active.get(plan.source)
         if drafter is None or plan.k <= 0 or not drafter.available:
@@ -388,7 +388,7 @@ class Generator:
         (the correction at the first rejection, or the bonus after the last).
         """
         new: list[NewToken] = []
-        src = Source.LOOKUP if prop.source is DraftSource.LOOKUP else Source.DRAFT
+        src = prop.token_source
         spec, params, rule = reply.spec, reply.params, reply.rule
         n_relaxed = 0
         history = list(committed) if params.has_penalties else []

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from specula.core.engine.events import Source
 from specula.core.engine.sampling import F32, Rule, SamplingParams
 from specula.core.engine.stats import StepShape
 
@@ -75,6 +76,11 @@ class Proposal:
         return len(self.tokens)
 
     @property
+    def token_source(self) -> Source:
+        """How the GUI colours an accepted token of this proposal."""
+        return Source.LOOKUP if self.source is DraftSource.LOOKUP else Source.DRAFT
+
+    @property
     def shape(self) -> StepShape:
         if not self.tokens:
             return StepShape.PLAIN
@@ -123,6 +129,10 @@ class Drafter(Protocol):
 
     def lag(self, committed: Sequence[int]) -> int:
         """Tokens the drafter must catch up on before it can propose."""
+
+    def preview(self, committed: Sequence[int], k: int) -> tuple[list[int], int]:
+        """What it would propose without any decode, and how sure (lookup: the n-gram
+        length), so a policy can weigh it; ([], 0) for drafters that must decode."""
 
     def propose(self, req: DraftRequest) -> Proposal:
         """Up to ``req.k`` tokens (or a tree) after ``req.committed``; empty when it cannot."""

@@ -32,6 +32,9 @@ class LookupDrafter:
     def lag(self, committed: Sequence[int]) -> int:
         return 0
 
+    def preview(self, committed: Sequence[int], k: int) -> tuple[list[int], int]:
+        return self.match(committed, k)
+
     def match(self, committed: Sequence[int], k: int) -> tuple[list[int], int]:
         """(continuation of up to k tokens, matched n-gram length); ([], 0) when none."""
         n_tok = len(committed)

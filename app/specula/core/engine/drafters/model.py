@@ -128,6 +128,22 @@ class ModelDrafter:
     def lag(self, committed: Sequence[int]) -> int:
         return self.model.lag(committed)
 
+    def preview(self, committed: Sequence[int], k: int) -> tuple[list[int], int]:
+        return [], 0
+
+    def _start_step(self, prop: Proposal, committed: Sequence[int], cells: int) -> bool:
+        """Catch the draft up on ``committed``, leaving ``cells`` free for the proposal;
+        False when it cannot draft now (it stops when its window is the reason)."""
+        dm = self.model
+        if cells <= 0 or not self.available:
+            if dm.kv.n_ctx - len(committed) + 1 <= 0:
+                dm.stop(f"the draft's context window ({dm.kv.n_ctx} tokens) is full")
+            return False
+        self._start = len(committed) - 1
+        prop.catchup, prop.draft_s = dm.catch_up(committed, room_after=cells)
+        prop.n_decodes = 1
+        return self.available
+
     def _count(self, prop: Proposal) -> Proposal:
         self.counters.drafts += 1
         self.counters.drafted += len(prop)
@@ -150,15 +166,8 @@ class ChainDrafter(ModelDrafter):
         dm = self.model
         committed = req.committed
         k = min(req.k, dm.kv.n_ctx - len(committed) + 1)  # the draft's own window
-        if k <= 0 or not self.available:
-            if k <= 0:
-                dm.stop(f"the draft's context window ({dm.kv.n_ctx} tokens) is full")
+        if not self._start_step(prop, committed, k):
             return prop
-        self._start = len(committed) - 1
-        prop.catchup, prop.draft_s = dm.catch_up(committed, room_after=k)
-        if not self.available:
-            return prop
-        prop.n_decodes = 1
         pos = len(committed)
         params = req.params
         history = list(committed) if params.has_penalties else []

@@ -88,15 +88,8 @@ class TreeDrafter(ModelDrafter):
         dm = self.model
         committed = req.committed
         budget = min(req.tree_budget, MAX_TREE_SEQS, dm.kv.n_ctx - len(committed))
-        if budget <= 0 or req.k <= 0 or not self.available:
-            if dm.kv.n_ctx - len(committed) <= 0:
-                dm.stop(f"the draft's context window ({dm.kv.n_ctx} tokens) is full")
+        if req.k <= 0 or not self._start_step(prop, committed, budget):
             return prop
-        self._start = len(committed) - 1
-        prop.catchup, prop.draft_s = dm.catch_up(committed, room_after=budget)
-        if not self.available:
-            return prop
-        prop.n_decodes = 1
         tree = TokenTree()
         try:
             with dm.kv.branches(MAX_TREE_SEQS, share_prefix=False):
