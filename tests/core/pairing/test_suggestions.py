@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 from specula.core.gguf.model_info import read_model_info
@@ -57,3 +58,24 @@ def fake_hub_file(hub: FakeHub, tmp_path: Path) -> Path:
     path = tmp_path / "small-download.gguf"
     path.write_bytes(hub.repos[SMALL_REPO].files[SMALL_FILE].data)
     return path
+
+
+def test_a_hub_pair_already_in_a_library_folder_is_that_pair(fake_hub: FakeHub,
+                                                             hub_models: dict[str, Path],
+                                                             tmp_path: Path) -> None:
+    from specula.core.pairing.suggestions import Suggestions
+
+    elsewhere = tmp_path / "lmstudio"
+    _put(elsewhere, f"a/b/{SMALL_FILE}", fake_hub_file(fake_hub, tmp_path))
+    big = fake_hub.repos[TARGET_REPO].files["tiny-coder-7b-instruct-q8_0.gguf"].data
+    (elsewhere / "a/b/tiny-coder-7b-instruct-q8_0.gguf").write_bytes(big)
+    library = Library(tmp_path / "models", extra_dirs=[elsewhere]).scan().models
+    (hub,) = hub_suggestions(HubClient(), tmp_path / "models", library=library)
+    assert hub.ready  # both files are in the library: Load, not Download
+    assert hub.draft.source == str(elsewhere / "a/b" / SMALL_FILE)
+    found = Suggestions(library_suggestions(library))
+    found.add([hub])
+    assert len(found.pairs) == 1  # the library's pair and the hub's are one
+    other_copy = replace(hub, draft=replace(hub.draft, source="/elsewhere/" + SMALL_FILE))
+    found.add([other_copy])
+    assert len(found.pairs) == 1  # another copy of the same two files is still that pair

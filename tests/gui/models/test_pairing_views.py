@@ -14,11 +14,11 @@ from PySide6.QtWidgets import QSizePolicy
 
 from specula.core.gguf.compat import check
 from specula.core.gguf.model_info import read_model_info
+from specula.gui.elided import ElidedLabel
 from specula.gui.models.discover_page import DiscoverPage
 from specula.gui.models.library_model import COLUMNS
 from specula.gui.models.library_page import LibraryPage
 from specula.gui.models.repo_files_view import FIT_COL, PAIR_COL
-from specula.gui.models.widgets import ElidedLabel
 from tests.fixtures.fake_hub import FakeHub
 from tests.fixtures.hub_repos import (
     MEDIUM_REPO,
@@ -187,15 +187,11 @@ def test_library_rows_are_readable(ctx, hub_models, qtbot, tmp_path) -> None:  #
     assert pairs.wordWrap() and pairs.textElideMode() == Qt.TextElideMode.ElideNone
 
 
-def test_long_names_are_elided_in_the_middle(qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_long_names_never_widen_a_pane(qtbot) -> None:  # type: ignore[no-untyped-def]
     name = "Qwen2.5-Coder-1.5B-Instruct-GGUF/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
     label = ElidedLabel(name)
     qtbot.addWidget(label)
-    label.resize(label.fontMetrics().horizontalAdvance(name) // 2, 20)
-    shown = label.elided()
-    head, _, tail = shown.partition("…")
-    assert tail and name.startswith(head) and name.endswith(tail)  # both ends kept
-    assert tail.endswith("q4_k_m.gguf") and label.toolTip() == name
+    assert label.toolTip() == name  # the full name on hover
     # a layout never widens for it: its width is ignored, its minimum is a few characters
     assert label.sizePolicy().horizontalPolicy() == QSizePolicy.Policy.Ignored
     assert label.minimumSizeHint().width() < label.fontMetrics().horizontalAdvance(name) // 4
@@ -239,3 +235,19 @@ def test_a_hub_file_already_in_a_library_folder_is_not_offered_again(
     page.files.selectRow(0)
     assert page.files_model.rows[0].local and not page.download_button.isEnabled()
     assert "Already in the library" in page.download_hint.text()
+
+
+def test_pane_rows_are_as_tall_as_their_contents(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from specula.gui.models.widgets import SidePane
+
+    pane = SidePane("TITLE", "status", "List")
+    qtbot.addWidget(pane)
+    pane.resize(400, 300)
+    pane.show()  # rows added while the pane is visible
+    row, lay = pane.add_row("data")
+    label = ElidedLabel("a row's text", row)
+    lay.addWidget(label)
+    pane.show_rows()
+    item = pane.list.item(0)
+    assert pane.list.itemWidget(item) is row and label.isVisibleTo(pane)
+    assert pane.list.visualItemRect(item).height() >= label.sizeHint().height()

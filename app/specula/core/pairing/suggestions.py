@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from specula.core.gguf.model_info import GGUFError, ModelInfo, read_model_info
 from specula.core.hub.client import HubClient
@@ -22,7 +22,13 @@ from specula.core.hub.errors import HubError
 from specula.core.hub.partial_files import local_path
 from specula.core.hub.remote_header import read_remote_info
 from specula.core.library.scan import LocalModel
-from specula.core.pairing.drafts import DraftCandidate, hub_drafts, library_pairs, pick_file
+from specula.core.pairing.drafts import (
+    DraftCandidate,
+    hub_drafts,
+    library_pairs,
+    pick_file,
+    same_file,
+)
 from specula.core.pairing.names import family_key, model_scale, size_from_name
 
 DEFAULT_QUERY = "coder"
@@ -64,6 +70,20 @@ class SuggestedPair:
 class Suggestions:
     pairs: list[SuggestedPair] = field(default_factory=list)
     hub_error: str = ""
+
+    def add(self, more: list[SuggestedPair]) -> None:
+        """Append the pairs not listed yet: the same two files (wherever their copies are,
+        in the library or on the hub) are one pair."""
+        listed = {_files(p) for p in self.pairs}
+        for p in more:
+            if _files(p) not in listed:
+                listed.add(_files(p))
+                self.pairs.append(p)
+
+
+def _files(p: SuggestedPair) -> tuple[tuple[str, int | None], tuple[str, int | None]]:
+    return (same_file(PurePosixPath(p.target.source).name, p.target.size),
+            same_file(PurePosixPath(p.draft.source).name, p.draft.size))
 
 
 def _local_end(model: LocalModel, info: ModelInfo) -> End:
@@ -108,11 +128,14 @@ def library_suggestions(library: list[LocalModel], loaded: ModelInfo | None = No
 
 
 def hub_suggestions(hub: HubClient, models_dir: Path | None = None, *, query: str = DEFAULT_QUERY,
-                    limit: int = 2, check: Callable[[], None] = lambda: None) -> list[SuggestedPair]:
+                    limit: int = 2, check: Callable[[], None] = lambda: None,
+                    library: list[LocalModel] | None = None) -> list[SuggestedPair]:
     """The most downloaded GGUF targets for ``query``, one per family, each with its best draft.
 
-    A file already downloaded into ``models_dir`` is shown as the library copy.
+    A file already downloaded into ``models_dir``, or the same file (name and size) in any
+    ``library`` folder, is shown as the library copy.
     """
+    have = {same_file(m.name, m.size): m for m in library or []}
     out: list[SuggestedPair] = []
     families: set[str] = set()
     for summary in hub.search(query, limit=20):
@@ -138,16 +161,20 @@ def hub_suggestions(hub: HubClient, models_dir: Path | None = None, *, query: st
         target = End(info.display_name, f"{summary.repo_id}/{chosen.filename}", "hub",
                      chosen.total_size)
         best = found.candidates[0]
-        out.append(SuggestedPair(_downloaded(target, models_dir), _downloaded(_draft_end(best),
-                                                                              models_dir),
+        out.append(SuggestedPair(_downloaded(target, models_dir, have),
+                                 _downloaded(_draft_end(best), models_dir, have),
                                  "popular on the hub", tuple(best.reasons)))
     return out
 
 
-def _downloaded(end: End, models_dir: Path | None) -> End:
-    """The library copy of a hub file when it was downloaded already."""
+def _downloaded(end: End, models_dir: Path | None,
+                have: dict[tuple[str, int | None], LocalModel]) -> End:
+    """The library copy of a hub file when it is in the library already."""
     where = end.repo_file
-    if where is None or models_dir is None:
+    if where is None:
         return end
-    path = local_path(models_dir, *where)
-    return End(end.name, str(path), "library", end.size) if path.is_file() else end
+    twin = have.get(same_file(where[1], end.size))
+    if twin is not None:
+        return End(end.name, str(twin.path), "library", end.size)
+    path = local_path(models_dir, *where) if models_dir is not None else None
+    return End(end.name, str(path), "library", end.size) if path and path.is_file() else end

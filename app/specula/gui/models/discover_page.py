@@ -33,11 +33,12 @@ from specula.core.hub.remote_header import read_remote_info
 from specula.core.pairing.badges import badges_for, detected_gpu_free, human_size, plural
 from specula.core.pairing.drafts import same_file
 from specula.gui.context import AppContext
+from specula.gui.elided import ElidedLabel
 from specula.gui.models.drafts_panel import DraftsPanel
 from specula.gui.models.repo_files_view import FileRow, RepoFilesModel, RepoFilesView
 from specula.gui.models.search_model import REPO_ROLE, SearchResultsModel
 from specula.gui.models.suggestions_panel import SuggestionsPanel
-from specula.gui.models.widgets import ElidedLabel, muted, page_layout, search_box, set_tone
+from specula.gui.models.widgets import muted, page_layout, search_box, set_tone
 from specula.gui.tasks import Task, TaskContext, TaskError, start_task
 
 SEARCH_DELAY_MS = 350

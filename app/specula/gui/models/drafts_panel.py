@@ -31,7 +31,8 @@ from specula.core.pairing.drafts import (
     library_drafts,
     merge_hub,
 )
-from specula.gui.models.widgets import ElidedLabel, SidePane
+from specula.gui.elided import ElidedLabel
+from specula.gui.models.widgets import SidePane
 from specula.gui.tasks import Task, TaskContext, TaskError, start_task
 
 
@@ -120,7 +121,7 @@ class DraftsPanel(SidePane):
         self.buttons.clear()
         for c in result.local + result.hub:
             self._add(c)
-        self.fit_rows()
+        self.show_rows()
         n_local, n_hub = len(result.local), len(result.hub)
         text = f"{n_local} in the library, {n_hub} more on the hub"
         if result.hub_error:

@@ -28,7 +28,8 @@ from specula.core.pairing.suggestions import (
     hub_suggestions,
     library_suggestions,
 )
-from specula.gui.models.widgets import ElidedLabel, SidePane
+from specula.gui.elided import ElidedLabel
+from specula.gui.models.widgets import SidePane
 from specula.gui.tasks import Task, TaskContext, TaskError, start_task
 
 
@@ -39,7 +40,7 @@ def suggest(ctx: TaskContext, library: list[LocalModel], loaded: ModelInfo | Non
     ctx.check()
     ctx.emit(Suggestions(list(out.pairs)))
     try:
-        out.pairs += hub_suggestions(HubClient(), models_dir, check=ctx.check)
+        out.add(hub_suggestions(HubClient(), models_dir, check=ctx.check, library=library))
     except Cancelled:
         raise
     except Exception as exc:  # the hub is a bonus here: say why, keep the library's pairs
@@ -98,7 +99,7 @@ class SuggestionsPanel(SidePane):
         self.buttons.clear()
         for p in result.pairs:
             self._add(p)
-        self.fit_rows()
+        self.show_rows()
         text = (plural(len(result.pairs), "pair") + " to try" if result.pairs else
                 "No pair found yet: download a target and a small draft of the same family.")
         if result.hub_error:

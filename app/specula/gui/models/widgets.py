@@ -3,12 +3,13 @@
 Why: the same three-line constructions (object name for the theme, word
 wrap, eliding) were repeated in every pane and drifted (one list cut its
 lines mid-word, another elided at the end); one place keeps them alike.
+Names elided in the middle come from :mod:`specula.gui.elided`, shared with
+the chat page.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Qt
-from PySide6.QtGui import QPainter, QPaintEvent
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -16,7 +17,6 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QListWidgetItem,
-    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
@@ -82,24 +82,27 @@ class SidePane(QFrame):
         lay.addWidget(self.status)
         self.list = side_list(list_name, self)
         lay.addWidget(self.list, 1)
+        self._pending: list[tuple[QListWidgetItem, QWidget]] = []
 
     def add_row(self, data: object) -> tuple[QWidget, QHBoxLayout]:
-        """A new row: the widget to fill (through the returned layout), holding ``data``."""
+        """A new row holding ``data``: fill the returned widget through its layout, then call
+        :meth:`show_rows` once every row is filled."""
         item = QListWidgetItem(self.list)
         item.setData(Qt.ItemDataRole.UserRole, data)
         row = QWidget(self.list)
         lay = QHBoxLayout(row)
         lay.setContentsMargins(6, 2, 6, 2)
-        self.list.setItemWidget(item, row)
+        self._pending.append((item, row))
         return row, lay
 
-    def fit_rows(self) -> None:
-        """Size every row to its widget (call once the rows are filled)."""
-        for i in range(self.list.count()):
-            item = self.list.item(i)
-            hint = self.list.itemWidget(item).sizeHint()
+    def show_rows(self) -> None:
+        """Put the filled rows in the list, each item as tall as its row."""
+        for item, row in self._pending:
+            hint = row.sizeHint()
             hint.setHeight(hint.height() + 14)  # the list's item padding
             item.setSizeHint(hint)
+            self.list.setItemWidget(item, row)
+        self._pending.clear()
 
 
 def set_tone(label: QLabel, name: str) -> None:
@@ -107,36 +110,3 @@ def set_tone(label: QLabel, name: str) -> None:
     label.setObjectName(name)
     label.style().unpolish(label)
     label.style().polish(label)
-
-
-class ElidedLabel(QLabel):
-    """One line of text elided in the middle when narrow, the full text in the tooltip.
-
-    Model names differ at their ends ('...-1.5B-Instruct-Q4_K_M' vs '...-Q8_0'),
-    so cutting the end hides exactly what tells them apart. The label never
-    asks for more width than a few characters, so a long name cannot widen
-    the window.
-    """
-
-    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.setText(text)
-
-    def setText(self, text: str) -> None:
-        super().setText(text)
-        self.setToolTip(text)
-
-    def elided(self) -> str:
-        """The text as shown at the current width."""
-        return self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideMiddle,
-                                             max(self.contentsRect().width(), 0))
-
-    def minimumSizeHint(self) -> QSize:
-        return QSize(self.fontMetrics().horizontalAdvance("M" * 6), super().minimumSizeHint().height())
-
-    def paintEvent(self, _event: QPaintEvent) -> None:
-        painter = QPainter(self)
-        painter.setPen(self.palette().color(self.foregroundRole()))
-        painter.drawText(self.contentsRect(), int(self.alignment() | Qt.AlignmentFlag.AlignVCenter),
-                         self.elided())
