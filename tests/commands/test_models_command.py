@@ -15,7 +15,7 @@ import pytest
 
 from specula.cli import main
 from specula.core.hub.partial_files import part_file
-from tests.fixtures.fake_hub import FakeHub
+from tests.fixtures.fake_hub import STALL_GUARD_S, FakeHub
 from tests.fixtures.hub_repos import SMALL_FILE, SMALL_REPO, SPLIT_FIRST, TARGET_FILE, TARGET_REPO
 
 
@@ -107,16 +107,22 @@ def test_pull_errors_are_one_line(fake_hub: FakeHub, capsys: pytest.CaptureFixtu
 
 def test_pull_interrupted_leaves_a_resumable_part(
         fake_hub: FakeHub, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    """Ctrl-C (a real SIGINT) while the body is arriving keeps the .part for the next run."""
+    """Ctrl-C (a real SIGINT) while the body is arriving keeps the .part for the next run.
+
+    The order is pinned, not timed: the hub stalls the body after 300 KB and resumes
+    only when the test releases it, after the pull has returned; the SIGINT is sent
+    once the received bytes are on disk. No step waits on a clock (the bounds only
+    end a broken run).
+    """
     fake_hub.stall_after[TARGET_FILE] = 300_000
 
     part = part_file(tmp_path / "m" / TARGET_REPO / TARGET_FILE)
 
     def press_ctrl_c() -> None:
-        if not fake_hub.stalled.wait(10):
+        if not fake_hub.stalled.wait(STALL_GUARD_S):
             return
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and not (part.exists() and part.stat().st_size):
+        guard = time.monotonic() + STALL_GUARD_S
+        while not (part.exists() and part.stat().st_size) and time.monotonic() < guard:
             time.sleep(0.01)  # until the received bytes are on disk
         os.kill(os.getpid(), signal.SIGINT)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from specula.core.engine.config import Mode
 from specula.core.settings import SCHEMA_VERSION, Settings, migrate
 
@@ -60,3 +62,104 @@ def test_v2_gains_model_folders(tmp_path) -> None:  # type: ignore[no-untyped-de
     assert s.add_extra_dir(str(tmp_path)) and not s.add_extra_dir(str(tmp_path))
     s.save(path)
     assert Settings.load(path).extra_model_dirs == [str(tmp_path)]
+
+
+# -- damaged and newer files (each lost the user's settings before) ------------
+
+DAMAGED = {
+    "truncated": b'{"schema_version": 3, "theme": "li',
+    "random bytes": bytes(range(256)) * 4,
+    "a JSON list": b'["dark", 4096]',
+    "a JSON string": b'"settings"',
+    "empty": b"",
+    "NUL bytes": b"\0" * 64,
+}
+
+
+@pytest.mark.parametrize("name", sorted(DAMAGED))
+def test_an_unreadable_file_is_kept_aside_and_the_user_told(name: str) -> None:
+    path = Settings.path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(DAMAGED[name])
+    s = Settings.load()
+    assert s == Settings()
+    backups = list(path.parent.glob("settings.json.bad-*"))
+    assert len(backups) == 1 and backups[0].read_bytes() == DAMAGED[name]
+    assert s.load_notice is not None and str(backups[0]) in s.load_notice
+    s.save()  # the first save no longer destroys anything
+    assert backups[0].read_bytes() == DAMAGED[name]
+    assert Settings.load().load_notice is None
+
+
+def test_wrong_types_keep_the_good_values_and_a_copy() -> None:
+    path = Settings.path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    original = json.dumps({"schema_version": 3, "theme": "light", "n_ctx": "big",
+                           "generation": {"temperature": float("nan"), "top_k": 7},
+                           "recent_targets": ["/a.gguf", 5]})
+    path.write_text(original)
+    s = Settings.load()
+    assert (s.theme, s.n_ctx, s.generation.top_k) == ("light", 4096, 7)
+    assert s.generation.temperature == 0.0  # NaN is no temperature
+    assert s.recent_targets == ["/a.gguf"]
+    assert s.load_notice is not None
+    for name in ("n_ctx", "generation.temperature", "recent_targets"):
+        assert name in s.load_notice
+    (backup,) = path.parent.glob("settings.json.bad-*")
+    assert backup.read_text() == original and str(backup) in s.load_notice
+
+
+def test_utf16_is_read() -> None:
+    """Saved by an editor as UTF-16 (with its BOM): the same settings, nothing lost."""
+    path = Settings.path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(json.dumps({"schema_version": 3, "theme": "light"}).encode("utf-16"))
+    s = Settings.load()
+    assert s.theme == "light" and s.load_notice is None
+
+
+def test_a_newer_schema_is_never_downgraded() -> None:
+    path = Settings.path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({
+        "schema_version": 99, "theme": "light", "future_key": {"a": [1, 2]},
+        "generation": {"temperature": 0.5, "future_sampler": "xtc"},
+    }))
+    s = Settings.load()
+    assert (s.theme, s.generation.temperature) == ("light", 0.5)
+    s.n_threads = 3
+    s.save()
+    saved = json.loads(path.read_text())
+    assert saved["schema_version"] == 99
+    assert saved["future_key"] == {"a": [1, 2]}
+    assert saved["generation"]["future_sampler"] == "xtc"
+    assert saved["generation"]["temperature"] == 0.5 and saved["n_threads"] == 3
+    assert "load_notice" not in saved and "_unknown" not in saved
+
+
+def test_a_directory_at_the_path_is_moved_aside() -> None:
+    path = Settings.path()
+    path.mkdir(parents=True)
+    (path / "inside.txt").write_text("mine")
+    s = Settings.load()
+    assert s == Settings() and s.load_notice is not None
+    (backup,) = path.parent.glob("settings.json.bad-*")
+    assert (backup / "inside.txt").read_text() == "mine"
+    s.theme = "light"
+    s.save()
+    assert Settings.load().theme == "light"
+
+
+def test_a_directory_that_cannot_be_moved_is_never_clobbered(monkeypatch: pytest.MonkeyPatch) -> None:
+    path = Settings.path()
+    path.mkdir(parents=True)
+
+    def refuse(*_a: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr("specula.core.settings.os.replace", refuse)
+    s = Settings.load()
+    assert s == Settings() and s.load_notice is not None and "cannot move it aside" in s.load_notice
+    with pytest.raises(IsADirectoryError, match="folder is in the way"):
+        s.save()
+    assert path.is_dir()

@@ -52,7 +52,8 @@ def add_sampling_args(p: argparse.ArgumentParser, *, max_tokens: int = 512) -> N
     g.add_argument("--top-p", type=float, default=0.95)
     g.add_argument("--min-p", type=float, default=0.05)
     g.add_argument("--repeat-penalty", type=float, default=1.0)
-    g.add_argument("--seed", type=int, default=None, help="-1 or absent: a fresh seed per reply (reported)")
+    g.add_argument("--seed", type=int, default=None,
+                   help="sampling seed (-1: a fresh seed for each reply, shown after it)")
     g.add_argument("--rule", default=DEFAULT_RULE.value, choices=[r.value for r in Rule],
                    help=f"exact acceptance rule when sampling (default: {DEFAULT_RULE.value}: "
                         "the same text for a seed in every mode)")

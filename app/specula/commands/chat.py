@@ -7,6 +7,8 @@ Commands: /draft on|off, /mode NAME, /reset, /stats, /quit.
 from __future__ import annotations
 
 import argparse
+import io
+import secrets
 import sys
 import threading
 from dataclasses import replace
@@ -20,9 +22,11 @@ from specula.commands._engine_args import (
     sampling_params,
     spec_config,
 )
+from specula.core.chat.template import TemplateError
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine, LoadError
 from specula.core.engine.events import Done, Source, StopReason, TokenEvent
+from specula.core.engine.sampling import SamplingParams
 
 GREEN, CYAN, RESET, DIM = "\x1b[32m", "\x1b[36m", "\x1b[0m", "\x1b[2m"
 HELP = "commands: /draft on|off, /mode plain|chain|adaptive|tree|lookup, /reset, /stats, /quit"
@@ -70,7 +74,32 @@ def _handle_command(line: str, state: dict[str, object], engine: Engine) -> bool
     return True
 
 
+def _tolerant_streams() -> None:
+    """Bytes that are not UTF-8 on stdin, and text the terminal's encoding cannot show,
+    become U+FFFD / '?' instead of ending the session with a Unicode error."""
+    for stream in (sys.stdin, sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="replace")
+
+
+def clean_line(line: str) -> str:
+    """``line`` without lone surrogates (what ``surrogateescape`` makes of invalid UTF-8)."""
+    try:
+        raw = line.encode("utf-8", "surrogateescape")  # the bytes that came in
+    except UnicodeEncodeError:  # a surrogate that no decoder made: replace it
+        raw = line.encode("utf-8", "replace")
+    return raw.decode("utf-8", "replace")
+
+
+def reply_params(params: SamplingParams) -> SamplingParams:
+    """``--seed -1``: a fresh seed for each reply, drawn here so that it can be shown."""
+    if params.seed is not None and params.seed < 0:
+        return replace(params, seed=secrets.randbelow(2**31))
+    return params
+
+
 def run(a: argparse.Namespace) -> int:
+    _tolerant_streams()
     loaded = _load(a)
     if isinstance(loaded, int):
         return loaded
@@ -88,6 +117,7 @@ def run(a: argparse.Namespace) -> int:
             line = input("> ")
         except EOFError:
             break
+        line = clean_line(line)
         if not line.strip():
             continue
         if line.startswith("/"):
@@ -103,8 +133,9 @@ def run(a: argparse.Namespace) -> int:
             spec = replace(spec, mode=Mode.PLAIN)
         cancel = threading.Event()
         done: Done | None = None
+        reply = reply_params(params)
         try:
-            for ev in engine.chat(msgs, params, spec, cancel):
+            for ev in engine.chat(msgs, reply, spec, cancel):
                 if isinstance(ev, TokenEvent):
                     if color and ev.source in (Source.DRAFT, Source.LOOKUP):
                         sys.stdout.write((GREEN if ev.source is Source.DRAFT else CYAN) + ev.text + RESET)
@@ -116,6 +147,12 @@ def run(a: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             cancel.set()
             print("\n[stopped]", file=sys.stderr)
+        except (TemplateError, LoadError, ValueError) as exc:
+            # The template refused this conversation (or a limit hit): say so, drop the
+            # message that caused it and keep the session.
+            msgs.pop()
+            print(f"specula: error: {exc}", file=sys.stderr)
+            continue
         sys.stdout.write("\n")
         if done is not None:
             msgs.append({"role": "assistant", "content": done.text})
@@ -123,6 +160,8 @@ def run(a: argparse.Namespace) -> int:
             note = "" if done.stop_reason in (StopReason.EOS, StopReason.STOP_STRING) else f", stopped: {done.stop_reason.value}"
             if done.message:
                 note += f" ({done.message})"
+            if reply.seed is not None and reply.seed != params.seed:
+                note += f", seed {reply.seed}"
             print(f"{DIM if color else ''}[{done.stats.summary_line()}{note}]{RESET if color else ''}", file=sys.stderr)
     engine.close()
     return 0

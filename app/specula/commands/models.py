@@ -159,6 +159,8 @@ def _pull(args: argparse.Namespace) -> int:
         print(f"downloaded {result.paths[0]}{resumed}")
         for extra in result.paths[1:]:
             print(f"           {extra}")
+        for name in result.without_checksum:
+            print(f"{name}: {result.verified[name]}")
     return 0 if result.state is DownloadState.DONE else 1
 
 

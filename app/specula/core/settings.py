@@ -1,16 +1,30 @@
 """Typed user settings with a schema version, stored as JSON under ``paths.config_dir()``.
 
-``Settings.load()`` never fails: a missing file gives the defaults, an older
-schema is migrated step by step (``MIGRATIONS[n]`` turns version ``n`` into
-``n + 1``), unknown keys are dropped and values of the wrong type fall back to
-their defaults with a log line. ``save()`` writes atomically.
+``Settings.load()`` never fails and never loses what the user had:
+
+* a missing file gives the defaults; an older schema is migrated step by step
+  (``MIGRATIONS[n]`` turns version ``n`` into ``n + 1``);
+* a file that cannot be read as a JSON object (truncated, random bytes, a
+  list, a directory at the path) is moved aside as ``settings.json.bad-<UTC
+  time>`` and the defaults are used; values of the wrong type fall back to
+  their defaults and the file is first copied aside the same way. Either way
+  :attr:`Settings.load_notice` says what happened and where the old file is,
+  for the app to tell the user;
+* a file written by a newer Specula (a higher schema) is read for what this
+  version knows; its unknown keys and its schema number are kept, so a save
+  never rewrites it as an older schema.
+
+``save()`` writes atomically.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import os
+import shutil
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -100,6 +114,12 @@ class Settings:
     models_dir: str = ""  # "" = the default folder (SPECULA_MODELS_DIR still wins)
     extra_model_dirs: list[str] = field(default_factory=list)  # indexed in place, never copied
 
+    # What load() found, for the app to tell the user; never saved.
+    load_notice: str | None = field(default=None, compare=False, repr=False)
+    # Keys a newer Specula wrote (kept on save) and the schema it wrote them with.
+    _unknown: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    _file_schema: int = field(default=SCHEMA_VERSION, compare=False, repr=False)
+
     # -- persistence ---------------------------------------------------------
     @staticmethod
     def path() -> Path:
@@ -109,35 +129,73 @@ class Settings:
     def load(cls, path: Path | None = None) -> Settings:
         path = path or cls.path()
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
+            raw = json.loads(path.read_bytes())  # bytes: UTF-8, -16 and -32 are all read
         except FileNotFoundError:
             return cls()
-        except (OSError, ValueError) as exc:
-            log.warning("settings file %s unreadable (%s); using defaults", path, exc)
-            return cls()
+        except (OSError, ValueError) as exc:  # a directory, unreadable, not JSON, not text
+            problem = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            return cls._damaged(path, f"it cannot be read ({problem})")
         if not isinstance(raw, dict):
-            log.warning("settings file %s is not an object; using defaults", path)
-            return cls()
-        return cls.from_dict(migrate(raw))
+            return cls._damaged(path, f"it holds a JSON {type(raw).__name__}, not settings")
+        rejected: list[str] = []
+        newer = _schema_of(raw) > SCHEMA_VERSION
+        out = cls.from_dict(migrate(dict(raw)), rejected=rejected, keep_unknown=newer)
+        if newer:
+            out._file_schema = _schema_of(raw)
+        if rejected:
+            backup = _set_aside(path, copy=True)
+            out.load_notice = (
+                f"Some settings in {path} had values of the wrong kind ({', '.join(rejected)}) "
+                f"and were reset to their defaults. The file as it was is kept as {backup}.")
+            log.warning("%s", out.load_notice)
+        return out
+
+    @classmethod
+    def _damaged(cls, path: Path, why: str) -> Settings:
+        out = cls()
+        try:
+            backup = _set_aside(path, copy=False)
+        except OSError as exc:
+            out.load_notice = (f"Your settings file {path} could not be used: {why}. Specula "
+                               f"started with default settings and cannot move it aside "
+                               f"({exc.strerror or exc}); it will not be overwritten.")
+        else:
+            out.load_notice = (f"Your settings file could not be used: {why}. Specula started "
+                               f"with default settings; the old file is kept as {backup}.")
+        log.warning("%s", out.load_notice)
+        return out
 
     def save(self, path: Path | None = None) -> None:
         path = path or self.path()
+        if path.is_dir():  # left there when it could not be moved aside: never clobber it
+            raise IsADirectoryError(21, "a folder is in the way of the settings file", str(path))
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(self.to_dict(), indent=2), encoding="utf-8")
         os.replace(tmp, path)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        for name in _NOT_SAVED:
+            data.pop(name, None)
+        data = _merge(self._unknown, data)
+        data["schema_version"] = max(SCHEMA_VERSION, self._file_schema)  # never downgrade
+        return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Settings:
-        out = _fill(cls, data)
+    def from_dict(cls, data: dict[str, Any], *, rejected: list[str] | None = None,
+                  keep_unknown: bool = False) -> Settings:
+        rejected = rejected if rejected is not None else []
+        out = _fill(cls, data, rejected, "")
         assert isinstance(out, Settings)
         out.schema_version = SCHEMA_VERSION
         if out.theme not in THEMES:
             out.theme = "dark"
+            rejected.append("theme")
         if out.token_colours not in TOKEN_COLOURS:
             out.token_colours = "source"
+            rejected.append("token_colours")
+        if keep_unknown:
+            out._unknown = _unknown_keys(cls, data)
         return out
 
     # -- helpers -------------------------------------------------------------
@@ -163,33 +221,85 @@ class Settings:
 
 
 _NESTED: dict[str, type] = {"generation": GenerationDefaults, "speculative": SpeculativeDefaults}
+_NOT_SAVED = ("load_notice", "_unknown", "_file_schema")
 
 
-def _fill(cls: type, data: dict[str, Any]) -> object:
-    """An instance of dataclass ``cls`` from ``data``, keeping only well-typed values."""
+def _schema_of(raw: dict[str, Any]) -> int:
+    v = raw.get("schema_version", 1)
+    return v if isinstance(v, int) and not isinstance(v, bool) else 1
+
+
+def _set_aside(path: Path, *, copy: bool) -> Path:
+    """Move (or copy) ``path`` to ``<name>.bad-<UTC time>`` beside it; the new path."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    backup = path.with_name(f"{path.name}.bad-{stamp}")
+    n = 1
+    while backup.exists():
+        n += 1
+        backup = path.with_name(f"{path.name}.bad-{stamp}-{n}")
+    if copy:
+        shutil.copy2(path, backup)
+    else:
+        os.replace(path, backup)
+    return backup
+
+
+def _unknown_keys(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    """The keys of ``data`` that dataclass ``cls`` does not have (nested ones too)."""
+    known = {f.name: f for f in fields(cls)}
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in known:
+            out[key] = value
+        elif key in _NESTED and isinstance(value, dict):
+            nested = _unknown_keys(_NESTED[key], value)
+            if nested:
+                out[key] = nested
+    return out
+
+
+def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    """``top`` over ``base``, nested dicts merged."""
+    out = dict(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _fill(cls: type, data: dict[str, Any], rejected: list[str], prefix: str) -> object:
+    """An instance of dataclass ``cls`` from ``data``, keeping only well-typed values;
+    the names of the values it had to reject are appended to ``rejected``."""
     default = cls()
     for f in fields(cls):
-        if f.name not in data:
+        if f.name not in data or f.name in _NOT_SAVED or f.name == "schema_version":
             continue
         value = data[f.name]
         current = getattr(default, f.name)
+        name = prefix + f.name
         if f.name in _NESTED and isinstance(value, dict):
-            setattr(default, f.name, _fill(_NESTED[f.name], value))
+            setattr(default, f.name, _fill(_NESTED[f.name], value, rejected, name + "."))
         elif isinstance(current, bool):
             if isinstance(value, bool):
                 setattr(default, f.name, value)
             else:
-                log.warning("setting %s: expected true/false, got %r", f.name, value)
-        elif isinstance(current, float) and isinstance(value, (int, float)) and not isinstance(
-            value, bool
-        ):
-            setattr(default, f.name, float(value))
+                rejected.append(name)
+        elif isinstance(current, float):
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                setattr(default, f.name, float(value))
+            else:
+                rejected.append(name)
         elif isinstance(current, list) and isinstance(value, list):
-            setattr(default, f.name, [str(v) for v in value if isinstance(v, str)])
+            kept = [v for v in value if isinstance(v, str)]
+            if len(kept) != len(value):
+                rejected.append(name)
+            setattr(default, f.name, kept)
         elif type(value) is type(current):
             setattr(default, f.name, value)
         else:
-            log.warning("setting %s: unexpected value %r; using the default", f.name, value)
+            rejected.append(name)
     return default
 
 

@@ -40,11 +40,28 @@ def create_window(model: str | None = None, draft: str | None = None):  # type: 
     ctx = AppContext()
     theme.apply(ctx.settings.theme)
     window = MainWindow(ctx)
+    show_startup_notices(window)
     if model:
         window.chat.model_bar.choose_target(model)
         if draft:
             window.chat.model_bar.choose_draft(draft)
     return window
+
+
+def startup_notices(ctx) -> list[str]:  # type: ignore[no-untyped-def]
+    """What the core had to do with the user's files at start (a damaged settings file or
+    conversations database set aside), one sentence each, saying where the old file is."""
+    found = (ctx.settings.load_notice, ctx.store.load_notice)
+    return [n for n in found if n]
+
+
+def show_startup_notices(window) -> None:  # type: ignore[no-untyped-def]
+    """One non-blocking dialog with every notice, over the window; the app keeps running."""
+    from specula.gui import errors
+
+    notices = startup_notices(window.ctx)
+    if notices:
+        errors.show_error(window, "Specula: your data", "\n\n".join(notices))
 
 
 def run_app(model: str | None = None, draft: str | None = None) -> int:

@@ -4,11 +4,21 @@ Every write commits at once, so a crash loses nothing that was saved. The
 schema is migrated with ``PRAGMA user_version`` (one function per version,
 as qutebrowser's ``misc/sql.py``). A message carries ``meta``: free JSON for
 the reply's statistics, stop reason and token provenance segments.
+
+A database that cannot be used (not SQLite, truncated, damaged pages, written
+by a newer Specula, a folder at the path) never stops the app: it is moved
+aside as ``conversations.sqlite3.bad-<UTC time>`` (its journal files with it),
+a fresh one is started, and :attr:`ConversationStore.load_notice` says where
+the old one is. A row with a value of the wrong kind (``created = 'abc'``) is
+read with that value repaired, and logged.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import math
+import os
 import sqlite3
 import time
 from collections.abc import Callable
@@ -17,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from specula.core import paths
+
+log = logging.getLogger("specula.conversations")
 
 DB_NAME = "conversations.sqlite3"
 DEFAULT_TITLE = "New chat"
@@ -69,26 +81,77 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v0_to_v1]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+class StoreTooNew(Exception):
+    """The database was written by a newer Specula."""
+
+
 class ConversationStore:
     """All conversations; one connection, used from one thread at a time."""
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or paths.data_dir() / DB_NAME
-        self._db = sqlite3.connect(self.path, check_same_thread=False)
-        self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA foreign_keys = ON")
-        self._migrate()
+        self.load_notice: str | None = None
+        """Set when the database could not be used and was set aside (for the app to say)."""
+        try:
+            self._db = self._open(self.path)
+        except (sqlite3.DatabaseError, OSError, StoreTooNew) as exc:
+            self._db = self._recover(exc)
 
-    def _migrate(self) -> None:
-        version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+    @staticmethod
+    def _connect(path: Path | str) -> sqlite3.Connection:
+        db = sqlite3.connect(path, check_same_thread=False)
+        db.row_factory = sqlite3.Row
+        db.execute("PRAGMA foreign_keys = ON")
+        return db
+
+    def _open(self, path: Path) -> sqlite3.Connection:
+        if path.is_dir():
+            raise IsADirectoryError(21, "a folder is in the way", str(path))
+        db = self._connect(path)
+        try:
+            # Reads every page: a truncated or damaged file fails here, not in the middle
+            # of a session.
+            result = db.execute("PRAGMA quick_check").fetchone()[0]
+            if result != "ok":
+                raise sqlite3.DatabaseError(f"the integrity check failed ({result})")
+            self._migrate(db)
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _recover(self, exc: BaseException) -> sqlite3.Connection:
+        why = str(exc) if isinstance(exc, StoreTooNew) else f"it is damaged ({exc})"
+        if isinstance(exc, OSError):
+            why = f"it cannot be opened ({exc.strerror or exc})"
+        try:
+            backup = _set_aside(self.path)
+            db = self._open(self.path)
+        except (OSError, sqlite3.DatabaseError, StoreTooNew) as again:
+            self.load_notice = (
+                f"Your conversations database {self.path} cannot be used: {why}. It was left "
+                f"as it is ({again}); conversations of this session will not be saved.")
+            log.error("%s", self.load_notice)
+            db = self._connect(":memory:")
+            self._migrate(db)
+            return db
+        self.load_notice = (
+            f"Your conversations database could not be used: {why}. Specula started a new "
+            f"one; the old file is kept as {backup}.")
+        log.warning("%s", self.load_notice)
+        return db
+
+    @staticmethod
+    def _migrate(db: sqlite3.Connection) -> None:
+        version = int(db.execute("PRAGMA user_version").fetchone()[0])
         if version > SCHEMA_VERSION:
-            raise RuntimeError(
-                f"{self.path} was written by a newer Specula (schema {version} > {SCHEMA_VERSION})"
-            )
+            raise StoreTooNew(
+                f"it was written by a newer Specula (schema {version}; this one reads "
+                f"{SCHEMA_VERSION})")
         for v in range(version, SCHEMA_VERSION):
-            with self._db:
-                MIGRATIONS[v](self._db)
-                self._db.execute(f"PRAGMA user_version = {v + 1}")
+            with db:
+                MIGRATIONS[v](db)
+                db.execute(f"PRAGMA user_version = {v + 1}")
 
     @property
     def schema_version(self) -> int:
@@ -197,19 +260,62 @@ class ConversationStore:
             )
 
 
+def _set_aside(path: Path) -> Path:
+    """Move ``path`` (and its -wal, -shm, -journal files) to ``<name>.bad-<UTC time>``."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    backup = path.with_name(f"{path.name}.bad-{stamp}")
+    n = 1
+    while backup.exists():
+        n += 1
+        backup = path.with_name(f"{path.name}.bad-{stamp}-{n}")
+    os.replace(path, backup)
+    for suffix in ("-wal", "-shm", "-journal"):
+        side = path.with_name(path.name + suffix)
+        if side.exists():
+            os.replace(side, backup.with_name(backup.name + suffix))
+    return backup
+
+
+def _number(row: sqlite3.Row, column: str, default: float = 0.0) -> float:
+    """A REAL column's value; a value of the wrong kind is repaired (and logged)."""
+    value = row[column]
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        out = math.nan
+    if not math.isfinite(out):
+        log.warning("row %s: %s = %r is not a time; read as %s", row["id"], column, value,
+                    default)
+        return default
+    return out
+
+
+def _integer(row: sqlite3.Row, column: str, default: int = 0) -> int:
+    value = row[column]
+    if isinstance(value, int):
+        return value
+    try:
+        return int(float(value))
+    except (TypeError, ValueError, OverflowError):
+        log.warning("row %s: %s = %r is not a number; read as %s", row["id"], column, value,
+                    default)
+        return default
+
+
 def _conversation(row: sqlite3.Row) -> Conversation:
-    return Conversation(int(row["id"]), str(row["title"]), float(row["created"]),
-                        float(row["updated"]))
+    created = _number(row, "created")
+    return Conversation(int(row["id"]), str(row["title"]), created,
+                        _number(row, "updated", created))
 
 
 def _message(row: sqlite3.Row) -> Message:
     try:
         meta = json.loads(row["meta"])
-    except ValueError:
+    except (TypeError, ValueError):
         meta = {}
     return Message(
-        int(row["id"]), int(row["conversation_id"]), int(row["position"]), str(row["role"]),
-        str(row["content"]), float(row["created"]), meta if isinstance(meta, dict) else {},
+        int(row["id"]), int(row["conversation_id"]), _integer(row, "position"), str(row["role"]),
+        str(row["content"]), _number(row, "created"), meta if isinstance(meta, dict) else {},
     )
 
 

@@ -1,14 +1,43 @@
-"""Render a conversation with the model's own chat template (sandboxed Jinja).
+"""Render a conversation with the model's own chat template (sandboxed, bounded Jinja).
 
-llama-cpp-python's ``Jinja2ChatFormatter`` renders in an immutable sandbox
-with the helpers Hugging Face templates expect (raise_exception, strftime_now,
-tojson). A model without a template gets a plain "role: content" layout.
+A chat template is code that came with a downloaded file, and it runs on the
+engine's thread: one that loops for ever or builds a gigabyte string would stall
+every later reply. So rendering is bounded three ways (see
+:mod:`specula.core.chat.bounded_jinja`): the sandbox caps ``range``, string and
+list repetition and the widths of padding filters; the output is counted as it
+is produced; and a trace function on the rendering thread enforces a time
+budget. Whatever goes wrong (a syntax error when the template is compiled, an
+undefined name, ``raise_exception``, a sandbox refusal, a limit) comes out as a
+:class:`TemplateError` with a sentence a user can read. A model without a
+template gets a plain "role: content" layout.
+
+The environment mirrors llama-cpp-python's ``Jinja2ChatFormatter`` and
+Transformers (immutable sandbox, ``trim_blocks``, ``lstrip_blocks``,
+loop controls, ``{% generation %}``, ``tojson``, ``raise_exception``,
+``strftime_now``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol
+
+from specula.core.chat.bounded_jinja import (
+    MAX_OUTPUT_CHARS,
+    MAX_RENDER_SECONDS,
+    BoundedTemplate,
+    TemplateError,
+    TemplateLimitError,
+)
+
+__all__ = [
+    "MAX_OUTPUT_CHARS",
+    "MAX_RENDER_SECONDS",
+    "ChatTemplate",
+    "Model",
+    "TemplateError",
+    "TemplateLimitError",
+]
 
 
 class Model(Protocol):
@@ -27,15 +56,18 @@ class Model(Protocol):
 
 
 class ChatTemplate:
-    def __init__(self, template: str | None, bos_text: str, eos_text: str, add_bos: bool) -> None:
+    """A model's chat template, compiled once; raises :class:`TemplateError` when it
+    does not compile (the engine turns that into its load error)."""
+
+    def __init__(self, template: str | None, bos_text: str, eos_text: str, add_bos: bool,
+                 *, max_seconds: float = MAX_RENDER_SECONDS,
+                 max_chars: int = MAX_OUTPUT_CHARS) -> None:
         self.source = template
         self.bos_text = bos_text
+        self.eos_text = eos_text
         self.add_bos = add_bos
-        self._fmt: Any = None
-        if template:
-            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-            self._fmt = Jinja2ChatFormatter(template=template, eos_token=eos_text, bos_token=bos_text)
+        self._tpl = (BoundedTemplate(template, max_seconds=max_seconds, max_chars=max_chars)
+                     if template else None)
 
     @classmethod
     def for_model(cls, model: Model) -> ChatTemplate:
@@ -44,10 +76,14 @@ class ChatTemplate:
         return cls(model.chat_template(), bos, eos, model.add_bos)
 
     def render(self, messages: Sequence[dict[str, str]]) -> str:
-        if self._fmt is None:
+        """The prompt text; raises :class:`TemplateError` (never hangs, never runs out of memory)."""
+        if self._tpl is None:
             body = "".join(f"{m['role']}: {m['content']}\n" for m in messages)
             return body + "assistant:"
-        return str(self._fmt(messages=list(messages)).prompt)
+        return self._tpl.render(
+            messages=list(messages), bos_token=self.bos_text, eos_token=self.eos_text,
+            add_generation_prompt=True,
+        )
 
     def tokenize(self, model: Model, messages: Sequence[dict[str, str]]) -> list[int]:
         text = self.render(messages)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -405,24 +406,20 @@ class AdaptivePolicy:
         }
 
     def load(self, path: Path) -> None:
+        """Read the saved models. The state is a cache: a file that is not exactly what
+        :meth:`to_dict` writes is discarded with a log line, and the policy starts fresh."""
         try:
-            d = json.loads(path.read_text("utf-8"))
-            if d.get("version") != 1:
-                return
-            self.cost.verify = {int(k): float(v) for k, v in d["verify"].items()}
-            self.cost.verify_n = {int(k): int(v) for k, v in d["verify_n"].items()}
-            self.cost.draft = d["draft"]
-            self.cost.catchup_per_token = d["catchup_per_token"]
-            self.acc.acc = {int(k): float(v) for k, v in d["acc"].items()}
-            self.acc.tot = {int(k): float(v) for k, v in d["tot"].items()}
-            self.acc.lookup_acc = {int(k): float(v) for k, v in d["lookup_acc"].items()}
-            self.acc.lookup_tot = {int(k): float(v) for k, v in d["lookup_tot"].items()}
-            self.acc.first_rate = float(d["first_rate"])
-            self.shape_rate = {str(k): float(v) for k, v in d.get("shape_rate", {}).items()}
+            state = _checked_state(json.loads(path.read_text("utf-8")))
         except FileNotFoundError:
             return
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            log.warning("ignoring unreadable policy state %s: %s", path, exc)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            log.warning("discarding bad policy state %s: %s", path, exc)
+            return
+        if state is None:
+            return
+        (self.cost.verify, self.cost.verify_n, self.cost.draft, self.cost.catchup_per_token,
+         self.acc.acc, self.acc.tot, self.acc.lookup_acc, self.acc.lookup_tot,
+         self.acc.first_rate, self.shape_rate) = state
 
     def save(self) -> None:
         if self.state_path is None:
@@ -434,3 +431,41 @@ class AdaptivePolicy:
             tmp.replace(self.state_path)
         except OSError as exc:
             log.warning("could not save policy state %s: %s", self.state_path, exc)
+
+
+_State = tuple[dict[int, float], dict[int, int], float | None, float | None, dict[int, float],
+               dict[int, float], dict[int, float], dict[int, float], float, dict[str, float]]
+
+
+def _checked_state(d: object) -> _State | None:
+    """The saved state as typed values, or None for another version; raises on anything
+    else (a list, text where a time belongs, NaN, a negative count)."""
+    if not isinstance(d, dict):
+        raise TypeError(f"expected a JSON object, found {type(d).__name__}")
+    if d.get("version") != 1:
+        return None
+
+    def num(v: object, what: str) -> float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise ValueError(f"{what} = {v!r} is not a non-negative number")
+        return float(v)
+
+    def table(key: str) -> dict[int, float]:
+        t = d[key]
+        if not isinstance(t, dict):
+            raise TypeError(f"{key} is not an object")
+        return {int(k): num(v, key) for k, v in t.items()}
+
+    def optional(key: str) -> float | None:
+        return None if d[key] is None else num(d[key], key)
+
+    first_rate = num(d["first_rate"], "first_rate")
+    if first_rate > 1.0:
+        raise ValueError(f"first_rate = {first_rate} is not a probability")
+    shapes = d.get("shape_rate", {})
+    if not isinstance(shapes, dict):
+        raise TypeError("shape_rate is not an object")
+    return (table("verify"), {k: int(v) for k, v in table("verify_n").items()},
+            optional("draft"), optional("catchup_per_token"), table("acc"), table("tot"),
+            table("lookup_acc"), table("lookup_tot"), first_rate,
+            {str(k): num(v, "shape_rate") for k, v in shapes.items()})

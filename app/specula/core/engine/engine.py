@@ -17,7 +17,7 @@ from pathlib import Path
 
 from specula.core import paths
 from specula.core.cancel import Cancelled
-from specula.core.chat.template import ChatTemplate
+from specula.core.chat.template import ChatTemplate, TemplateError
 from specula.core.engine.adaptive import AdaptivePolicy
 from specula.core.engine.calibration import Calibration, measure
 from specula.core.engine.config import Mode, SpecConfig
@@ -156,9 +156,15 @@ class Engine:
         """Load (or replace) the target; the draft is unloaded with the old target."""
         info = self._info(path)
         model, ctx = self._load(path, info, self.options.n_gpu_layers_target, progress)
+        try:
+            template = ChatTemplate.for_model(model)
+        except TemplateError as exc:  # a template that does not compile fails the load
+            ctx.close()
+            model.close()
+            raise LoadError(f"{path}: {exc}") from None
         self.unload()
         self._target, self.target_info = model, info
-        self._template = ChatTemplate.for_model(model)
+        self._template = template
         self._gen = Generator(model, ctx)
         self._policies = {}
         return info

@@ -9,6 +9,7 @@ downloaded or loaded.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 from dataclasses import asdict, dataclass, field
@@ -23,6 +24,7 @@ from specula.core.gguf.reader import (
     GGUFHeader,
     read_header,
 )
+from specula.core.safe_text import display_text
 
 __all__ = ["GGUFError", "ModelInfo", "TokenizerInfo", "read_model_info"]
 
@@ -108,16 +110,68 @@ class ModelInfo:
         return d
 
 
-def _int(v: object) -> int | None:
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+class _Fields:
+    """Typed reads of a header's values: a value of the wrong kind (NaN or infinity
+    where a count belongs, text in a list of numbers) is a :class:`GGUFError` that
+    names the key, never a ValueError or OverflowError from deep inside."""
 
+    def __init__(self, header: GGUFHeader) -> None:
+        self.source = header.source_name
+        self.values = header.fields
 
-def _bool(v: object) -> bool | None:
-    return bool(v) if isinstance(v, (bool, int)) else None
+    def bad(self, key: str, expected: str, value: object) -> GGUFError:
+        shown = repr(value)
+        if len(shown) > 60:
+            shown = shown[:57] + "..."
+        return GGUFError(self.source, f"{key} should be {expected}, found {shown}")
 
+    def get(self, key: str, default: object = None) -> object:
+        return self.values.get(key, default)
 
-def _str(v: object) -> str | None:
-    return v if isinstance(v, str) else None
+    def integer(self, key: str, default: object = None) -> int | None:
+        """An integer; a float is accepted when it is finite and whole (some writers)."""
+        v = self.values.get(key, default)
+        if v is None:
+            return None
+        return self.as_int(key, v)
+
+    def as_int(self, key: str, v: object) -> int:
+        if isinstance(v, bool):
+            raise self.bad(key, "an integer", v)
+        if isinstance(v, int):
+            return v
+        if isinstance(v, float) and math.isfinite(v) and v.is_integer():
+            return int(v)
+        raise self.bad(key, "an integer", v)
+
+    def int_list(self, key: str) -> list[int]:
+        v = self.values.get(key)
+        if v is None:
+            return []
+        if not isinstance(v, list):
+            raise self.bad(key, "a list of integers", v)
+        return [self.as_int(key, t) for t in v]
+
+    def flag(self, key: str, default: object = None) -> bool | None:
+        v = self.values.get(key, default)
+        if v is None:
+            return None
+        if isinstance(v, bool):
+            return v
+        if isinstance(v, int) and v in (0, 1):
+            return bool(v)
+        raise self.bad(key, "true or false", v)
+
+    def text(self, key: str) -> str | None:
+        v = self.values.get(key)
+        if v is None or isinstance(v, str):
+            return v
+        raise self.bad(key, "text", v)
+
+    def label(self, key: str) -> str | None:
+        """Text only shown to people (names, labels): display-safe."""
+        v = self.text(key)
+        return display_text(v) if v is not None else None
 
 
 def size_label_for(n_params: int) -> str:
@@ -142,8 +196,8 @@ def quantization_from_name(filename: str) -> str | None:
     return found[-1].upper() if found else None
 
 
-def _quantization(fields: dict[str, object], header: GGUFHeader) -> str | None:
-    ftype = _int(fields.get("general.file_type"))
+def _quantization(fields: _Fields, header: GGUFHeader) -> str | None:
+    ftype = fields.integer("general.file_type")
     if ftype is not None:
         try:
             return str(LlamaFileType(ftype).name).removeprefix("MOSTLY_").removeprefix("ALL_")
@@ -162,72 +216,73 @@ def _quantization(fields: dict[str, object], header: GGUFHeader) -> str | None:
     return quantization_from_name(header.source_name)
 
 
-def _tokenizer(fields: dict[str, object]) -> TokenizerInfo | None:
-    tokens = fields.get("tokenizer.ggml.tokens")
-    if not isinstance(tokens, list):
+def _tokenizer(f: _Fields) -> TokenizerInfo | None:
+    tokens = f.get("tokenizer.ggml.tokens")
+    if tokens is None:
         return None
-    model = _str(fields.get("tokenizer.ggml.model"))
+    if not isinstance(tokens, list):
+        raise f.bad("tokenizer.ggml.tokens", "a list of token texts", tokens)
+    model = f.text("tokenizer.ggml.model")
     d_bos, d_eos, d_add_bos = _VOCAB_DEFAULTS.get(model or "", (None, None, False))
-    merges = fields.get("tokenizer.ggml.merges")
+    merges = f.get("tokenizer.ggml.merges")
     merges_hash = None
     n_merges = 0
     if isinstance(merges, list):
         n_merges = len(merges)
         merges_hash = hashlib.sha256("\n".join(map(str, merges)).encode()).hexdigest()[:16]
-    types = fields.get("tokenizer.ggml.token_type")
-    bos = fields.get("tokenizer.ggml.bos_token_id", d_bos)
-    eos = fields.get("tokenizer.ggml.eos_token_id", d_eos)
-    add_bos = fields.get("tokenizer.ggml.add_bos_token", d_add_bos)
-    add_eos = fields.get("tokenizer.ggml.add_eos_token", False)
     return TokenizerInfo(
         model=model,
-        pre=_str(fields.get("tokenizer.ggml.pre")),
+        pre=f.text("tokenizer.ggml.pre"),
         tokens=[str(t) for t in tokens],
-        token_types=[int(t) for t in types] if isinstance(types, list) else [],
+        token_types=f.int_list("tokenizer.ggml.token_type"),
         merges_hash=merges_hash,
         n_merges=n_merges,
-        bos_id=_int(bos),
-        eos_id=_int(eos),
-        eot_id=_int(fields.get("tokenizer.ggml.eot_token_id")),
-        pad_id=_int(fields.get("tokenizer.ggml.padding_token_id")),
-        add_bos=_bool(add_bos),
-        add_eos=_bool(add_eos),
+        bos_id=f.integer("tokenizer.ggml.bos_token_id", d_bos),
+        eos_id=f.integer("tokenizer.ggml.eos_token_id", d_eos),
+        eot_id=f.integer("tokenizer.ggml.eot_token_id"),
+        pad_id=f.integer("tokenizer.ggml.padding_token_id"),
+        add_bos=f.flag("tokenizer.ggml.add_bos_token", d_add_bos),
+        add_eos=f.flag("tokenizer.ggml.add_eos_token", False),
     )
 
 
 def model_info_from_header(header: GGUFHeader) -> ModelInfo:
-    """Build a :class:`ModelInfo` from a parsed header."""
-    f = header.fields
-    arch = _str(f.get("general.architecture"))
+    """Build a :class:`ModelInfo` from a parsed header; raises :class:`GGUFError` on
+    values of the wrong kind."""
+    f = _Fields(header)
+    arch = f.text("general.architecture")
 
-    def a(key: str) -> object:
-        return f.get(f"{arch}.{key}") if arch else None
+    def a_int(key: str) -> int | None:
+        return f.integer(f"{arch}.{key}") if arch else None
 
     n_params = sum(t.n_elements for t in header.tensors) if header.tensors else None
-    n_embd = _int(a("embedding_length"))
-    n_head = _int(a("attention.head_count"))
-    n_head_kv_raw = a("attention.head_count_kv")
-    if isinstance(n_head_kv_raw, list):  # per-layer counts in some architectures
-        n_head_kv_raw = max(n_head_kv_raw) if n_head_kv_raw else None
-    n_head_kv = _int(n_head_kv_raw) or n_head
-    head_dim = _int(a("attention.key_length")) or (
+    n_embd = a_int("embedding_length")
+    n_head = a_int("attention.head_count")
+    kv_key = f"{arch}.attention.head_count_kv"
+    if arch and isinstance(f.get(kv_key), list):  # per-layer counts in some architectures
+        per_layer = f.int_list(kv_key)
+        n_head_kv = max(per_layer) if per_layer else None
+    else:
+        n_head_kv = a_int("attention.head_count_kv")
+    n_head_kv = n_head_kv or n_head
+    head_dim = a_int("attention.key_length") or (
         n_embd // n_head if n_embd and n_head else None
     )
     tok = _tokenizer(f)
-    template = _str(f.get("tokenizer.chat_template"))
-    size_label = _str(f.get("general.size_label")) or (size_label_for(n_params) if n_params else None)
-    vocab_size = len(tok.tokens) if tok else _int(a("vocab_size"))
+    template = f.text("tokenizer.chat_template")
+    size_label = f.label("general.size_label") or (size_label_for(n_params) if n_params else None)
+    vocab_size = len(tok.tokens) if tok else a_int("vocab_size")
     return ModelInfo(
         source=header.source_name,
         file_size=header.file_size,
-        name=_str(f.get("general.name")),
-        basename=_str(f.get("general.basename")),
+        name=f.label("general.name"),
+        basename=f.label("general.basename"),
         architecture=arch,
         parameter_count=n_params,
         size_label=size_label,
         quantization=_quantization(f, header),
-        context_length=_int(a("context_length")),
-        n_layers=_int(a("block_count")),
+        context_length=a_int("context_length"),
+        n_layers=a_int("block_count"),
         n_embd=n_embd,
         n_head=n_head,
         n_head_kv=n_head_kv,

@@ -19,6 +19,8 @@ from typing import Protocol
 
 from gguf import GGUFValueType
 
+from specula.core.safe_text import display_text
+
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)
 
@@ -28,6 +30,7 @@ MAX_TENSOR_COUNT = 1_000_000
 MAX_STRING_BYTES = 64 * 1024 * 1024
 MAX_ARRAY_ITEMS = 16 * 1024 * 1024
 MAX_DIMS = 8
+MAX_ARRAY_DEPTH = 8  # arrays of arrays: real files nest one level; each level is 12 bytes
 MAX_HEADER_BYTES = 512 * 1024 * 1024
 
 _SCALARS: dict[int, tuple[str, int]] = {
@@ -46,10 +49,11 @@ _SCALARS: dict[int, tuple[str, int]] = {
 
 
 class GGUFError(ValueError):
-    """A file that is not a readable GGUF; the message names the file and the problem."""
+    """A file that is not a readable GGUF; the message names the file and the problem
+    (display-safe: a key name from the file cannot carry escape sequences to a terminal)."""
 
     def __init__(self, source_name: str, problem: str) -> None:
-        super().__init__(f"{source_name}: {problem}")
+        super().__init__(display_text(f"{source_name}: {problem}"))
         self.source_name = source_name
         self.problem = problem
 
@@ -210,7 +214,7 @@ class _Cursor:
         return out
 
 
-def _read_value(cur: _Cursor, vtype: int, key: str) -> object:
+def _read_value(cur: _Cursor, vtype: int, key: str, depth: int = 0) -> object:
     if vtype == GGUFValueType.STRING:
         return cur.string(key)
     if vtype in _SCALARS:
@@ -227,7 +231,9 @@ def _read_value(cur: _Cursor, vtype: int, key: str) -> object:
             raw = cur.take(size * count, key)
             return list(struct.unpack(f"<{count}{fmt[1]}", raw))
         if item_type == GGUFValueType.ARRAY:
-            return [_read_value(cur, GGUFValueType.ARRAY, key) for _ in range(count)]
+            if depth + 1 >= MAX_ARRAY_DEPTH:
+                raise cur._fail(f"arrays nested more than {MAX_ARRAY_DEPTH} deep in {key}")
+            return [_read_value(cur, GGUFValueType.ARRAY, key, depth + 1) for _ in range(count)]
         raise cur._fail(f"unknown array item type {item_type} in {key}")
     raise cur._fail(f"unknown value type {vtype} in {key}")
 

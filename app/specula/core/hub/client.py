@@ -13,12 +13,17 @@ huggingface.co), because huggingface_hub freezes ``HF_ENDPOINT`` at import
 time. ``HF_TOKEN`` is read by huggingface_hub on each request.
 
 Everything the hub sends is treated as untrusted: malformed items are skipped
-or reported as :class:`~specula.core.hub.errors.HubError`, and file names are
-checked before they can become local paths.
+or reported as :class:`~specula.core.hub.errors.HubError`, file names are
+checked before they can become local paths (and never hold control or
+bidi-override characters), and every text a result exposes (tags, dates, the
+card's description) is display-safe (:mod:`specula.core.safe_text`), so no
+terminal or label receives escape sequences from the hub. The search reply is
+read streamed, up to :data:`MAX_SEARCH_REPLY_BYTES`.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterable
@@ -33,12 +38,16 @@ from huggingface_hub.utils import build_hf_headers
 from specula.core.gguf.model_info import quantization_from_name
 from specula.core.gguf.split import group_gguf, is_complete, parse_split
 from specula.core.hub.errors import ErrorKind, HubError, for_status, translate
+from specula.core.safe_text import display_text, has_unsafe
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 SORTS = {"downloads": "downloads", "likes": "likes", "trending": "trendingScore",
          "modified": "lastModified"}
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}$")
 _MAX_CARD_BYTES = 256 * 1024
+# A search for 1,000 repositories answers about 0.3 MB; past this the reply is refused
+# (it is read streamed, so a hostile reply costs at most this much memory, plus parsing).
+MAX_SEARCH_REPLY_BYTES = 8 * 1024 * 1024
 
 
 def resolve_endpoint(endpoint: str | None = None) -> str:
@@ -60,12 +69,37 @@ def validate_repo_id(repo_id: str) -> str:
 
 def validate_filename(name: object) -> str:
     """A relative file path inside a repo, safe to join under a local folder."""
-    if not isinstance(name, str) or not name or len(name) > 1000 or "\\" in name or "\0" in name:
+    if (not isinstance(name, str) or not name or len(name) > 1000 or "\\" in name
+            or has_unsafe(name)):
         raise HubError(ErrorKind.INVALID, f"unsafe file name in repository: {name!r}")
     parts = PurePosixPath(name).parts
     if name.startswith("/") or any(p in ("", ".", "..") for p in parts) or ":" in parts[0]:
         raise HubError(ErrorKind.INVALID, f"unsafe file name in repository: {name!r}")
     return name
+
+
+def read_capped(response: requests.Response, cap: int, what: str) -> bytes:
+    """The (decompressed) body, read in chunks; :class:`HubError` past ``cap`` bytes."""
+    def too_big() -> HubError:
+        return HubError(ErrorKind.BAD_REPLY,
+                        f"the hub's reply for {what} is larger than {cap // (1024 * 1024)} MB; "
+                        "refused")
+
+    with response:
+        declared = response.headers.get("Content-Length", "")
+        if declared.isascii() and declared.isdigit() and int(declared) > cap:
+            raise too_big()
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            for chunk in response.iter_content(chunk_size=64 * 1024):
+                size += len(chunk)
+                if size > cap:
+                    raise too_big()
+                chunks.append(chunk)
+        except requests.RequestException as exc:
+            raise translate(exc, what) from exc
+    return b"".join(chunks)
 
 
 def _nonneg_int(value: object) -> int | None:
@@ -182,7 +216,8 @@ def group_remote_files(repo_id: str, files: Iterable[RemoteFile]) -> list[Remote
 
 
 def description_from_card(text: str, limit: int = 300) -> str | None:
-    """The first prose paragraph of a model card (no front matter, headings, images, tables)."""
+    """The first prose paragraph of a model card (no front matter, headings, images, tables,
+    inline HTML), display-safe."""
     if text.startswith("---"):
         end = text.find("\n---", 3)
         text = text[end + 4:] if end != -1 else ""
@@ -195,9 +230,13 @@ def description_from_card(text: str, limit: int = 300) -> str | None:
         prose = " ".join(lines)
         prose = re.sub(r"!\[[^\]]*\]\([^)]*\)", "", prose)
         prose = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", prose)
-        prose = re.sub(r"[*_`]", "", prose).strip()
+        prose = re.sub(r"[*_`]", "", prose)
+        # Inline HTML (<a>, <br>, <img>): dropped, so that a Qt label in AutoText mode
+        # shows the text as plain text and loads nothing.
+        prose = re.sub(r"<[^<>]*>", "", prose).replace("<", "‹").strip()
         if len(prose) < 20:
             continue
+        prose = display_text(prose)
         return prose if len(prose) <= limit else prose[: limit - 1].rstrip() + "…"
     return None
 
@@ -248,10 +287,11 @@ class HubClient:
         params = {"search": text, "filter": "gguf", "sort": SORTS[sort], "direction": "-1",
                   "limit": str(limit)}
         what = f"the search for {text!r}"
-        response = self.get(f"{self.endpoint}/api/models", what, params=params)
+        response = self.get(f"{self.endpoint}/api/models", what, params=params, stream=True)
+        body = read_capped(response, MAX_SEARCH_REPLY_BYTES, what)
         try:
-            items = response.json()
-        except ValueError as exc:
+            items = json.loads(body)
+        except (ValueError, RecursionError) as exc:
             raise HubError(ErrorKind.BAD_REPLY, f"the hub sent a malformed reply for {what}") from exc
         if not isinstance(items, list):
             raise HubError(ErrorKind.BAD_REPLY, f"the hub sent a malformed reply for {what}")
@@ -268,8 +308,9 @@ class HubClient:
                 repo_id,
                 _nonneg_int(item.get("downloads")),
                 _nonneg_int(item.get("likes")),
-                modified if isinstance(modified, str) else None,
-                tuple(t for t in tags if isinstance(t, str)) if isinstance(tags, list) else (),
+                display_text(modified[:64]) if isinstance(modified, str) else None,
+                tuple(display_text(t[:200]) for t in tags if isinstance(t, str))
+                if isinstance(tags, list) else (),
             ))
         return results
 

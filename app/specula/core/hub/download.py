@@ -10,7 +10,11 @@ On disk, the incomplete file is ``NAME.gguf.part`` with a small JSON sidecar
 ``NAME.gguf.part.json`` naming the repo, file, size and expected sha256; a new
 :class:`Download` for the same file continues where the last one stopped. The
 file is renamed to ``NAME.gguf`` only after its sha256 matched, so a partial or
-corrupt file never looks complete. A download is a plain object (no Qt): the
+corrupt file never looks complete. A file the hub lists without a sha256 (not
+stored with LFS) is checked for what can be checked: its header parses and the
+tensor data it announces ends where the file ends
+(:func:`~specula.core.gguf.structure.check_structure`); the result says "no
+checksum available, verified structure". A download is a plain object (no Qt): the
 GUI runs :meth:`Download.run` on a worker thread and calls :meth:`pause` or
 :meth:`cancel` from its own.
 """
@@ -32,11 +36,14 @@ import urllib3
 
 from specula.core import paths
 from specula.core.cancel import Cancelled
+from specula.core.gguf.reader import GGUFError
 from specula.core.gguf.split import part_names
+from specula.core.gguf.structure import check_structure
 from specula.core.hub.client import HubClient, RemoteFile, validate_filename, validate_repo_id
 from specula.core.hub.errors import ErrorKind, HubError, translate
 from specula.core.hub.partial_files import Sidecar, local_path, part_file, sidecar_file
 from specula.core.hub.transfer_stats import SpeedMeter
+from specula.core.safe_text import display_text
 
 DISK_MARGIN = 16 * 1024 * 1024  # keep a little free space for the index and settings
 
@@ -75,10 +82,18 @@ class DownloadResult:
     state: DownloadState
     paths: list[Path] = field(default_factory=list)
     resumed_from: int = 0  # bytes already on disk when this run started
+    # How each part fetched in this run was verified: "sha256", or what the structure
+    # check covered when the hub gave no checksum (path name -> sentence).
+    verified: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def without_checksum(self) -> list[str]:
+        """The parts that had no checksum to verify against."""
+        return [name for name, how in self.verified.items() if how != "sha256"]
 
     def to_dict(self) -> dict[str, object]:
         return {"state": self.state.value, "paths": [str(p) for p in self.paths],
-                "resumed_from": self.resumed_from}
+                "resumed_from": self.resumed_from, "verified": dict(self.verified)}
 
 
 def _body_chunks(response: requests.Response, size: int) -> Iterator[bytes]:
@@ -140,6 +155,7 @@ class Download:
         self._total = 0
         self._current = (filename, 1, 1)
         self._resumed = 0
+        self._verified: dict[str, str] = {}
 
     # -- control, from any thread -------------------------------------------------
     def pause(self) -> None:
@@ -203,7 +219,7 @@ class Download:
             self._fetch_part(info, final)
         self.state = DownloadState.DONE
         self._emit(force=True)
-        return DownloadResult(DownloadState.DONE, finals, self._resumed)
+        return DownloadResult(DownloadState.DONE, finals, self._resumed, dict(self._verified))
 
     @staticmethod
     def _is_done(final: Path, size: int) -> bool:
@@ -321,6 +337,20 @@ class Download:
                            f"checksum mismatch for {self.repo_id}/{info.path}: the hub says sha256 "
                            f"{info.sha256[:12]}…, the download is {digest[:12]}…; "
                            "the file was deleted, download it again")
+        if info.sha256 is not None:
+            self._verified[info.path] = "sha256"
+        elif info.path.lower().endswith(".gguf"):
+            try:
+                self._verified[info.path] = check_structure(part).describe()
+            except GGUFError as exc:
+                part.unlink(missing_ok=True)
+                side.unlink(missing_ok=True)
+                raise HubError(ErrorKind.CHECKSUM,
+                               f"{self.repo_id}/{info.path} is not a valid GGUF file (the hub "
+                               f"gives no checksum for it, so its structure was checked): "
+                               f"{display_text(exc.problem)}; the file was deleted") from exc
+        else:
+            self._verified[info.path] = "no checksum available"
         part.replace(final)
         side.unlink(missing_ok=True)
         self.state = DownloadState.RUNNING
