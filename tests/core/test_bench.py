@@ -28,8 +28,8 @@ def test_malformed_mode_lists_are_refused_with_a_reason(text: str) -> None:
         parse_modes(text, draft_max=4)
 
 
-def _run(pid: str, mode: str, repeat: int, tok_s: float, ttft: float = 0.1) -> RunResult:
-    return RunResult(
+def _run(pid: str, mode: str, repeat: int, tok_s: float, ttft: float = 0.1, total: float = 0.0) -> RunResult:
+    return RunResult(total_s=total,
         prompt_id=pid, category="code", mode=mode, repeat=repeat, prompt_token_ids=[], token_ids=[],
         text="", tok_per_s=tok_s, ttft_s=ttft, drafted=0, accepted=0, steps=1, acceptance=0.0,
         mean_accepted_per_step=0.0, overhead_fraction=0.0, peak_rss_bytes=0, stop_reason="max_tokens",
@@ -64,6 +64,15 @@ def test_the_summary_gives_ttft_against_plain_and_the_worst_per_prompt_median() 
     assert s["speedup_min"] == pytest.approx(0.5)  # single runs keep their noise
 
 
+def test_the_summary_gives_whole_reply_time_against_plain_per_prompt_and_repeat() -> None:
+    # a draft's catch-up after the first token lands in the reply's total, not in TTFT
+    runs = [_run("a", "plain", r, 10.0, total=t) for r, t in enumerate([2.0, 4.0, 3.0])]
+    runs += [_run("a", "chain:3", r, 12.0, total=t) for r, t in enumerate([1.0, 4.0, 3.3])]
+    s = summarize(runs)["chain:3"]
+    assert s["total_vs_plain"] == pytest.approx(1.0)  # ratios 0.5, 1.0, 1.1 pair by repeat (unpaired: 1.1)
+    assert s["total_s_median"] == pytest.approx(3.3)
+
+
 def test_a_run_with_a_range_of_chains_reports_the_oracle(tiny: dict[str, Path]) -> None:
     eng = Engine(EngineOptions(n_ctx=512, n_threads=2))
     eng.load_target(tiny["target"])
@@ -96,3 +105,35 @@ def test_bench_cold_starts_from_an_empty_policy_state(tiny: dict[str, Path], tmp
     assert data["setup"]["cold"] is True
     assert set(data["setup"]["modes"]) == {"plain", "adaptive"}
     assert Mode.ADAPTIVE.value in capsys.readouterr().out
+
+
+def test_every_run_starts_from_empty_caches_unless_asked_to_reuse(
+    tiny: dict[str, Path], monkeypatch: pytest.MonkeyPatch, specula_home: Path,
+) -> None:
+    from specula.core.engine.generator import Generator
+    from specula.core.engine.kv import common_prefix
+
+    real = Generator.generate
+    eng = Engine(EngineOptions(n_ctx=512, n_threads=2))
+    eng.load_target(tiny["target"])
+    eng.load_draft(tiny["draft"])
+    prompts = [BenchPrompt("p1", "code", "def f():"), BenchPrompt("p2", "code", "class A:")]
+    modes = parse_modes("plain,chain:2", draft_max=4)
+    try:
+        for fresh in (True, False):
+            prefills: list[int] = []
+
+            def generate(self, prompt, *a, prefills=prefills, **kw):  # type: ignore[no-untyped-def]
+                prefills.append(len(prompt) - common_prefix(self.kv.tokens, prompt))  # to evaluate
+                return real(self, prompt, *a, **kw)
+
+            monkeypatch.setattr(Generator, "generate", generate)
+            run_bench(eng, prompts, modes, SamplingParams(max_tokens=4), fresh=fresh)
+            timed = prefills[len(modes):]  # after the warm-up runs
+            full = [len(eng.tokenize_chat([{"role": "user", "content": p.prompt}])) for p in prompts]
+            if fresh:
+                assert timed == [full[0], full[0], full[1], full[1]]
+            else:  # the second mode on a prompt reuses its prefill
+                assert timed[1] < full[0] and timed[3] < full[1]
+    finally:
+        eng.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -27,6 +28,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cold", action="store_true",
                    help="start from an empty policy state (a fresh temporary data folder, no learning "
                         "warm-up): the first reply of a new pair")
+    p.add_argument("--reuse-prefix", action="store_true",
+                   help="keep the KV caches between runs (a prompt's later modes reuse its prefill); "
+                        "by default every run starts from empty caches, like a new chat")
+    p.add_argument("--no-calibrate", action="store_true",
+                   help="do not time verify batches at draft load (a new pair then learns its costs "
+                        "inside its first replies)")
     p.add_argument("--draft-max", type=int, default=4)
     p.add_argument("--draft-min", type=int, default=0)
     p.add_argument("--p-min", type=float, default=0.0)
@@ -56,7 +63,7 @@ def run(a: argparse.Namespace) -> int:
         # Learned policy state lives under the data folder: a fresh one is a new pair's first use.
         os.environ["SPECULA_HOME"] = tempfile.mkdtemp(prefix="specula-bench-cold-")
     try:
-        engine = Engine(engine_options(a))
+        engine = Engine(dataclasses.replace(engine_options(a), calibrate=not a.no_calibrate))
         engine.load_target(a.target)
         if a.draft:
             engine.load_draft(a.draft)
@@ -71,12 +78,15 @@ def run(a: argparse.Namespace) -> int:
         print(f"  {r.prompt_id:<22} {r.mode:<10} {r.tok_per_s:6.1f} tok/s  accept {r.acceptance:4.0%}"
               + ("" if r.identical in (None, True) else "  (diverged)"), file=sys.stderr)
 
-    report = run_bench(engine, prompts, modes, params, repeat=a.repeat, on_run=progress, cold=a.cold)
+    report = run_bench(engine, prompts, modes, params, repeat=a.repeat, on_run=progress, cold=a.cold,
+                       fresh=not a.reuse_prefix)
     report.setup = {
         "target": a.target, "draft": a.draft, "backend": engine.backend, "threads": engine.n_threads,
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
         "modes": {m.label: m.spec.to_dict() for m in modes}, "sampling": params.to_dict(), "repeat": a.repeat,
         "cold": a.cold,
+        "fresh_caches": not a.reuse_prefix,
+        "calibrated": not a.no_calibrate,
         "command": " ".join(sys.argv),
     }
     print(format_report(report))

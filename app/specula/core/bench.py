@@ -50,6 +50,7 @@ class RunResult:
     peak_rss_bytes: int
     stop_reason: str
     identical: bool | None = None  # greedy: same token ids as plain (None for plain itself)
+    total_s: float = 0.0  # the whole reply, prefill and the draft's catch-up included
     divergence: dict[str, object] | None = None
 
 
@@ -169,10 +170,13 @@ def run_bench(
     repeat: int = 1,
     on_run: Callable[[RunResult], None] | None = None,
     cold: bool = False,
+    fresh: bool = True,
 ) -> BenchReport:
     """Every prompt in every mode, modes rotated per prompt; ``cold`` skips the
     learning warm-up (only plain warms caches and threads), so the first reply of a
-    policy that learns starts from nothing, as for a new pair."""
+    policy that learns starts from nothing, as for a new pair. ``fresh``: every run
+    starts from empty KV caches (a new chat), so TTFT is a whole prefill in every
+    mode rather than whichever mode ran first on the prompt."""
     report = BenchReport()
     # Warm-up: caches, threads and allocations settle before anything is timed.
     warm = SamplingParams(max_tokens=8)
@@ -185,6 +189,8 @@ def run_bench(
             order = list(modes[(i + r) % len(modes):]) + list(modes[: (i + r) % len(modes)])
             results: dict[str, tuple[Done, list[float] | None]] = {}
             for m in order:
+                if fresh and engine.generator is not None:
+                    engine.generator.reset()
                 gaps: list[float] | None = [] if m.spec.mode is Mode.PLAIN and params.greedy else None
                 results[m.label] = _run_one(engine, prompt, params, m.spec, gaps)
             plain_done, plain_gaps = results[Mode.PLAIN.value]
@@ -211,7 +217,7 @@ def _result(prompt: BenchPrompt, m: BenchMode, repeat: int, done: Done) -> RunRe
         tok_per_s=s.tokens_per_s, ttft_s=s.ttft_s, drafted=s.drafted, accepted=s.accepted,
         steps=s.steps, acceptance=s.acceptance_rate, mean_accepted_per_step=s.mean_accepted_per_step,
         overhead_fraction=s.overhead_fraction, peak_rss_bytes=s.peak_rss_bytes,
-        stop_reason=done.stop_reason.value,
+        stop_reason=done.stop_reason.value, total_s=s.total_s,
     )
 
 
@@ -283,6 +289,9 @@ def summarize(runs: Sequence[RunResult]) -> dict[str, object]:
         drafted = sum(r.drafted for r in rs)
         ident = [r.identical for r in rs if r.identical is not None]
         ttft = _median([r.ttft_s for r in rs])
+        # whole-reply time against plain's, same prompt and repeat (a draft's catch-up counts)
+        totals = [r.total_s / plain[(r.prompt_id, r.repeat)].total_s for r in rs
+                  if plain.get((r.prompt_id, r.repeat)) and plain[(r.prompt_id, r.repeat)].total_s > 0]
         out[mode] = {
             "runs": len(rs),
             "tok_per_s_median": _median([r.tok_per_s for r in rs]),
@@ -293,6 +302,8 @@ def summarize(runs: Sequence[RunResult]) -> dict[str, object]:
             "speedup_by_category": {c: _median(v) for c, v in sorted(cats.items())},
             "ttft_s_median": ttft,
             "ttft_vs_plain": ttft / plain_ttft if plain_ttft > 0 else 0.0,
+            "total_s_median": _median([r.total_s for r in rs]),
+            "total_vs_plain": _median(totals),
             "acceptance": sum(r.accepted for r in rs) / drafted if drafted else 0.0,
             "mean_accepted_per_step": _median([r.mean_accepted_per_step for r in rs]),
             "overhead_fraction_median": _median([r.overhead_fraction for r in rs]),
@@ -321,14 +332,15 @@ def format_report(report: BenchReport) -> str:
             )
     lines.append("")
     lines.append("Summary (speedup = tok/s over plain's in the same run; median [min-max])")
-    lines.append(f"  {'mode':<10}{'tok/s':>8}{'speedup':>22}{'TTFT s':>8}{'xplain':>7}{'accept':>8}{'per step':>9}{'ovh %':>7}{'RSS MB':>8}  identical")
+    lines.append(f"  {'mode':<10}{'tok/s':>8}{'speedup':>22}{'TTFT s':>8}{'xplain':>7}{'accept':>8}{'per step':>9}{'ovh %':>7}{'RSS MB':>8}{'total':>7}  identical")
     for mode, s in report.summary.items():
         assert isinstance(s, dict)
         rng = f"{s['speedup_median']:.2f}x [{s['speedup_min']:.2f}-{s['speedup_max']:.2f}]"
         lines.append(
             f"  {mode:<10}{s['tok_per_s_median']:>8.1f}{rng:>22}{s['ttft_s_median']:>8.2f}{s['ttft_vs_plain']:>6.2f}x"
             f"{s['acceptance']:>8.0%}{s['mean_accepted_per_step']:>9.2f}"
-            f"{100 * s['overhead_fraction_median']:>7.1f}{s['peak_rss_mb']:>8.0f}  {s['identical']}"
+            f"{100 * s['overhead_fraction_median']:>7.1f}{s['peak_rss_mb']:>8.0f}"
+            f"{s['total_vs_plain']:>6.2f}x  {s['identical']}"
         )
     lines.append("")
     lines.append("Speedup by category (median)")

@@ -208,7 +208,7 @@ def _case1_pvalue(eng) -> float:  # type: ignore[no-untyped-def]
 
     prompt = eng.tokenize_chat([{"role": "user", "content": "hello"}])
     exp = _transform(fresh_logits(eng.target_model, prompt), 20, 0.9, 0.05, 0.8)
-    spec = SpecConfig(mode=Mode.CHAIN, draft_max=2, draft_min=2, p_min=0.3)
+    spec = SpecConfig(mode=Mode.CHAIN, draft_max=2, draft_min=2, p_min=0.3, draft_first_token=True)
     n = 1500
     counts: Counter[int] = Counter()
     for seed in range(n):  # max_tokens=3: room for a 2-token draft after the first step

@@ -365,11 +365,24 @@ class AdaptivePolicy:
             return True
         if self._draft_rate(self.cfg.draft_max)[0] > (1.0 + MARGIN) / v1:
             return True
+        if not self._could_pay(v1):
+            return False  # a probe can only learn acceptance, and even 100% would lose
         self.replies_since_probe += 1
         if self.replies_since_probe >= self.probe_every:
             self.replies_since_probe = 0
             self._probe_left = PROBE_STEPS
             return True
+        return False
+
+    def _could_pay(self, v1: float) -> bool:
+        """Whether some chain length would beat plain decoding were every draft token
+        accepted (the measured costs alone decide: on a compute-bound target the
+        draft can cost more than it could ever save, and probing it is pure loss)."""
+        d = self.cost.draft or 0.0
+        for k in range(1, self.cfg.draft_max + 1):
+            v = self.cost.verify_time(k + 1) or v1 * (1 + 0.5 * k)
+            if (k + 1) / (k * d + v) > (1.0 + MARGIN) / v1:
+                return True
         return False
 
     def finish(self) -> None:

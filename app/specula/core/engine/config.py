@@ -33,6 +33,10 @@ class SpecConfig:
     p_min: float = 0.0
     tree_budget: int = 12  # nodes in a token tree
     tree_width: int = 2  # children kept per node
+    # False (default): the first token is the target's own, shown before the draft catches
+    # up on the prompt (TTFT as plain's). True: the draft is fed the prompt during prefill
+    # and drafts from the first position (the exactness tests study that position).
+    draft_first_token: bool = False
     # Relaxed (lossy) acceptance: off by default.
     relaxed_top_k: int = 0  # accept a draft token within the target's top-k
     relaxed_ratio: float = 0.0  # or when p_target / p_draft exceeds this

@@ -19,6 +19,7 @@ from specula.core import paths
 from specula.core.cancel import Cancelled
 from specula.core.chat.template import ChatTemplate, TemplateError
 from specula.core.engine.adaptive import AdaptivePolicy
+from specula.core.engine.calibration import Calibration, measure
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.drafters import MAX_TREE_SEQS, DraftModel
 from specula.core.engine.events import Event
@@ -76,6 +77,9 @@ class EngineOptions:
     # split over them, so a target too big for this machine can still run. Needs a
     # llama-cpp-python built with -DGGML_RPC=on.
     rpc_servers: tuple[str, ...] = ()
+    # Time verify batches of 1..8 tokens and draft decodes right after a draft loads
+    # (core/engine/calibration.py): a pair without saved adaptive state starts from them.
+    calibrate: bool = True
 
 
 class Engine:
@@ -94,6 +98,7 @@ class Engine:
         self._drafter: DraftModel | None = None
         self._template: ChatTemplate | None = None
         self._policies: dict[str, DraftPolicy] = {}
+        self.calibration: Calibration | None = None
 
     # -- loading -------------------------------------------------------------
 
@@ -181,6 +186,9 @@ class Engine:
         self._drafter = DraftModel(ctx, self._target.n_vocab)
         self._gen.set_draft(self._drafter)
         self._policies = {}
+        if self.options.calibrate:
+            n_vocab = min(self._target.n_vocab, self._drafter.n_vocab)
+            self.calibration = measure(self._gen.kv, self._drafter.kv, n_vocab)
         return report
 
     def unload_draft(self) -> None:
@@ -192,6 +200,7 @@ class Engine:
             self._draft.close()
         self._drafter = self._draft = None
         self.draft_info = self.compat = None
+        self.calibration = None
         self._policies = {}
 
     def unload(self) -> None:
@@ -225,6 +234,8 @@ class Engine:
             if not isinstance(pol, AdaptivePolicy):
                 pol = AdaptivePolicy(spec, self._policy_state_path(key),
                                      allow_draft=spec.mode is Mode.ADAPTIVE)
+                if self.calibration is not None and spec.mode is Mode.ADAPTIVE:
+                    self.calibration.seed(pol.cost)  # a pair with no saved state
                 self._policies[key] = pol
             pol.cfg = spec
             return pol

@@ -153,9 +153,12 @@ class Generator:
             n = self.kv.reuse(committed, limit=len(committed) - 1)
             self.kv.feed(committed[n:-1], "none", cancel)
             stats.prefill_tokens = len(committed) - 1 - n
+            # The first token comes from the target alone: the draft catches up on the
+            # prompt after it is shown (see _catch_up_drafters), so a draft costs no TTFT.
             sync = policy.sync_draft_at_prefill()
+            deferred = sync and not spec.draft_first_token
             for d in active.values():
-                d.begin(committed, sync=sync)
+                d.begin(committed, sync=sync and not deferred)
         except Cancelled:
             yield finish(StopReason.CANCELLED)
             return
@@ -173,13 +176,20 @@ class Generator:
             if cancel.is_set():
                 reason = StopReason.CANCELLED
                 break
+            if deferred and step > 0:
+                deferred = False
+                stats.draft_prefill_s = self._catch_up_drafters(committed, active)
             t_step = time.perf_counter()
             room = self.ctx.n_ctx - len(committed)
             if room < 0:
                 reason, done_msg = StopReason.CONTEXT_FULL, full_msg
                 break
             left = params.max_tokens - len(generated)
-            prop, drafter = self._propose(committed, room, left - 1, reply, policy, active)
+            # The first step is the target's alone (TTFT as plain's) unless the draft was
+            # fed the prompt at prefill (draft_first_token): no drafter proposes in it.
+            ready = step > 0 or spec.draft_first_token
+            prop, drafter = self._propose(committed, room, left - 1, reply, policy, active,
+                                          ready=ready)
             try:
                 try:
                     verify_s, new, m, n_relaxed = self._verify(prop, committed, reply)
@@ -255,17 +265,30 @@ class Generator:
 
     # -- proposals -----------------------------------------------------------
 
+    @staticmethod
+    def _catch_up_drafters(committed: list[int], active: dict[DraftSource, Drafter]) -> float:
+        """Feed the drafters what they skipped at prefill (all but the pending token);
+        seconds spent. Runs once, after the first token was shown: TTFT is the
+        target's alone, and the work is the same as feeding the prompt up front."""
+        t0 = time.perf_counter()
+        for d in active.values():
+            if d.lag(committed) > 1:
+                d.begin(committed, sync=True)
+        return time.perf_counter() - t0
+
     def _propose(
         self, committed: list[int], cells: int, left: int, reply: _Reply, policy: DraftPolicy,
-        active: dict[DraftSource, Drafter],
+        active: dict[DraftSource, Drafter], *, ready: bool = True,
     ) -> tuple[Proposal, Drafter | None]:
         """Ask the policy what to draft and the drafter for that source to propose it.
 
         ``cells``: KV cells free after the pending token (a tree's nodes each take one);
-        ``left``: tokens that may still be drafted before max_tokens (bounds depth only).
+        ``left``: tokens that may still be drafted before max_tokens (bounds depth only);
+        ``ready``: False in the first step, which is a plain target step: its token is
+        shown before any drafter spends time (the drafters' catch-up comes after it).
         """
         room = min(cells, left)
-        if room <= 0:
+        if room <= 0 or not ready:
             return Proposal(), None
         spec = reply.spec
         look: list[int] = []

@@ -44,6 +44,7 @@ class GenerationStats:
     prefill_tokens: int = 0  # prompt tokens actually evaluated (the rest came from the KV cache)
     prefill_s: float = 0.0
     ttft_s: float = 0.0
+    draft_prefill_s: float = 0.0  # the draft's catch-up on the prompt, after the first token
     total_s: float = 0.0
     tokens: int = 0
     steps: int = 0

@@ -62,7 +62,11 @@ class DraftModel:
             self.catch_up(prompt, keep_last=False, room_after=1)
 
     def lag(self, committed: Sequence[int]) -> int:
-        return len(committed) - len(self.kv)
+        """Tokens of ``committed`` past the longest prefix the draft's cache holds."""
+        n = len(self.kv)
+        if n <= len(committed) and self.kv.tokens == list(committed[:n]):
+            return len(committed) - n  # the usual case, one C-speed comparison
+        return len(committed) - common_prefix(self.kv.tokens, committed)
 
     def catch_up(self, committed: Sequence[int], *, keep_last: bool = True,
                  room_after: int = 1) -> tuple[int, float]:

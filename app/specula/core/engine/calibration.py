@@ -1,0 +1,91 @@
+"""A new pair's cost model, measured at load instead of inside the user's first reply.
+
+The adaptive policy chooses a draft length from what a verify batch of n tokens
+costs the target and what one draft decode costs. With no saved state for a
+pair it used to learn those by probing (plain steps, two-token drafts, every
+length in turn) inside the first replies, which cost a quarter of the first
+reply on a pair where drafting does not pay. Here the same decodes the steps
+would make are timed once, right after the draft is loaded, on a short made-up
+context: target batches of 1..8 tokens (logits for all, as a verify asks) and
+single draft decodes. The numbers seed a policy that has no saved state; real
+steps then refine them as before.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from specula.core.engine.adaptive import MEASURED, CostModel
+from specula.core.engine.kv import KVCache
+
+CONTEXT_TOKENS = 32  # a short context: verify cost at the start of a chat
+MAX_BATCH = 8  # verify batches measured: 1..MAX_BATCH tokens (draft lengths 0..7)
+DRAFT_DECODES = 4
+
+
+@dataclass
+class Calibration:
+    """Seconds per target verify batch (by size) and per single draft decode."""
+
+    verify: dict[int, float] = field(default_factory=dict)
+    draft: float | None = None
+    seconds: float = 0.0  # wall time the measurement took
+
+    def seed(self, cost: CostModel) -> bool:
+        """Fill an empty cost model with these figures (a saved one wins); whether it did."""
+        if cost.verify or not self.verify:
+            return False
+        for n, s in self.verify.items():
+            cost.verify[n] = s
+            cost.verify_n[n] = MEASURED  # measured cleanly: trusted like a length seen thrice
+        if cost.draft is None:
+            cost.draft = self.draft
+        return True
+
+
+def _filler(n_vocab: int, n: int, offset: int = 0) -> list[int]:
+    """Ordinary token ids (decode time does not depend on which ones)."""
+    lo = min(100, n_vocab - 1)
+    span = max(min(n_vocab - lo, 20000), 1)
+    return [lo + (offset + 7919 * i) % span for i in range(n)]
+
+
+def measure(target: KVCache, draft: KVCache | None, n_vocab: int, *,
+            max_batch: int = MAX_BATCH) -> Calibration:
+    """Time target batches of 1..max_batch tokens and single draft decodes.
+
+    Both caches are cleared before and after (the measurement's tokens must never
+    pass for a conversation's prefix). Each size is decoded once after one
+    warm-up decode; a size that does not fit the context is skipped.
+    """
+    t0 = time.perf_counter()
+    cal = Calibration()
+    base = _filler(n_vocab, CONTEXT_TOKENS)
+    try:
+        target.clear()
+        if not target.fits(CONTEXT_TOKENS + max_batch):
+            return cal
+        target.feed(base, "none")
+        target.feed(_filler(n_vocab, 1, 1), "all")  # warm-up: the first decode pays for allocation
+        target.cut(CONTEXT_TOKENS)
+        for n in range(1, max_batch + 1):
+            cal.verify[n] = target.feed(_filler(n_vocab, n, n), "all")
+            target.cut(CONTEXT_TOKENS)
+        if draft is not None:
+            draft.clear()
+            if draft.fits(CONTEXT_TOKENS + 1):
+                draft.feed(base, "last")
+                draft.feed(_filler(n_vocab, 1, 1), "last")  # warm-up
+                draft.cut(CONTEXT_TOKENS)
+                spent = []
+                for i in range(DRAFT_DECODES):
+                    spent.append(draft.feed(_filler(n_vocab, 1, i + 2), "last"))
+                    draft.cut(CONTEXT_TOKENS)
+                cal.draft = sorted(spent)[len(spent) // 2]
+    finally:
+        target.clear()
+        if draft is not None:
+            draft.clear()
+    cal.seconds = time.perf_counter() - t0
+    return cal

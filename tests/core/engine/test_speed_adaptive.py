@@ -1,0 +1,46 @@
+"""Adaptive never probes a draft that could not pay even at 100% acceptance."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from specula.core.engine.adaptive import AdaptivePolicy
+from specula.core.engine.config import Mode, SpecConfig
+from specula.core.engine.policy import PlanInput
+from tests.core.engine.test_modes import ALL, _outcome, _train
+
+
+def _replies(pol: AdaptivePolicy, n: int) -> tuple[int, int]:
+    """(replies that synced the draft, draft steps planned) over n replies of 20 steps."""
+    inp = PlanInput(room=8, available=ALL, lookup_tokens=[], lookup_match=0)
+    synced = drafts = 0
+    for _ in range(n):
+        synced += pol.sync_draft_at_prefill()
+        lag = 1
+        for _ in range(20):
+            plan = pol.plan(replace(inp, draft_lag=lag))
+            if plan.source == "draft":
+                drafts += 1
+                pol.observe(_outcome("draft", plan.k, plan.k, 0.030 + 0.015 * plan.k, 0.030 * plan.k))
+                lag = 1
+            else:
+                pol.observe(_outcome("none", 0, 0, 0.030, 0.0))
+                lag += 1
+    return synced, drafts
+
+
+def test_a_draft_that_costs_more_than_it_could_save_is_never_probed() -> None:
+    # v1 30 ms, +15 ms per verified token, a draft decode as dear as a target step:
+    # at best k=4 gives 5 tokens in 4*30 + 90 ms = 24 tok/s against plain's 33.
+    pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=4, tree_budget=0))
+    _train(pol, v1=0.030, per_token_verify=0.015, t_draft=0.030, accept=0.6)
+    assert not pol._could_pay(0.030)
+    assert _replies(pol, 20) == (0, 0)
+
+
+def test_a_draft_that_could_pay_at_high_acceptance_is_still_probed() -> None:
+    pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=4, tree_budget=0))
+    _train(pol, v1=0.030, per_token_verify=0.015, t_draft=0.010, accept=0.6)
+    assert pol._could_pay(0.030)
+    synced, drafts = _replies(pol, 4)
+    assert synced >= 1 and drafts >= 1

@@ -1,0 +1,78 @@
+"""A new pair's cost model is measured at load (verify batches 1..8, draft decodes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from specula.core.engine.adaptive import CostModel
+from specula.core.engine.calibration import MAX_BATCH, Calibration
+from specula.core.engine.config import Mode, SpecConfig
+from specula.core.engine.engine import Engine, EngineOptions
+from specula.core.engine.sampling import SamplingParams
+from tests.core.engine.conftest import PLAIN, run
+
+GREEDY = SamplingParams(temperature=0.0, max_tokens=20)
+
+
+def _engine(tiny: dict[str, Path], calibrate: bool = True) -> Engine:
+    eng = Engine(EngineOptions(n_ctx=1024, n_threads=2, calibrate=calibrate))
+    eng.load_target(tiny["target"])
+    eng.load_draft(tiny["draft"])
+    return eng
+
+
+def test_loading_a_draft_times_every_verify_batch_and_leaves_both_caches_empty(
+    tiny: dict[str, Path], specula_home: Path,
+) -> None:
+    eng = _engine(tiny)
+    try:
+        cal = eng.calibration
+        assert cal is not None
+        assert sorted(cal.verify) == list(range(1, MAX_BATCH + 1))
+        assert all(s > 0 for s in cal.verify.values())
+        assert cal.draft is not None and cal.draft > 0
+        assert 0 < cal.seconds < 5
+        gen = eng.generator
+        assert gen is not None and gen.draft is not None
+        assert gen.kv.tokens == [] and gen.draft.kv.tokens == []  # no made-up prefix survives
+    finally:
+        eng.close()
+
+
+def test_a_new_pairs_adaptive_policy_starts_from_the_calibration_and_keeps_plain_text(
+    tiny: dict[str, Path], specula_home: Path,
+) -> None:
+    eng = _engine(tiny)
+    try:
+        spec = SpecConfig(mode=Mode.ADAPTIVE)
+        pol = eng.policy_for(spec)
+        cost = pol.cost  # type: ignore[attr-defined]
+        assert eng.calibration is not None
+        assert cost.verify_time(3) == pytest.approx(eng.calibration.verify[3])
+        assert cost.draft == pytest.approx(eng.calibration.draft)
+        plain, _ = run(eng, "tell me a story about a cat", GREEDY, PLAIN)
+        done, _ = run(eng, "tell me a story about a cat", GREEDY, spec)
+        assert done.token_ids == plain.token_ids
+    finally:
+        eng.close()
+
+
+def test_without_calibration_a_new_pair_knows_nothing(tiny: dict[str, Path], specula_home: Path) -> None:
+    eng = _engine(tiny, calibrate=False)
+    try:
+        assert eng.calibration is None
+        assert eng.policy_for(SpecConfig(mode=Mode.ADAPTIVE)).cost.verify_time(1) is None  # type: ignore[attr-defined]
+    finally:
+        eng.close()
+
+
+def test_a_saved_cost_model_wins_over_the_calibration() -> None:
+    cost = CostModel()
+    cost.observe_verify(1, 0.5)
+    assert not Calibration(verify={1: 0.1, 2: 0.2}, draft=0.01).seed(cost)
+    assert cost.verify == {1: 0.5} and cost.draft is None
+    empty = CostModel()
+    assert Calibration(verify={1: 0.1, 2: 0.2}, draft=0.01).seed(empty)
+    assert empty.verify_time(2) == pytest.approx(0.2) and empty.draft == pytest.approx(0.01)
