@@ -137,3 +137,22 @@ def test_every_run_starts_from_empty_caches_unless_asked_to_reuse(
                 assert timed[1] < full[0] and timed[3] < full[1]
     finally:
         eng.close()
+
+
+def test_a_fixed_seed_under_the_coupled_rule_is_checked_for_plain_s_text(tiny: dict[str, Path]) -> None:
+    from specula.core.engine.sampling import Rule
+
+    eng = Engine(EngineOptions(n_ctx=512, n_threads=2))
+    eng.load_target(tiny["target"])
+    eng.load_draft(tiny["draft"])
+    try:
+        prompts = [BenchPrompt("p1", "code", "def add(a, b):")]
+        modes = parse_modes("chain:3", draft_max=3)
+        coupled = run_bench(eng, prompts, modes, SamplingParams(temperature=0.8, seed=3, max_tokens=12))
+        rejection = run_bench(eng, prompts, modes, SamplingParams(temperature=0.8, seed=3, max_tokens=12,
+                                                                  rule=Rule.REJECTION))
+    finally:
+        eng.close()
+    chain_run = next(r for r in coupled.runs if r.mode == "chain:3")
+    assert chain_run.identical is True  # same seed, coupled rule: plain's text in every mode
+    assert next(r for r in rejection.runs if r.mode == "chain:3").identical is None  # not expected there

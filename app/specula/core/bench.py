@@ -20,7 +20,7 @@ from pathlib import Path
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.sampling import Rule, SamplingParams
 
 
 @dataclass
@@ -197,7 +197,7 @@ def run_bench(
             for m in modes:
                 done, _ = results[m.label]
                 res = _result(prompt, m, r, done)
-                if m.spec.mode is not Mode.PLAIN and params.greedy:
+                if m.spec.mode is not Mode.PLAIN and _same_text_expected(params):
                     res.identical = done.token_ids == plain_done.token_ids
                     if not res.identical:
                         res.divergence = _divergence(plain_done.token_ids, done.token_ids, plain_gaps)
@@ -207,6 +207,14 @@ def run_bench(
     report.summary = summarize(report.runs)
     report.oracle = oracle(report.runs, [m.label for m in modes if m.fixed_chain])
     return report
+
+
+def _same_text_expected(params: SamplingParams) -> bool:
+    """Greedy, or the coupled rule with one fixed seed: every mode must give plain's
+    tokens (up to batch-shape near-ties), so the benchmark checks it."""
+    if params.greedy:
+        return True
+    return params.rule is Rule.COUPLED and params.seed is not None and params.seed >= 0
 
 
 def _result(prompt: BenchPrompt, m: BenchMode, repeat: int, done: Done) -> RunResult:

@@ -148,6 +148,7 @@ def test_tree_of_depth_two(pair: Engine, ref: FreshTarget) -> None:
                 TOPK5, 4, spec("tree", draft_max=2, tree_budget=6, tree_width=2), 3000)
     assert res.p > ALPHA_PASS
     assert res.tally.max_accepted == 2, "some step must accept two tree levels"
+    assert res.tally.rules == {"sample-and-match"}, "the stats name the rule a tree was verified by"
 
 
 def test_a_tree_near_the_token_limit_keeps_its_width(pair: Engine) -> None:

@@ -20,6 +20,8 @@ def test_refused_draft_is_a_dismissible_banner_with_human_sentences(  # type: ig
     w.resize(1024, 700)
     qtbot.waitUntil(lambda: w.ctx.engine.has_target, timeout=60000)
     bar, banner = w.chat.model_bar, w.chat.banner
+    qtbot.waitUntil(lambda: not bar.progress.isVisible())  # the target's load has settled
+    QApplication.processEvents()
     header_height = bar.height()
     with qtbot.waitSignal(w.ctx.engine.load_failed, timeout=30000):
         bar.choose_draft(str(tiny["other"]))
@@ -32,6 +34,7 @@ def test_refused_draft_is_a_dismissible_banner_with_human_sentences(  # type: ig
     assert not banner.details.isVisible()
     banner.details_button.click()
     assert banner.details.isVisible()
+    qtbot.waitUntil(lambda: not bar.progress.isVisible())  # the refused load has settled
     QApplication.processEvents()
     assert bar.height() == header_height, "the header does not grow"
     banner.close_button.click()

@@ -61,6 +61,8 @@ class _Reply:
         self.seed = seed
         self.rng = np.random.default_rng(seed)
         self.rule = params.acceptance_rule
+        self.tree_rule = ""  # set when a token tree was verified by another rule than chains
+        self.chain_verified = False  # a drafted chain was verified by ``rule`` in this reply
 
     def choose(self, logits: np.ndarray, history: list[int], position: int) -> int:
         """The target's own token at ``position`` (greedy, coupled, or a sample of p)."""
@@ -206,6 +208,9 @@ class Generator:
                 self.reset()
                 reason, done_msg = StopReason.ERROR, f"Decoding failed: {exc}"
                 break
+            if reply.tree_rule:
+                stats.acceptance_rule = (f"{reply.rule}, trees by {reply.tree_rule}"
+                                         if reply.chain_verified else reply.tree_rule)
 
             events: list[Event] = []
             for tok, src, dprob, relaxed in new:
@@ -318,6 +323,10 @@ class Generator:
     ) -> tuple[float, list[NewToken], int, int]:
         """(verify seconds, new tokens, accepted draft tokens, of which relaxed)."""
         if prop.tree is not None and prop.tokens:
+            if reply.rule == sampling.Rule.REJECTION.value:
+                # A tree is walked by sampling the target and matching a child (exact for any
+                # tree); the stats say so rather than claim rejection sampling.
+                reply.tree_rule = "sample-and-match"
             verify_s, new, m = self._verify_tree(prop.tree, committed, reply)
             return verify_s, new, m, 0
         return self._verify_chain(prop, committed, reply)
@@ -327,6 +336,7 @@ class Generator:
     ) -> tuple[float, list[NewToken], int, int]:
         """Pending token + chain in one decode; keep the accepted prefix in the cache."""
         verify_s = self.kv.feed([committed[-1], *prop.tokens], "all")
+        reply.chain_verified |= bool(prop.tokens)
         new, m, n_relaxed = self._accept(prop, committed, reply)
         self.kv.cut(len(committed) + m)
         return verify_s, new, m, n_relaxed
