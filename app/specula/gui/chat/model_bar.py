@@ -138,6 +138,12 @@ class ModelBar(QFrame):
         self.cancel.clicked.connect(self.engine.cancel_load)
         self.cancel.hide()
         status.addWidget(self.cancel)
+        # The load progress keeps its room while hidden: the header never changes height
+        # when a load starts or ends (it used to grow by the bar's height and stay grown).
+        for w in (self.progress, self.cancel):
+            policy = w.sizePolicy()
+            policy.setRetainSizeWhenHidden(True)
+            w.setSizePolicy(policy)
         self.offer = DraftOffer(ctx, self)
         self.offer.draft_downloaded.connect(self.choose_draft)
         outer.addWidget(self.offer)
