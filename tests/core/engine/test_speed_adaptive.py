@@ -44,3 +44,17 @@ def test_a_draft_that_could_pay_at_high_acceptance_is_still_probed() -> None:
     assert pol._could_pay(0.030)
     synced, drafts = _replies(pol, 4)
     assert synced >= 1 and drafts >= 1
+
+
+def test_a_prompt_long_catch_up_after_the_first_token_does_not_stop_drafting() -> None:
+    """The draft is fed the prompt after the first token (deferred prefill): that catch-up
+    is paid once for the whole reply, so a draft that pays per step must still be chosen.
+    Charged whole to one step (50 prompt tokens at 20 ms each = 1 s against a 170 ms step),
+    drafting would never start, and the reply would run plain to its end."""
+    pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=4, tree_budget=0))
+    _train(pol, v1=0.170, per_token_verify=0.012, t_draft=0.040, accept=0.9)  # memory-bound target
+    pol.cost.catchup_per_token = 0.020
+    inp = PlanInput(room=60, available=ALL, lookup_tokens=[], lookup_match=0, draft_lag=50)
+    assert pol.plan(inp).source == "draft"
+    # A catch-up is still a cost: with one token left it is not worth paying.
+    assert pol.plan(replace(inp, room=1)).source == "none"

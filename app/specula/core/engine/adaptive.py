@@ -181,6 +181,7 @@ class AdaptivePolicy:
         self.tree_tries = 0
         self._probe_left = 0
         self._lag = 1  # tokens the draft must be fed before it can draft
+        self._room = 1  # tokens the reply may still draft (the plan's room)
         self._probe = False
         # Measured tokens/s of draft-model steps by shape; a tree is tried now and then and
         # used while it beats the chain on this machine.
@@ -201,8 +202,15 @@ class AdaptivePolicy:
         best, best_k = 0.0, 0
         catch = self.cost.catchup_time(self._lag)
         for k in range(1, k_max + 1):
-            t = catch + k * self.cost.draft + (self.cost.verify_time(k + 1) or v1 * (1 + 0.5 * k))
-            rate = expected_tokens(a, k) / t
+            e = expected_tokens(a, k)
+            share = catch
+            if self._lag > k_max + 1:
+                # A long catch-up (the draft's feed of the prompt after the first token) is
+                # paid once and serves every later step: each step bears its share over the
+                # steps left, or drafting would never start after a deferred draft prefill.
+                share = catch * min(1.0, e / max(self._room, 1))
+            t = share + k * self.cost.draft + (self.cost.verify_time(k + 1) or v1 * (1 + 0.5 * k))
+            rate = e / t
             if rate > best:
                 best, best_k = rate, k
         return best, best_k
@@ -222,6 +230,7 @@ class AdaptivePolicy:
     def plan(self, inp: PlanInput) -> Plan:
         k_max = min(self.cfg.draft_max, inp.room)
         self._lag = inp.draft_lag
+        self._room = inp.room
         v1 = self.cost.verify_time(1)
         self.since_plain += 1
         if k_max <= 0 or v1 is None or self.since_plain >= REFRESH_PLAIN:
