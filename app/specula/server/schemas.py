@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.sampling import Rule, SamplingParams
 from specula.server.errors import OpenAIError, bad
 
 MAX_STOP_STRINGS = 4  # as the OpenAI API
@@ -116,17 +116,31 @@ def sampling_from(body: dict[str, Any], defaults: SamplingParams) -> SamplingPar
         seed=_seed(body, defaults.seed),
         max_tokens=max_tokens or defaults.max_tokens,
         stop=_stop(body),
+        rule=_rule(body, defaults.rule),
     )
 
 
+def _rule(body: dict[str, Any], default: Rule) -> Rule:
+    """``"specula": {"rule": "coupled" | "rejection-sampling"}``: the exact acceptance rule."""
+    extra = body.get("specula")
+    if not isinstance(extra, dict) or "rule" not in extra:
+        return default  # a malformed 'specula' field is refused by spec_from
+    value = extra["rule"]
+    choices = [r.value for r in Rule]
+    if not isinstance(value, str) or value not in choices:
+        raise bad("specula.rule", f"'rule' must be one of {', '.join(choices)}.")
+    return Rule(value)
+
+
 def spec_from(body: dict[str, Any], defaults: SpecConfig) -> SpecConfig:
-    """The extra ``"specula": {mode, draft_max, draft_min, p_min}`` body field."""
+    """The extra ``"specula": {mode, draft_max, draft_min, p_min, rule}`` body field
+    (``rule`` is read with the sampling settings, by :func:`sampling_from`)."""
     extra = body.get("specula")
     if extra is None:
         return defaults
     if not isinstance(extra, dict):
         raise bad("specula", "'specula' must be an object.", "invalid_type")
-    unknown = set(extra) - {"mode", "draft_max", "draft_min", "p_min"}
+    unknown = set(extra) - {"mode", "draft_max", "draft_min", "p_min", "rule"}
     if unknown:
         raise bad("specula", f"Unknown 'specula' fields: {', '.join(sorted(unknown))}.")
     mode = _typed(extra, "mode", (str,), "a string", defaults.mode.value)

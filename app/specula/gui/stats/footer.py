@@ -34,6 +34,9 @@ def footer_text(stats: Mapping[str, object], stop_reason: str = "") -> str:
     if mode:
         rule = str(stats.get("acceptance_rule", ""))
         parts.append(f"{mode} ({rule})" if rule and mode != "plain" else mode)
+        if rule and rule != "greedy" and stats.get("seed") is not None:
+            # A sampled reply is reproducible from its seed (drawn when the settings said -1).
+            parts.append(f"seed {stats['seed']}")
     if stop_reason:
         parts.append(STOP_REASONS.get(stop_reason, stop_reason))
     return "  ·  ".join(parts)
