@@ -13,14 +13,32 @@ from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import Done, Event, TokenEvent
 from specula.core.engine.llama import Batch, Context, Model
 from specula.core.engine.sampling import SamplingParams
+from tests.core.engine.reference import FreshTarget
 
 
-def make_engine(target: Path, draft: Path | None = None, n_ctx: int = 1024) -> Engine:
-    eng = Engine(EngineOptions(n_ctx=n_ctx, n_threads=2))
+def make_engine(target: Path, draft: Path | None = None, n_ctx: int = 1024,
+                n_threads: int = 2) -> Engine:
+    eng = Engine(EngineOptions(n_ctx=n_ctx, n_threads=n_threads))
     eng.load_target(target)
     if draft is not None:
         eng.load_draft(draft)
     return eng
+
+
+@pytest.fixture(scope="module")
+def ref(tiny: dict[str, Path]) -> Iterator[FreshTarget]:
+    """The independent reference: the tiny target, evaluated afresh for every prefix."""
+    r = FreshTarget(tiny["target"])
+    yield r
+    r.close()
+
+
+@pytest.fixture(scope="module")
+def pair(tiny: dict[str, Path]) -> Iterator[Engine]:
+    """The tiny target with its partly-right draft, on one thread (the statistical tests)."""
+    eng = make_engine(tiny["target"], tiny["draft"], n_threads=1)
+    yield eng
+    eng.close()
 
 
 @pytest.fixture(scope="module")

@@ -18,16 +18,17 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
+from functools import partial
 from typing import Any
 
 import pytest
 
 from specula.core.engine import sampling
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.engine import Engine, EngineOptions
+from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done, StepEvent, StopReason
 from specula.core.engine.sampling import SamplingParams
+from tests.core.engine.conftest import make_engine as _make_engine
 from tests.core.engine.reference import (
     Chi2,
     FreshTarget,
@@ -42,13 +43,12 @@ ALPHA_POWER = 1e-6
 
 
 
-def make_engine(target: Path, draft: Path | None = None, n_ctx: int = 1024) -> Engine:
-    """One thread: the tests run pinned to one core, where two threads only contend."""
-    eng = Engine(EngineOptions(n_ctx=n_ctx, n_threads=1))
-    eng.load_target(target)
-    if draft is not None:
-        eng.load_draft(draft)
-    return eng
+# One thread: the tests run pinned to one core, where two threads only contend.
+make_engine = partial(_make_engine, n_threads=1)
+
+
+def prompt_of(eng: Engine, text: str = "hello world") -> list[int]:
+    return eng.tokenize_chat([{"role": "user", "content": text}])
 
 
 def params(t: Transform, n: int, seed: int, rule: str = "rejection-sampling", **kw: Any) -> SamplingParams:

@@ -11,7 +11,6 @@ position) plus the cheap ones; ``-m slow`` adds the rest at larger samples.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,28 +20,11 @@ import pytest
 from specula.core.engine import sampling
 from specula.core.engine.engine import Engine
 from tests.core.engine.reference import FreshTarget, Transform, transform
-from tests.core.engine.sampling_runs import ALPHA_POWER, Check, check, make_engine, spec
+from tests.core.engine.sampling_runs import ALPHA_POWER, Check, check, prompt_of, spec
 
 TOPK5 = Transform(temperature=0.8, top_k=5)
 ALL_FILTERS = Transform(temperature=0.8, top_k=20, top_p=0.9, min_p=0.05)
 
-
-@pytest.fixture(scope="module")
-def ref(tiny: dict[str, Path]) -> Iterator[FreshTarget]:
-    r = FreshTarget(tiny["target"])
-    yield r
-    r.close()
-
-
-@pytest.fixture(scope="module")
-def pair(tiny: dict[str, Path]) -> Iterator[Engine]:
-    eng = make_engine(tiny["target"], tiny["draft"])
-    yield eng
-    eng.close()
-
-
-def prompt_of(eng: Engine, text: str = "hello world") -> list[int]:
-    return eng.tokenize_chat([{"role": "user", "content": text}])
 
 
 def rejected(res: Check) -> bool:

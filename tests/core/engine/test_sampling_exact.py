@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -42,6 +41,7 @@ from tests.core.engine.sampling_runs import (
     check,
     fake_clock,
     make_engine,
+    prompt_of,
     reply,
     spec,
 )
@@ -54,23 +54,6 @@ ALL_FILTERS = Transform(temperature=0.8, top_k=20, top_p=0.9, min_p=0.05)  # the
 def edge(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return build_edge_drafts(tmp_path_factory.mktemp("edge-drafts"))
 
-
-@pytest.fixture(scope="module")
-def ref(tiny: dict[str, Path]) -> Iterator[FreshTarget]:
-    r = FreshTarget(tiny["target"])
-    yield r
-    r.close()
-
-
-@pytest.fixture(scope="module")
-def pair(tiny: dict[str, Path]) -> Iterator[Engine]:
-    eng = make_engine(tiny["target"], tiny["draft"])
-    yield eng
-    eng.close()
-
-
-def prompt_of(eng: Engine, text: str = "hello world") -> list[int]:
-    return eng.tokenize_chat([{"role": "user", "content": text}])
 
 
 # -- the reference itself ---------------------------------------------------------------
