@@ -174,14 +174,23 @@ class Generator:
         stops = StopFilter(params.stop)
         step = 0
         reason: StopReason | None = None
+        # Steps are timed back to back (the consumer's time between them left out), and
+        # every llama_decode is timed where it happens (Context.decode_s), so a step's host
+        # time is its wall time minus its decodes: sampling, the drafter's Python work,
+        # acceptance, events and bookkeeping all count, whichever code they are in.
+        t_step = time.perf_counter()
+        clock0 = self._decode_clock()
         while reason is None:
             if cancel.is_set():
                 reason = StopReason.CANCELLED
                 break
             if deferred and step > 0:
                 deferred = False
+                c0, t0 = self._decode_clock(), time.perf_counter()
                 stats.draft_prefill_s = self._catch_up_drafters(committed, active)
-            t_step = time.perf_counter()
+                # the draft's prefill is reported on its own, not as a step's time
+                t_step += time.perf_counter() - t0
+                clock0 += self._decode_clock() - c0
             room = self.ctx.n_ctx - len(committed)
             if room < 0:
                 reason, done_msg = StopReason.CONTEXT_FULL, full_msg
@@ -199,7 +208,7 @@ class Generator:
                     if not prop.tokens:
                         raise
                     # the proposal did not fit the window: this step is plain
-                    prop, drafter = Proposal(draft_s=prop.draft_s), drafter
+                    prop, drafter = Proposal(draft_s=prop.draft_s, host_s=prop.host_s), drafter
                     verify_s, new, m, n_relaxed = self._verify(prop, committed, reply)
             except ContextFull:
                 reason, done_msg = StopReason.CONTEXT_FULL, full_msg
@@ -235,14 +244,15 @@ class Generator:
                 self.kv.cut(len(committed) - 1)
             if drafter is not None:
                 drafter.accept(committed, m)
-            wall = time.perf_counter() - t_step
+            t_rec = time.perf_counter()
+            wall = t_rec - t_step
             rec = StepRecord(
                 step=step, drafted=len(prop), accepted=m, emitted=len(new),
                 draft_s=prop.draft_s, verify_s=verify_s,
-                overhead_s=max(wall - prop.draft_s - verify_s, 0.0),
+                overhead_s=max(wall - (self._decode_clock() - clock0), 0.0),
                 shape=prop.shape, source=prop.source.value,
                 draft_decodes=prop.n_decodes, catchup=prop.catchup,
-                relaxed_accepted=n_relaxed,
+                relaxed_accepted=n_relaxed, step_s=wall, draft_host_s=prop.host_s,
             )
             stats.add_step(rec)
             if step % 16 == 0:
@@ -256,7 +266,11 @@ class Generator:
             policy.observe(Outcome(prop.source, prop.top_probs, prop.entropies, m, prop.match_len, rec))
             events.append(StepEvent(rec, stats))
             step += 1
+            t_tail = time.perf_counter()
             yield from events
+            # the next step starts with this one's bookkeeping after the record was made
+            t_step = time.perf_counter() - (t_tail - t_rec)
+            clock0 = self._decode_clock()
 
         if reason is not StopReason.STOP_STRING:
             for ev in stops.flush():
@@ -314,7 +328,15 @@ class Generator:
             seed=reply.seed, rng=reply.rng, keep=policy.keep_drafting, draft_min=spec.draft_min,
             tree_budget=budget, tree_width=spec.tree_width, lookup_tokens=plan.lookup_tokens or [],
         )
-        return drafter.propose(req), drafter
+        c0, t0 = self._decode_clock(), time.perf_counter()
+        prop = drafter.propose(req)
+        prop.host_s = max(time.perf_counter() - t0 - (self._decode_clock() - c0), 0.0)
+        return prop, drafter
+
+    def _decode_clock(self) -> float:
+        """Seconds spent in llama_decode so far, target and draft together."""
+        s = self.ctx.decode_s
+        return s + self.draft.ctx.decode_s if self.draft is not None else s
 
     # -- verification --------------------------------------------------------
 

@@ -13,6 +13,7 @@ import ctypes
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -356,13 +357,18 @@ class Context:
         self.n_outputs_max = n_outputs_max
         self.n_vocab = model.n_vocab
         self._mem = L.llama_get_memory(self._ctx)
+        # Seconds inside llama_decode over the context's life: every decode passes here,
+        # so the time outside it (the host's share of a step) is measured in one place.
+        self.decode_s = 0.0
 
     def decode(self, batch: Batch) -> None:
         """Evaluate ``batch``; raises :class:`ContextFull` or :class:`DecodeError`."""
         if batch.n_outputs > self.n_outputs_max:
             # llama.cpp aborts the whole process past n_outputs_max: refuse in Python.
             raise DecodeError(f"batch asks for {batch.n_outputs} outputs, max {self.n_outputs_max}")
+        t0 = time.perf_counter()
         rc = L.llama_decode(self._ctx, batch.raw)
+        self.decode_s += time.perf_counter() - t0
         if rc == 1:
             raise ContextFull("no KV slot for the batch")
         if rc != 0:

@@ -26,12 +26,24 @@ class StepRecord:
     emitted: int  # tokens this step added (accepted + the target's own token)
     draft_s: float
     verify_s: float
-    overhead_s: float  # time outside llama_decode (Python: sampling, acceptance, bookkeeping)
+    overhead_s: float  # host time: the step's wall time outside every llama_decode (target and draft)
     shape: StepShape = StepShape.CHAIN
     source: str = "none"  # where the proposal came from: a DraftSource value (none | draft | tree | lookup)
     draft_decodes: int = 0  # draft llama_decode calls
     catchup: int = 0  # tokens the draft caught up on first
     relaxed_accepted: int = 0  # accepted only because of the lossy rule
+    # The step's wall time, from the end of the previous step's bookkeeping to the end of
+    # this one's (the consumer's time between steps excluded); 0 when not measured.
+    step_s: float = 0.0
+    draft_host_s: float = 0.0  # of overhead_s: the drafter's own Python work in propose
+
+    @property
+    def host_share(self) -> float:
+        """The share of the step spent outside llama_decode (0 when not measured).
+
+        On a GPU the decodes shrink and this share is what is left to win on the host."""
+        total = self.step_s or (self.draft_s + self.verify_s + self.overhead_s)
+        return self.overhead_s / total if total > 0 else 0.0
 
 
 @dataclass
@@ -55,7 +67,9 @@ class GenerationStats:
     relaxed_accepted: int = 0
     draft_s: float = 0.0
     verify_s: float = 0.0
-    overhead_s: float = 0.0
+    overhead_s: float = 0.0  # host time over the steps (see StepRecord.overhead_s)
+    draft_host_s: float = 0.0  # of overhead_s: the drafters' own Python work
+    step_s: float = 0.0  # wall time of the steps (see StepRecord.step_s)
     peak_rss_bytes: int = 0
 
     @property
@@ -88,9 +102,16 @@ class GenerationStats:
         return self.tokens / self.steps if self.steps else 0.0
 
     @property
-    def overhead_fraction(self) -> float:
-        busy = self.draft_s + self.verify_s + self.overhead_s
+    def host_share(self) -> float:
+        """The share of the steps' time spent outside llama_decode, the drafter's
+        Python work included: what a faster accelerator cannot shrink."""
+        busy = self.step_s or (self.draft_s + self.verify_s + self.overhead_s)
         return self.overhead_s / busy if busy > 0 else 0.0
+
+    @property
+    def overhead_fraction(self) -> float:
+        """The older name of :attr:`host_share`."""
+        return self.host_share
 
     def add_step(self, rec: StepRecord) -> None:
         self.steps += 1
@@ -102,6 +123,8 @@ class GenerationStats:
         self.draft_s += rec.draft_s
         self.verify_s += rec.verify_s
         self.overhead_s += rec.overhead_s
+        self.draft_host_s += rec.draft_host_s
+        self.step_s += rec.step_s
 
     def sample_memory(self) -> None:
         rss = psutil.Process().memory_info().rss
@@ -126,6 +149,7 @@ class GenerationStats:
             acceptance_rate=self.acceptance_rate,
             mean_accepted_per_step=self.mean_accepted_per_step,
             overhead_fraction=self.overhead_fraction,
+            host_share=self.host_share,
             decode_s=self.decode_s,
         )
         return d

@@ -66,6 +66,7 @@ class Proposal:
     top_probs: list[float] = field(default_factory=list)  # the draft's confidence per position
     entropies: list[float] = field(default_factory=list)
     draft_s: float = 0.0  # time in the draft's llama_decode
+    host_s: float = 0.0  # the drafter's time outside llama_decode (set by the generator)
     source: DraftSource = DraftSource.NONE
     match_len: int = 0  # lookup: length of the matched n-gram
     n_decodes: int = 0  # draft llama_decode calls this step
