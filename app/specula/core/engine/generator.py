@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from specula.core.cancel import Cancelled
-from specula.core.engine import sampling
+from specula.core.engine import sampling, topk
 from specula.core.engine.config import SpecConfig
 from specula.core.engine.drafters import (
     ChainDrafter,
@@ -48,8 +48,7 @@ NewToken = tuple[int, Source, float | None, bool]  # token, source, draft probab
 
 def top2_gap(logits: np.ndarray) -> float:
     """Difference between the two largest logits (small = a near-tie)."""
-    top2 = np.partition(logits, -2)[-2:]
-    return float(top2[1] - top2[0])
+    return topk.top2_gap(logits)
 
 
 class _Reply:

@@ -375,11 +375,13 @@ class Context:
             raise DecodeError(f"llama_decode returned {rc}")
 
     def logits(self, i: int) -> F32:
-        """Zero-copy view of the i-th output's logits (valid until the next decode)."""
+        """Zero-copy, read-only view of the i-th output's logits (valid until the next decode)."""
         ptr = L.llama_get_logits_ith(self._ctx, i)
         if not ptr:
             raise DecodeError(f"no logits for output {i}")
-        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+        row = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+        row.flags.writeable = False  # llama.cpp's buffer: only a decode writes it
+        return row
 
     def seq_rm(self, seq: int, p0: int, p1: int = -1) -> bool:
         return bool(L.llama_memory_seq_rm(self._mem, seq, p0, p1))

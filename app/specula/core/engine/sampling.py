@@ -26,6 +26,8 @@ from enum import Enum
 import numpy as np
 import numpy.typing as npt
 
+from specula.core.engine import topk
+
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -119,27 +121,31 @@ def apply_penalties(logits: F32, history: list[int], params: SamplingParams) -> 
 def candidates(logits: F32, params: SamplingParams) -> tuple[I64, F64]:
     """The sampling distribution on its candidates: (token ids, probabilities summing to 1).
 
-    Order as llama.cpp's default chain: top-k, top-p, min-p, then temperature.
-    Greedy gives the argmax alone. Only top-k touches the whole vocabulary.
+    Order as llama.cpp's default chain: top-k, top-p, min-p, then temperature; top-p
+    and min-p see the softmax at temperature 1 of what is left. Greedy gives the argmax
+    alone. With top-k or top-p on, ids come best first, equal logits ranking the lower
+    id first (as a stable sort of the vocabulary would). With top-k on, only one partial selection touches the
+    whole vocabulary (:func:`topk.top_k_ids`); the rest works on the k candidates.
     """
     n = logits.shape[0]
     if params.greedy:
         return np.array([int(np.argmax(logits))], dtype=np.int64), np.ones(1)
     if 0 < params.top_k < n:
-        idx = np.argpartition(logits, n - params.top_k)[n - params.top_k :].astype(np.int64)
+        idx = topk.top_k_ids(logits, params.top_k)  # best first
+    elif params.top_p < 1.0:  # top-k off: top-p needs the whole vocabulary in order
+        idx = np.argsort(-logits, kind="stable").astype(np.int64)
     else:
         idx = np.arange(n, dtype=np.int64)
     xs = logits[idx].astype(np.float64)
-    e = np.exp(xs - xs.max())
-    p = e / e.sum()
-    if params.top_p < 1.0:
-        order = np.argsort(-p, kind="stable")
-        cut = int(np.searchsorted(np.cumsum(p[order]), params.top_p)) + 1
-        sel = order[:cut]
-        idx, xs, p = idx[sel], xs[sel], p[sel]
-    if params.min_p > 0.0:
-        sel = p >= params.min_p * p.max()
-        idx, xs = idx[sel], xs[sel]
+    if params.top_p < 1.0 or params.min_p > 0.0:
+        e = np.exp(xs - xs.max())
+        if params.top_p < 1.0:  # idx is in descending order here
+            c = np.cumsum(e)
+            cut = int(np.searchsorted(c, params.top_p * c[-1])) + 1
+            idx, xs, e = idx[:cut], xs[:cut], e[:cut]
+        if params.min_p > 0.0:  # p >= min_p * p_max, and p_max is e = 1 before normalising
+            sel = e >= params.min_p
+            idx, xs = idx[sel], xs[sel]
     t = xs / params.temperature
     e = np.exp(t - t.max())
     return idx, e / e.sum()
@@ -169,9 +175,13 @@ def draft_candidates(logits: F32, params: SamplingParams) -> tuple[I64, F64]:
 
 def sample(p: F32, rng: np.random.Generator) -> int:
     """*Patch point*: one draw from ``p`` (inverse CDF; robust to float rounding)."""
-    c = np.cumsum(p, dtype=np.float64)
+    nz = np.flatnonzero(p)  # the support: a few candidates, not the vocabulary
+    if nz.shape[0] == 0:
+        return int(p.shape[0] - 1)
+    # the same draw as over the dense cumulative sum (adding zeros changes no partial sum)
+    c = np.cumsum(p[nz], dtype=np.float64)
     u = rng.random() * c[-1]
-    return int(min(np.searchsorted(c, u, side="right"), p.shape[0] - 1))
+    return int(nz[min(int(np.searchsorted(c, u, side="right")), nz.shape[0] - 1)])
 
 
 def residual(p: F32, q: F32 | None, token: int = -1) -> F32:
@@ -179,15 +189,17 @@ def residual(p: F32, q: F32 | None, token: int = -1) -> F32:
 
     ``q=None`` stands for a deterministic proposal (one-hot at ``token``).
     """
+    nz = np.flatnonzero(p)  # max(0, p - q) is 0 wherever p is: work on p's support
     if q is None:
-        r = p.astype(np.float64).copy()
-        r[token] = 0.0
+        r = p[nz].astype(np.float64)
+        r[nz == token] = 0.0
     else:
-        r = np.maximum(p.astype(np.float64) - q.astype(np.float64), 0.0)
+        r = np.maximum(p[nz].astype(np.float64) - q[nz].astype(np.float64), 0.0)
     s = r.sum()
     if s <= 0.0:  # p == q: a rejection had probability 0; p itself is the answer
         return p
-    res: F32 = (r / s).astype(np.float32)
+    res = np.zeros(p.shape[0], dtype=np.float32)
+    res[nz] = r / s
     return res
 
 

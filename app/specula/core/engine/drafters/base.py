@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from specula.core.engine import topk
 from specula.core.engine.events import Source
 from specula.core.engine.sampling import F32, Rule, SamplingParams
 from specula.core.engine.stats import StepShape
@@ -159,11 +160,6 @@ def keep_short_draft(n_drafted: int, draft_min: int, rule: str) -> bool:
 
 
 def softmax_stats(logits: F32) -> tuple[int, float, float]:
-    """(argmax, its probability, entropy in nats) of the plain softmax."""
-    top = int(np.argmax(logits))
-    x = logits - logits[top]
-    e = np.exp(x)
-    z = float(e.sum())
-    p_top = 1.0 / z
-    entropy = float(np.log(z) - float(np.dot(e, x)) / z)  # H = log z - sum(p * x)
-    return top, p_top, entropy
+    """(argmax, its probability, entropy in nats) of the plain softmax: the draft's
+    confidence features, from its top candidates (see :func:`topk.softmax_stats`)."""
+    return topk.softmax_stats(logits)

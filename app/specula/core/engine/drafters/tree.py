@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from specula.core.engine import sampling
+from specula.core.engine import sampling, topk
 from specula.core.engine.drafters.base import DraftRequest, DraftSource, Proposal
 from specula.core.engine.drafters.model import DraftModel, ModelDrafter
 from specula.core.engine.llama import Batch, ContextFull, DecodeError
@@ -61,14 +61,13 @@ class TokenTree:
 
 
 def _top(logits: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """(tokens, probabilities) of the ``width`` most likely tokens under the plain softmax."""
-    width = min(width, logits.shape[0])
-    idx = np.argpartition(logits, -width)[-width:]
-    x = logits - logits.max()
-    z = float(np.exp(x).sum())
-    p = np.exp(x[idx]) / z
-    order = np.argsort(-p)
-    return idx[order], p[order]
+    """(tokens, probabilities) of the ``width`` most likely tokens under the plain softmax
+    (its normaliser from the top candidates, as the chain's confidence features)."""
+    ids = topk.top_k_ids(logits, max(width, topk.FEATURE_K))
+    z, _ = topk.normaliser(logits, ids)
+    ids = ids[: min(width, logits.shape[0])]
+    p = np.exp(logits[ids].astype(np.float64) - float(logits[int(ids[0])])) / z
+    return ids, p
 
 
 class TreeDrafter(ModelDrafter):
@@ -115,8 +114,9 @@ class TreeDrafter(ModelDrafter):
         c = sampling.coupled_choice(ids, q, req.seed, position)
         if c in toks:
             return toks, ps
-        x = logits - logits.max()
-        p_c = float(np.exp(x[c]) / np.exp(x).sum())
+        ids = topk.top_k_ids(logits, max(req.tree_width, topk.FEATURE_K))
+        z, _ = topk.normaliser(logits, ids)
+        p_c = float(np.exp(float(logits[c]) - float(logits[int(ids[0])])) / z)
         toks = np.concatenate(([c], toks[:-1]))
         ps = np.concatenate(([p_c], ps[:-1]))
         return toks, ps

@@ -1,0 +1,180 @@
+"""Partial selection over a vocabulary-sized logit row, in time that grows with the
+candidates rather than with the vocabulary.
+
+With a 152k-token vocabulary and a GPU step of a few milliseconds, a full-vocabulary
+``np.argpartition`` or softmax per position is a large share of each step. Everything
+here reads the row a couple of times with vectorised reductions and then works on a few
+thousand values at most:
+
+* :func:`top_k_ids`: the k largest logits, exactly, ordered by logit (ties: the lower
+  token id first, as a stable sort of the whole vocabulary would order them). The
+  vocabulary is cut into B strided groups (token i is in group i mod G); the group
+  maxima are one elementwise ``np.maximum`` over B rows. The k-th largest group maximum
+  t is at most the k-th largest logit (k distinct tokens reach t), so every top-k token
+  is at least t and lies in a group whose maximum is at least t: only those groups are
+  looked at.
+* :func:`softmax_stats`: argmax, its probability and the entropy of the plain softmax
+  with one exp over the row and dot products (numpy's float32 ``sum`` is several times
+  slower than a dot with ones).
+* :func:`top2_gap`: the gap between the two largest logits from two max reductions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+F32 = npt.NDArray[np.float32]
+I64 = npt.NDArray[np.int64]
+
+GROUP_ROWS = 32  # B: rows of the strided group layout (G = n // B groups of B tokens)
+_SMALL = 4096  # rows shorter than this are sorted whole
+
+
+def _stable_top(ids: I64, vals: npt.NDArray[np.floating], k: int) -> I64:
+    """The k best of (ids ascending, vals) by value, ties to the lower id."""
+    if ids.shape[0] > k:
+        kth = np.partition(vals, ids.shape[0] - k)[ids.shape[0] - k]
+        above = vals > kth
+        n_above = int(np.count_nonzero(above))
+        ties = np.flatnonzero(vals == kth)[: k - n_above]
+        keep = np.flatnonzero(above)
+        sel = np.concatenate((keep, ties)) if ties.shape[0] else keep
+        ids, vals = ids[sel], vals[sel]
+    order = np.lexsort((ids, -vals))  # last key first: by -value, then by id
+    out: I64 = ids[order]
+    return out
+
+
+# The last selection made on a read-only row (llama.cpp's logits as Context.logits gives
+# them): the draft's confidence features and its sampling transform read the same row one
+# after the other, and share one selection. A read-only row cannot change under the same
+# array object, and a new decode gives new objects; a writable array is never remembered.
+_last: tuple[F32, int, I64] | None = None
+
+
+def top_k_ids(logits: F32, k: int) -> I64:
+    """Token ids of the ``k`` largest logits, best first, ties to the lower id.
+
+    Exactly what ``np.argsort(-logits, kind="stable")[:k]`` gives, without sorting or
+    partitioning the whole row.
+    """
+    global _last
+    n = logits.shape[0]
+    k = max(0, min(k, n))
+    if k == 0:
+        return np.empty(0, dtype=np.int64)
+    last = _last
+    if last is not None and last[0] is logits and k <= last[1]:
+        return last[2][:k]
+    out = _top_k_ids(logits, k)
+    out.flags.writeable = False  # it may be handed out again
+    if not logits.flags.writeable:
+        _last = (logits, k, out)
+    return out
+
+
+def _top_k_ids(logits: F32, k: int) -> I64:
+    n = logits.shape[0]
+    if n <= _SMALL or k * GROUP_ROWS * 4 >= n:
+        order: I64 = np.argsort(-logits, kind="stable")[:k].astype(np.int64)
+        return order
+    groups = n // GROUP_ROWS
+    head = logits[: groups * GROUP_ROWS].reshape(GROUP_ROWS, groups)  # row r: ids r*G .. r*G+G-1
+    gmax = head.max(axis=0)  # group g = {g, g + G, g + 2G, ...}
+    t = np.partition(gmax, groups - k)[groups - k]
+    sel = np.flatnonzero(gmax >= t)
+    ids = (sel[None, :] + (np.arange(GROUP_ROWS, dtype=np.int64) * groups)[:, None]).ravel()
+    tail = np.arange(groups * GROUP_ROWS, n, dtype=np.int64)  # the last n mod B ids: always looked at
+    if tail.shape[0]:
+        ids = np.concatenate((ids, tail))
+    vals = logits[ids]  # ids ascend: row r holds r*G + g, and the tail comes last
+    keep = vals >= t
+    return _stable_top(ids[keep], vals[keep], k)
+
+
+FEATURE_K = 64  # tokens whose probabilities the draft's confidence features take exactly
+FEATURE_STRIDE = 16  # the rest of the vocabulary is estimated from every 16th token
+
+
+def softmax_stats(logits: F32) -> tuple[int, float, float]:
+    """(argmax, its probability, entropy in nats) of the plain softmax of the row.
+
+    Rows up to a few thousand tokens are computed exactly. For a large vocabulary the
+    ``FEATURE_K`` most likely tokens are taken exactly (one partial selection, shared
+    with the sampling transform that follows on the same row) and the other tokens'
+    part of the normaliser and of the entropy is estimated from every
+    ``FEATURE_STRIDE``-th token, scaled to the number of tokens it stands for: where the
+    draft is confident the top tokens hold nearly all the mass and the estimate is
+    close to exact; where it is flat the sample of ~10k values is a good estimate of a
+    sum of many small terms. These are features for a drafting policy (the output's
+    exactness never depends on them), in the spirit of llama.cpp's draft loop, which
+    reads its confidence from a top-k of the draft's logits.
+    """
+    if logits.shape[0] <= _SMALL:
+        return _exact_stats(logits)
+    ids = top_k_ids(logits, FEATURE_K)
+    top = int(ids[0])
+    z, ex = normaliser(logits, ids)
+    entropy = float(np.log(z) - ex / z)  # H = log z - sum(p * x), x = logit - max
+    return top, 1.0 / z, max(entropy, 0.0)
+
+
+def normaliser(logits: F32, ids: I64) -> tuple[float, float]:
+    """(z, sum of exp(x) * x) over the row, x = logit - max, with ``ids`` (the top
+    tokens, best first) taken exactly and the rest estimated from a strided sample
+    (see :func:`softmax_stats`)."""
+    n = logits.shape[0]
+    m = float(logits[int(ids[0])])
+    xt = logits[ids].astype(np.float64) - m
+    et = np.exp(xt)
+    z, ex = float(et.sum()), float(np.dot(et, xt))
+    if n <= _SMALL:  # small rows: every token exactly
+        x = logits.astype(np.float64) - m
+        e = np.exp(x)
+        return float(e.sum()), float(np.dot(e, x))
+    sample = logits[::FEATURE_STRIDE]
+    xs = sample - np.float32(m)
+    es = np.exp(xs)
+    zs, exs = float(np.dot(es, _ones(es.shape[0], es.dtype))), float(np.dot(es, xs))
+    in_both = ids[ids % FEATURE_STRIDE == 0]  # top tokens that the sample holds too
+    if in_both.shape[0]:
+        xb = logits[in_both].astype(np.float64) - m
+        eb = np.exp(xb)
+        zs -= float(eb.sum())
+        exs -= float(np.dot(eb, xb))
+    n_rest_sample = sample.shape[0] - in_both.shape[0]
+    if n_rest_sample > 0:
+        scale = (n - ids.shape[0]) / n_rest_sample
+        z += max(zs, 0.0) * scale
+        ex += min(exs, 0.0) * scale
+    return z, ex
+
+
+def _exact_stats(logits: F32) -> tuple[int, float, float]:
+    top = int(np.argmax(logits))
+    x = logits.astype(np.float64) - float(logits[top])
+    e = np.exp(x)
+    z = float(e.sum())
+    return top, 1.0 / z, max(float(np.log(z) - float(np.dot(e, x)) / z), 0.0)
+
+
+_ONES: dict[tuple[int, str], npt.NDArray[np.floating]] = {}
+
+
+def _ones(n: int, dtype: np.dtype[np.floating]) -> npt.NDArray[np.floating]:
+    key = (n, dtype.str)
+    v = _ONES.get(key)
+    if v is None:
+        v = _ONES[key] = np.ones(n, dtype=dtype)
+    return v
+
+
+def top2_gap(logits: F32) -> float:
+    """Difference between the two largest logits (small = a near-tie)."""
+    if logits.shape[0] < 2:
+        return float("inf")
+    i = int(np.argmax(logits))
+    rest = max(float(logits[:i].max()) if i else -np.inf,
+               float(logits[i + 1 :].max()) if i + 1 < logits.shape[0] else -np.inf)
+    return float(logits[i]) - rest

@@ -1,0 +1,220 @@
+"""Host work in proportion to the candidates: the partial selection and the sampling
+transform equal a plain computation over the whole vocabulary (sorted, cut, softmax),
+ties included; the confidence features stay close to the exact softmax; the host share
+is measured per step."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from specula.core.engine import sampling, topk
+from specula.core.engine.config import Mode, SpecConfig
+from specula.core.engine.events import Done
+from specula.core.engine.sampling import SamplingParams
+
+
+def plain_transform(logits: np.ndarray, top_k: int, top_p: float, min_p: float,
+                    temperature: float) -> dict[int, float]:
+    """The whole vocabulary sorted (stable: equal logits keep the lower id first), then
+    top-k, top-p and min-p on the temperature-1 softmax of what is left, then the
+    temperature: written from llama.cpp's documented chain, in plain Python floats."""
+    x = [float(v) for v in logits]
+    order = sorted(range(len(x)), key=lambda i: -x[i])  # Python's sort is stable
+    if 0 < top_k < len(order):
+        order = order[:top_k]
+
+    def softmax(ids: list[int], t: float) -> list[float]:
+        m = max(x[i] for i in ids)
+        e = [math.exp((x[i] - m) / t) for i in ids]
+        z = sum(e)
+        return [v / z for v in e]
+
+    if top_p < 1.0:
+        cum = 0.0
+        for n, v in enumerate(softmax(order, 1.0), start=1):
+            cum += v
+            if cum >= top_p:
+                order = order[:n]
+                break
+    if min_p > 0.0:
+        p = softmax(order, 1.0)
+        order = [i for i, v in zip(order, p, strict=True) if v >= min_p * p[0]]
+    return dict(zip(order, softmax(order, temperature), strict=True))
+
+
+def _near_boundary(logits: np.ndarray, top_p: float, min_p: float, top_k: int) -> bool:
+    """A top-p or min-p cut decided by float rounding (float32 vs Python floats):
+    such rows are skipped, the cut itself is tested elsewhere on clean values."""
+    x = np.sort(logits.astype(np.float64))[::-1]
+    if 0 < top_k < x.shape[0]:
+        x = x[:top_k]
+    e = np.exp(x - x[0])
+    p = e / e.sum()
+    c = np.cumsum(p)
+    if top_p < 1.0 and np.any(np.abs(c - top_p) < 1e-9):
+        return True
+    return min_p > 0.0 and bool(np.any(np.abs(e - min_p) < 1e-9))
+
+
+# logits drawn from a few values so that ties are common, or from a wide range
+tied = st.lists(st.sampled_from([-3.0, -1.0, 0.0, 0.5, 2.0, 2.0, 4.0]), min_size=1, max_size=300)
+wide = st.lists(st.floats(-20, 20, allow_nan=False, width=32), min_size=1, max_size=300)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(tied, wide), st.integers(0, 60), st.sampled_from([1.0, 0.95, 0.8, 0.5]),
+       st.sampled_from([0.0, 0.05, 0.2]), st.sampled_from([0.3, 0.8, 1.0, 1.7]))
+def test_candidates_equal_the_plain_transform(vals, top_k, top_p, min_p, temp):
+    logits = np.array(vals, dtype=np.float32)
+    if _near_boundary(logits, top_p, min_p, top_k):
+        return
+    params = SamplingParams(temperature=temp, top_k=top_k, top_p=top_p, min_p=min_p)
+    ids, p = sampling.candidates(logits, params)
+    want = plain_transform(logits, top_k, top_p, min_p, temp)
+    got = dict(zip((int(i) for i in ids), (float(v) for v in p), strict=True))
+    assert sorted(got) == sorted(want)  # the same tokens
+    if 0 < top_k < len(vals) or top_p < 1.0:  # best first, ties to the lower id
+        assert list(got) == list(want)
+    np.testing.assert_allclose([got[i] for i in want], list(want.values()), rtol=1e-9, atol=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 300), st.sampled_from([0.5, 2.5, 8.0]),
+       st.sampled_from([0, 3, 50]))
+def test_top_k_ids_on_a_large_vocabulary(seed, k, scale, levels):
+    """The strided-group selection (vocabularies above a few thousand) equals a stable
+    sort of the whole row, with ties (``levels`` distinct values) and without."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(4097, 160_000))
+    if levels:
+        logits = rng.integers(0, levels, n).astype(np.float32)
+    else:
+        logits = (rng.standard_normal(n) * scale).astype(np.float32)
+    got = topk.top_k_ids(logits, k)
+    want = np.argsort(-logits, kind="stable")[:k]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_top_k_ids_with_minus_infinity():
+    """A row with fewer finite values than k (a grammar masks tokens to -inf)."""
+    logits = np.full(20_000, -np.inf, dtype=np.float32)
+    logits[[5, 17_000, 9]] = [1.0, 3.0, 1.0]
+    np.testing.assert_array_equal(topk.top_k_ids(logits, 5),
+                                  np.argsort(-logits, kind="stable")[:5])
+
+
+def test_a_remembered_selection_is_only_reused_for_the_same_read_only_row():
+    rng = np.random.default_rng(3)
+    row = rng.standard_normal(50_000).astype(np.float32)
+    row.flags.writeable = False
+    first = topk.top_k_ids(row, 64)
+    assert topk.top_k_ids(row, 40) is not None
+    np.testing.assert_array_equal(topk.top_k_ids(row, 40), first[:40])
+    writable = rng.standard_normal(50_000).astype(np.float32)
+    topk.top_k_ids(writable, 10)
+    writable[:] = -writable  # a writable array changed in place is selected again
+    np.testing.assert_array_equal(topk.top_k_ids(writable, 10),
+                                  np.argsort(-writable, kind="stable")[:10])
+
+
+def test_large_vocabulary_candidates_equal_the_plain_transform():
+    rng = np.random.default_rng(11)
+    logits = (rng.standard_normal(151_936) * 2.5).astype(np.float32)
+    params = SamplingParams(temperature=0.8, top_k=40, top_p=0.95, min_p=0.05)
+    ids, p = sampling.candidates(logits, params)
+    order = np.argsort(-logits, kind="stable")[:40]
+    want = plain_transform(logits[order], 0, 0.95, 0.05, 0.8)
+    assert [int(order[i]) for i in want] == [int(i) for i in ids]
+    np.testing.assert_allclose(p, list(want.values()), rtol=1e-9)
+
+
+def _exact(logits: np.ndarray) -> tuple[int, float, float]:
+    x = logits.astype(np.float64) - float(logits.max())
+    p = np.exp(x) / np.exp(x).sum()
+    return int(np.argmax(logits)), float(p.max()), float(-(p * np.log(np.maximum(p, 1e-300))).sum())
+
+
+@pytest.mark.parametrize("scale,peak", [(1.0, 0.0), (2.5, 0.0), (2.5, 10.0), (2.5, 20.0), (6.0, 4.0)])
+def test_confidence_features_stay_close_to_the_exact_softmax(scale, peak):
+    rng = np.random.default_rng(5)
+    logits = (rng.standard_normal(151_936) * scale).astype(np.float32)
+    logits[777] += peak
+    top, p_top, h = topk.softmax_stats(logits)
+    e_top, e_p, e_h = _exact(logits)
+    assert top == e_top
+    assert abs(p_top - e_p) <= 0.1 * e_p + 1e-3
+    assert abs(h - e_h) <= 0.05 * max(e_h, 1.0)
+
+
+def test_small_rows_have_exact_features():
+    rng = np.random.default_rng(2)
+    logits = rng.standard_normal(300).astype(np.float32)
+    top, p_top, h = topk.softmax_stats(logits)
+    e_top, e_p, e_h = _exact(logits)
+    assert top == e_top and p_top == pytest.approx(e_p, rel=1e-6) and h == pytest.approx(e_h, rel=1e-6)
+
+
+def test_sample_draws_the_same_token_as_the_dense_cumulative_sum():
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        p = np.zeros(1000, dtype=np.float32)
+        ids = rng.choice(1000, 7, replace=False)
+        p[ids] = rng.random(7).astype(np.float32)
+        p /= p.sum()
+        seed = int(rng.integers(1 << 30))
+        c = np.cumsum(p, dtype=np.float64)
+        u = np.random.default_rng(seed).random() * c[-1]
+        want = int(min(np.searchsorted(c, u, side="right"), p.shape[0] - 1))
+        assert sampling.sample(p, np.random.default_rng(seed)) == want
+
+
+def test_residual_equals_the_dense_formula():
+    rng = np.random.default_rng(4)
+    p = np.zeros(500, dtype=np.float32)
+    q = np.zeros(500, dtype=np.float32)
+    p[rng.choice(500, 20, replace=False)] = rng.random(20)
+    q[rng.choice(500, 20, replace=False)] = rng.random(20)
+    p /= p.sum()
+    q /= q.sum()
+    r = np.maximum(p.astype(np.float64) - q, 0.0)
+    np.testing.assert_allclose(sampling.residual(p, q, 0), r / r.sum(), rtol=1e-6, atol=1e-9)
+    tok = int(np.flatnonzero(p)[0])
+    r1 = p.astype(np.float64).copy()
+    r1[tok] = 0.0
+    np.testing.assert_allclose(sampling.residual(p, None, tok), r1 / r1.sum(), rtol=1e-6, atol=1e-9)
+
+
+def test_top2_gap():
+    x = np.array([1.0, 5.0, 3.0, 5.0], dtype=np.float32)
+    assert topk.top2_gap(x) == 0.0
+    assert topk.top2_gap(np.array([2.0, -1.0, 0.5], dtype=np.float32)) == 1.5
+
+
+def test_every_step_reports_its_host_share(pair):
+    """A step's host time is its wall time minus every decode in it (draft and target):
+    0 < share < 1, the shares add up to the reply's, and the drafter's part is inside."""
+    eng = pair
+    params = SamplingParams(temperature=0.8, seed=3, max_tokens=24)
+    recs, done = [], None
+    for ev in eng.generate_tokens(eng.target_model.tokenize("hello world"), params,
+                                  SpecConfig(mode=Mode.CHAIN, draft_max=3)):
+        if isinstance(ev, Done):
+            done = ev
+        elif hasattr(ev, "record"):
+            recs.append(ev.record)
+    assert done is not None and recs
+    for r in recs:
+        assert r.step_s > 0 and 0.0 <= r.host_share < 1.0
+        assert r.overhead_s <= r.step_s
+        assert r.draft_host_s <= r.overhead_s + 1e-9
+        decodes = r.step_s - r.overhead_s
+        assert decodes >= r.verify_s - 1e-5  # the verify decode is not host time
+    s = done.stats
+    assert s.step_s == pytest.approx(sum(r.step_s for r in recs))
+    assert s.host_share == pytest.approx(sum(r.overhead_s for r in recs) / s.step_s)
+    assert any(r.draft_host_s > 0 for r in recs if r.drafted)
