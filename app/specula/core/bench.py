@@ -19,7 +19,7 @@ from pathlib import Path
 
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine
-from specula.core.engine.events import Done
+from specula.core.engine.events import Done, StepEvent
 from specula.core.engine.sampling import Rule, SamplingParams
 
 
@@ -52,6 +52,12 @@ class RunResult:
     identical: bool | None = None  # greedy: same token ids as plain (None for plain itself)
     total_s: float = 0.0  # the whole reply, prefill and the draft's catch-up included
     divergence: dict[str, object] | None = None
+    # Host share: the steps' time outside llama_decode (target and draft decodes are not
+    # host work; the drafter's Python is), over the reply and per step (median, p90).
+    host_share: float = 0.0
+    host_share_step_median: float = 0.0
+    host_share_step_p90: float = 0.0
+    draft_host_share: float = 0.0  # of the steps' time: the drafter's own Python work
 
 
 @dataclass
@@ -143,19 +149,23 @@ def _lengths(item: str, text: str) -> list[int]:
 
 
 def _run_one(engine: Engine, prompt: BenchPrompt, params: SamplingParams, spec: SpecConfig,
-             gaps: list[float] | None) -> tuple[Done, list[float] | None]:
+             gaps: list[float] | None) -> tuple[Done, list[float] | None, list[float]]:
+    """(the reply, plain's top-2 gaps when asked, every step's host share)."""
     gen = engine.generator
     assert gen is not None
     gen.gaps = gaps
     done = None
+    shares: list[float] = []
     try:
         for ev in engine.chat([{"role": "user", "content": prompt.prompt}], params, spec):
-            if isinstance(ev, Done):
+            if isinstance(ev, StepEvent):
+                shares.append(ev.record.host_share)
+            elif isinstance(ev, Done):
                 done = ev
     finally:
         gen.gaps = None
     assert done is not None
-    return done, gaps
+    return done, gaps, shares
 
 
 def _median(xs: Sequence[float]) -> float:
@@ -187,16 +197,16 @@ def run_bench(
     for r in range(repeat):
         for i, prompt in enumerate(prompts):
             order = list(modes[(i + r) % len(modes):]) + list(modes[: (i + r) % len(modes)])
-            results: dict[str, tuple[Done, list[float] | None]] = {}
+            results: dict[str, tuple[Done, list[float] | None, list[float]]] = {}
             for m in order:
                 if fresh and engine.generator is not None:
                     engine.generator.reset()
                 gaps: list[float] | None = [] if m.spec.mode is Mode.PLAIN and params.greedy else None
                 results[m.label] = _run_one(engine, prompt, params, m.spec, gaps)
-            plain_done, plain_gaps = results[Mode.PLAIN.value]
+            plain_done, plain_gaps, _ = results[Mode.PLAIN.value]
             for m in modes:
-                done, _ = results[m.label]
-                res = _result(prompt, m, r, done)
+                done, _, shares = results[m.label]
+                res = _result(prompt, m, r, done, shares)
                 if m.spec.mode is not Mode.PLAIN and _same_text_expected(params):
                     res.identical = done.token_ids == plain_done.token_ids
                     if not res.identical:
@@ -217,7 +227,15 @@ def _same_text_expected(params: SamplingParams) -> bool:
     return params.rule is Rule.COUPLED and params.seed is not None and params.seed >= 0
 
 
-def _result(prompt: BenchPrompt, m: BenchMode, repeat: int, done: Done) -> RunResult:
+def _quantile(xs: Sequence[float], q: float) -> float:
+    if not xs:
+        return 0.0
+    v = sorted(xs)
+    return float(v[min(len(v) - 1, int(q * len(v)))])
+
+
+def _result(prompt: BenchPrompt, m: BenchMode, repeat: int, done: Done,
+            shares: Sequence[float] = ()) -> RunResult:
     s = done.stats
     return RunResult(
         prompt_id=prompt.id, category=prompt.category, mode=m.label, repeat=repeat,
@@ -226,6 +244,9 @@ def _result(prompt: BenchPrompt, m: BenchMode, repeat: int, done: Done) -> RunRe
         steps=s.steps, acceptance=s.acceptance_rate, mean_accepted_per_step=s.mean_accepted_per_step,
         overhead_fraction=s.overhead_fraction, peak_rss_bytes=s.peak_rss_bytes,
         stop_reason=done.stop_reason.value, total_s=s.total_s,
+        host_share=s.host_share, host_share_step_median=_median(list(shares)),
+        host_share_step_p90=_quantile(shares, 0.9),
+        draft_host_share=s.draft_host_s / s.step_s if s.step_s > 0 else 0.0,
     )
 
 
@@ -315,6 +336,10 @@ def summarize(runs: Sequence[RunResult]) -> dict[str, object]:
             "acceptance": sum(r.accepted for r in rs) / drafted if drafted else 0.0,
             "mean_accepted_per_step": _median([r.mean_accepted_per_step for r in rs]),
             "overhead_fraction_median": _median([r.overhead_fraction for r in rs]),
+            "host_share_median": _median([r.host_share for r in rs]),
+            "host_share_step_median": _median([r.host_share_step_median for r in rs]),
+            "host_share_step_p90": _median([r.host_share_step_p90 for r in rs]),
+            "draft_host_share_median": _median([r.draft_host_share for r in rs]),
             "peak_rss_mb": max((r.peak_rss_bytes for r in rs), default=0) / 2**20,
             "identical": f"{sum(ident)}/{len(ident)}" if ident else "-",
         }
@@ -326,7 +351,7 @@ def format_report(report: BenchReport) -> str:
     by_prompt: dict[str, list[RunResult]] = {}
     for r in report.runs:
         by_prompt.setdefault(f"{r.prompt_id} (repeat {r.repeat})", []).append(r)
-    hdr = f"  {'mode':<10}{'tok/s':>8}{'speedup':>9}{'TTFT s':>8}{'accept':>8}{'per step':>9}{'ovh %':>7}  identical"
+    hdr = f"  {'mode':<10}{'tok/s':>8}{'speedup':>9}{'TTFT s':>8}{'accept':>8}{'per step':>9}{'host %':>7}  identical"
     for key, rs in by_prompt.items():
         plain = next((r for r in rs if r.mode == "plain"), None)
         lines.append(f"{key}  [{rs[0].category}]")
@@ -336,19 +361,28 @@ def format_report(report: BenchReport) -> str:
             ident = "-" if r.identical is None else ("yes" if r.identical else _div_text(r))
             lines.append(
                 f"  {r.mode:<10}{r.tok_per_s:>8.1f}{sp:>8.2f}x{r.ttft_s:>8.2f}"
-                f"{r.acceptance:>8.0%}{r.mean_accepted_per_step:>9.2f}{100 * r.overhead_fraction:>7.1f}  {ident}"
+                f"{r.acceptance:>8.0%}{r.mean_accepted_per_step:>9.2f}{100 * r.host_share:>7.1f}  {ident}"
             )
     lines.append("")
     lines.append("Summary (speedup = tok/s over plain's in the same run; median [min-max])")
-    lines.append(f"  {'mode':<10}{'tok/s':>8}{'speedup':>22}{'TTFT s':>8}{'xplain':>7}{'accept':>8}{'per step':>9}{'ovh %':>7}{'RSS MB':>8}{'total':>7}  identical")
+    lines.append(f"  {'mode':<10}{'tok/s':>8}{'speedup':>22}{'TTFT s':>8}{'xplain':>7}{'accept':>8}{'per step':>9}{'host %':>7}{'RSS MB':>8}{'total':>7}  identical")
     for mode, s in report.summary.items():
         assert isinstance(s, dict)
         rng = f"{s['speedup_median']:.2f}x [{s['speedup_min']:.2f}-{s['speedup_max']:.2f}]"
         lines.append(
             f"  {mode:<10}{s['tok_per_s_median']:>8.1f}{rng:>22}{s['ttft_s_median']:>8.2f}{s['ttft_vs_plain']:>6.2f}x"
             f"{s['acceptance']:>8.0%}{s['mean_accepted_per_step']:>9.2f}"
-            f"{100 * s['overhead_fraction_median']:>7.1f}{s['peak_rss_mb']:>8.0f}"
+            f"{100 * s['host_share_median']:>7.1f}{s['peak_rss_mb']:>8.0f}"
             f"{s['total_vs_plain']:>6.2f}x  {s['identical']}"
+        )
+    lines.append("")
+    lines.append("Host share (time outside llama_decode; the drafter's Python included), median")
+    lines.append(f"  {'mode':<10}{'reply %':>9}{'step %':>8}{'step p90 %':>12}{'drafter %':>11}")
+    for mode, s in report.summary.items():
+        assert isinstance(s, dict)
+        lines.append(
+            f"  {mode:<10}{100 * s['host_share_median']:>9.1f}{100 * s['host_share_step_median']:>8.1f}"
+            f"{100 * s['host_share_step_p90']:>12.1f}{100 * s['draft_host_share_median']:>11.1f}"
         )
     lines.append("")
     lines.append("Speedup by category (median)")

@@ -1,0 +1,38 @@
+"""`specula bench` reports the host share per mode, per step and over the reply, with the
+drafter's own Python work counted in it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from specula.core.bench import BenchPrompt, format_report, parse_modes, run_bench
+from specula.core.engine.engine import Engine, EngineOptions
+from specula.core.engine.sampling import SamplingParams
+
+
+def test_the_benchmark_reports_host_share_per_mode(tiny: dict[str, Path]) -> None:
+    eng = Engine(EngineOptions(n_ctx=512, n_threads=1, calibrate=False))
+    eng.load_target(tiny["target"])
+    eng.load_draft(tiny["draft"])
+    try:
+        prompts = [BenchPrompt("p1", "code", "def add(a, b):")]
+        report = run_bench(eng, prompts, parse_modes("plain,chain:2", draft_max=4),
+                           SamplingParams(temperature=0.8, seed=5, max_tokens=16))
+    finally:
+        eng.close()
+    by_mode = {r.mode: r for r in report.runs}
+    for r in by_mode.values():
+        # a tiny model decodes in microseconds: the host's share is large but below 1
+        assert 0.0 < r.host_share < 1.0
+        assert 0.0 < r.host_share_step_median < 1.0
+        assert r.host_share_step_median <= r.host_share_step_p90 < 1.0
+    assert by_mode["plain"].draft_host_share == 0.0  # nothing drafted
+    assert 0.0 < by_mode["chain:2"].draft_host_share < by_mode["chain:2"].host_share
+    summary = report.summary["chain:2"]
+    assert isinstance(summary, dict)
+    assert summary["host_share_median"] == by_mode["chain:2"].host_share
+    text = format_report(report)
+    assert "host %" in text and "Host share" in text
+    data = json.loads(json.dumps(report.to_json()))
+    assert {"host_share", "host_share_step_median", "draft_host_share"} <= set(data["runs"][0])
