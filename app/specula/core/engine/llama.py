@@ -356,6 +356,7 @@ class Context:
         self.n_seq_max: int = int(L.llama_n_seq_max(self._ctx))
         self.n_outputs_max = n_outputs_max
         self.n_vocab = model.n_vocab
+        self._row_type = ctypes.c_float * self.n_vocab  # one logits row, made once
         self._mem = L.llama_get_memory(self._ctx)
         # Seconds inside llama_decode over the context's life: every decode passes here,
         # so the time outside it (the host's share of a step) is measured in one place.
@@ -368,6 +369,8 @@ class Context:
             raise DecodeError(f"batch asks for {batch.n_outputs} outputs, max {self.n_outputs_max}")
         t0 = time.perf_counter()
         rc = L.llama_decode(self._ctx, batch.raw)
+        if rc == 0:  # a GPU backend returns before the graph is done: wait here, not in
+            L.llama_synchronize(self._ctx)  # the first logits read (host time otherwise)
         self.decode_s += time.perf_counter() - t0
         if rc == 1:
             raise ContextFull("no KV slot for the batch")
@@ -379,7 +382,8 @@ class Context:
         ptr = L.llama_get_logits_ith(self._ctx, i)
         if not ptr:
             raise DecodeError(f"no logits for output {i}")
-        row = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+        row = np.frombuffer(self._row_type.from_address(ctypes.addressof(ptr.contents)),
+                            dtype=np.float32)
         row.flags.writeable = False  # llama.cpp's buffer: only a decode writes it
         return row
 
