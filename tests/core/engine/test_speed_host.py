@@ -218,3 +218,16 @@ def test_every_step_reports_its_host_share(pair):
     assert s.step_s == pytest.approx(sum(r.step_s for r in recs))
     assert s.host_share == pytest.approx(sum(r.overhead_s for r in recs) / s.step_s)
     assert any(r.draft_host_s > 0 for r in recs if r.drafted)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**63 - 1), st.integers(0, 10**7),
+       st.lists(st.integers(0, 2**31 - 1), min_size=1, max_size=50))
+def test_gumbel_noise_keys_equal_the_vectorised_mix(seed, position, ids):
+    """The per-position key in Python integers is bit for bit the numpy splitmix64."""
+    arr = np.array(ids, dtype=np.int64)
+    key = sampling._splitmix64(np.array([seed], dtype=np.uint64))
+    key = sampling._splitmix64(key ^ np.uint64(position))
+    h = sampling._splitmix64(key ^ arr.astype(np.uint64))
+    u = ((h >> np.uint64(11)).astype(np.float64) + 0.5) * (1.0 / 9007199254740992.0)
+    np.testing.assert_array_equal(sampling.gumbel_noise(seed, position, arr), -np.log(-np.log(u)))

@@ -130,24 +130,29 @@ def candidates(logits: F32, params: SamplingParams) -> tuple[I64, F64]:
     n = logits.shape[0]
     if params.greedy:
         return np.array([int(np.argmax(logits))], dtype=np.int64), np.ones(1)
+    ordered = True  # idx best first: the largest logit is the first
     if 0 < params.top_k < n:
-        idx = topk.top_k_ids(logits, params.top_k)  # best first
+        idx = topk.top_k_ids(logits, params.top_k)
     elif params.top_p < 1.0:  # top-k off: top-p needs the whole vocabulary in order
         idx = np.argsort(-logits, kind="stable").astype(np.int64)
     else:
-        idx = np.arange(n, dtype=np.int64)
+        idx, ordered = np.arange(n, dtype=np.int64), False
     xs = logits[idx].astype(np.float64)
+    top = float(xs[0]) if ordered else float(xs.max())
     if params.top_p < 1.0 or params.min_p > 0.0:
-        e = np.exp(xs - xs.max())
+        e = np.exp(xs - top)
         if params.top_p < 1.0:  # idx is in descending order here
             c = np.cumsum(e)
             cut = int(np.searchsorted(c, params.top_p * c[-1])) + 1
             idx, xs, e = idx[:cut], xs[:cut], e[:cut]
         if params.min_p > 0.0:  # p >= min_p * p_max, and p_max is e = 1 before normalising
-            sel = e >= params.min_p
-            idx, xs = idx[sel], xs[sel]
-    t = xs / params.temperature
-    e = np.exp(t - t.max())
+            if ordered:  # e descends: the kept tokens are a prefix
+                cut = int(np.count_nonzero(e >= params.min_p))
+                idx, xs = idx[:cut], xs[:cut]
+            else:
+                sel = e >= params.min_p
+                idx, xs = idx[sel], xs[sel]
+    e = np.exp((xs - top) / params.temperature)
     return idx, e / e.sum()
 
 
@@ -237,6 +242,17 @@ def _splitmix64(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
         return out
 
 
+_M64_INT = 0xFFFFFFFFFFFFFFFF
+
+
+def _splitmix64_int(x: int) -> int:
+    """:func:`_splitmix64` of one value, in Python integers (bit for bit the same)."""
+    z = (x + 0x9E3779B97F4A7C15) & _M64_INT
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64_INT
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64_INT
+    return z ^ (z >> 31)
+
+
 def gumbel_noise(seed: int, position: int, ids: I64) -> F64:
     """*Patch point*: Gumbel(0, 1) noise keyed by (seed, absolute position, token id).
 
@@ -244,9 +260,10 @@ def gumbel_noise(seed: int, position: int, ids: I64) -> F64:
     which other tokens are asked about, so the draft (over its candidates) and
     the target (over its own) see the same value for a shared token.
     """
-    key = _splitmix64(np.array([seed & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64))
-    key = _splitmix64(key ^ np.uint64(position & 0xFFFFFFFFFFFFFFFF))
-    h = _splitmix64(key ^ np.asarray(ids, dtype=np.uint64))
+    # the (seed, position) key in Python integers (the same 64-bit arithmetic, without
+    # a dozen numpy calls on one-element arrays per position); the ids vectorised
+    key = _splitmix64_int(_splitmix64_int(seed & _M64_INT) ^ (position & _M64_INT))
+    h = _splitmix64(np.uint64(key) ^ np.asarray(ids, dtype=np.uint64))
     u = ((h >> np.uint64(11)).astype(np.float64) + 0.5) * (1.0 / 9007199254740992.0)  # (0, 1)
     out: F64 = -np.log(-np.log(u))
     return out
