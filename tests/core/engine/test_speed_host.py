@@ -231,3 +231,16 @@ def test_gumbel_noise_keys_equal_the_vectorised_mix(seed, position, ids):
     h = sampling._splitmix64(key ^ arr.astype(np.uint64))
     u = ((h >> np.uint64(11)).astype(np.float64) + 0.5) * (1.0 / 9007199254740992.0)
     np.testing.assert_array_equal(sampling.gumbel_noise(seed, position, arr), -np.log(-np.log(u)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 3), max_size=300), st.lists(st.integers(0, 3), max_size=300))
+def test_common_prefix_equals_a_token_by_token_walk(a, b):
+    from specula.core.engine.kv import common_prefix
+
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    assert common_prefix(a, b) == i
+    assert common_prefix(a, a + b) == len(a)
+    assert common_prefix(a + [9] + b, a + [8] + b) == len(a)  # a long equal run, then one change
