@@ -243,4 +243,4 @@ def test_common_prefix_equals_a_token_by_token_walk(a, b):
         i += 1
     assert common_prefix(a, b) == i
     assert common_prefix(a, a + b) == len(a)
-    assert common_prefix(a + [9] + b, a + [8] + b) == len(a)  # a long equal run, then one change
+    assert common_prefix([*a, 9, *b], [*a, 8, *b]) == len(a)  # a long equal run, then one change
