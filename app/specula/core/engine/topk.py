@@ -33,7 +33,7 @@ _SMALL = 4096  # rows shorter than this are sorted whole
 
 def _stable_top(ids: I64, vals: npt.NDArray[np.floating], k: int) -> I64:
     """The k best of (ids ascending, vals) by value, ties to the lower id."""
-    if ids.shape[0] > k:
+    if ids.shape[0] > 4 * k:  # many ties at the threshold: cut before sorting
         kth = np.partition(vals, ids.shape[0] - k)[ids.shape[0] - k]
         above = vals > kth
         n_above = int(np.count_nonzero(above))
@@ -41,7 +41,7 @@ def _stable_top(ids: I64, vals: npt.NDArray[np.floating], k: int) -> I64:
         keep = np.flatnonzero(above)
         sel = np.concatenate((keep, ties)) if ties.shape[0] else keep
         ids, vals = ids[sel], vals[sel]
-    order = np.lexsort((ids, -vals))  # last key first: by -value, then by id
+    order = np.lexsort((ids, -vals))[:k]  # last key first: by -value, then by id
     out: I64 = ids[order]
     return out
 
@@ -74,19 +74,30 @@ def top_k_ids(logits: F32, k: int) -> I64:
     return out
 
 
+_LAYOUTS: dict[int, tuple[int, I64, I64]] = {}
+
+
+def _layout(n: int) -> tuple[int, I64, I64]:
+    """(groups G, row offsets r*G as a column, the tail ids) for a row of ``n``, made once."""
+    lay = _LAYOUTS.get(n)
+    if lay is None:
+        groups = n // GROUP_ROWS
+        offsets = (np.arange(GROUP_ROWS, dtype=np.int64) * groups)[:, None]
+        lay = _LAYOUTS[n] = (groups, offsets, np.arange(groups * GROUP_ROWS, n, dtype=np.int64))
+    return lay
+
+
 def _top_k_ids(logits: F32, k: int) -> I64:
     n = logits.shape[0]
     if n <= _SMALL or k * GROUP_ROWS * 4 >= n:
         order: I64 = np.argsort(-logits, kind="stable")[:k].astype(np.int64)
         return order
-    groups = n // GROUP_ROWS
+    groups, offsets, tail = _layout(n)
     head = logits[: groups * GROUP_ROWS].reshape(GROUP_ROWS, groups)  # row r: ids r*G .. r*G+G-1
     gmax = head.max(axis=0)  # group g = {g, g + G, g + 2G, ...}
     t = np.partition(gmax, groups - k)[groups - k]
-    sel = np.flatnonzero(gmax >= t)
-    ids = (sel[None, :] + (np.arange(GROUP_ROWS, dtype=np.int64) * groups)[:, None]).ravel()
-    tail = np.arange(groups * GROUP_ROWS, n, dtype=np.int64)  # the last n mod B ids: always looked at
-    if tail.shape[0]:
+    ids = (np.flatnonzero(gmax >= t)[None, :] + offsets).ravel()
+    if tail.shape[0]:  # the last n mod B ids are always looked at
         ids = np.concatenate((ids, tail))
     vals = logits[ids]  # ids ascend: row r holds r*G + g, and the tail comes last
     keep = vals >= t
