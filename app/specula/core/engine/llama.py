@@ -382,8 +382,8 @@ class Context:
         ptr = L.llama_get_logits_ith(self._ctx, i)
         if not ptr:
             raise DecodeError(f"no logits for output {i}")
-        row = np.frombuffer(self._row_type.from_address(ctypes.addressof(ptr.contents)),
-                            dtype=np.float32)
+        buf: Any = self._row_type.from_address(ctypes.addressof(ptr.contents))
+        row: F32 = np.frombuffer(buf, dtype=np.float32)
         row.flags.writeable = False  # llama.cpp's buffer: only a decode writes it
         return row
 
