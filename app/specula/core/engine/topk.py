@@ -134,31 +134,25 @@ def softmax_stats(logits: F32) -> tuple[int, float, float]:
 def normaliser(logits: F32, ids: I64) -> tuple[float, float]:
     """(z, sum of exp(x) * x) over the row, x = logit - max, with ``ids`` (the top
     tokens, best first) taken exactly and the rest estimated from a strided sample
-    (see :func:`softmax_stats`)."""
+    (see :func:`softmax_stats`). Few numpy calls: after a decode each one is slow."""
     n = logits.shape[0]
     m = float(logits[int(ids[0])])
-    xt = logits[ids].astype(np.float64) - m
-    et = np.exp(xt)
-    z, ex = float(et.sum()), float(np.dot(et, xt))
     if n <= _SMALL:  # small rows: every token exactly
         x = logits.astype(np.float64) - m
         e = np.exp(x)
         return float(e.sum()), float(np.dot(e, x))
-    sample = logits[::FEATURE_STRIDE]
-    xs = sample - np.float32(m)
+    xt = logits[ids].astype(np.float64) - m
+    et = np.exp(xt)
+    z, ex = float(et.sum()), float(np.dot(et, xt))
+    xs = logits[::FEATURE_STRIDE] - np.float32(m)  # a copy: the top tokens are zeroed in it
+    pos = ids[ids % FEATURE_STRIDE == 0] // FEATURE_STRIDE  # top tokens the sample holds
+    xs[pos] = np.float32(-1e30)  # counted exactly above: exp gives 0, and 0 * -1e30 is 0
     es = np.exp(xs)
-    zs, exs = float(np.dot(es, _ones(es.shape[0], es.dtype))), float(np.dot(es, xs))
-    in_both = ids[ids % FEATURE_STRIDE == 0]  # top tokens that the sample holds too
-    if in_both.shape[0]:
-        xb = logits[in_both].astype(np.float64) - m
-        eb = np.exp(xb)
-        zs -= float(eb.sum())
-        exs -= float(np.dot(eb, xb))
-    n_rest_sample = sample.shape[0] - in_both.shape[0]
-    if n_rest_sample > 0:
-        scale = (n - ids.shape[0]) / n_rest_sample
-        z += max(zs, 0.0) * scale
-        ex += min(exs, 0.0) * scale
+    n_rest = xs.shape[0] - pos.shape[0]
+    if n_rest > 0:
+        scale = (n - ids.shape[0]) / n_rest
+        z += float(np.dot(es, _ones(es.shape[0], es.dtype))) * scale
+        ex += float(np.dot(es, xs)) * scale
     return z, ex
 
 
