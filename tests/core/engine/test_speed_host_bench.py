@@ -36,3 +36,36 @@ def test_the_benchmark_reports_host_share_per_mode(tiny: dict[str, Path]) -> Non
     assert "host %" in text and "Host share" in text
     data = json.loads(json.dumps(report.to_json()))
     assert {"host_share", "host_share_step_median", "draft_host_share"} <= set(data["runs"][0])
+
+
+def test_plain_gaps_are_read_in_an_untimed_rerun_only_when_a_reply_diverges(
+        tiny: dict[str, Path], monkeypatch) -> None:
+    """Reading plain's top-2 gaps costs two passes over the vocabulary per token: the
+    timed runs never read them; a divergence gets them from a rerun of plain."""
+    from specula.core import bench
+    from specula.core.engine.config import Mode
+
+    calls: list[tuple[str, bool]] = []
+    real = bench._run_one
+
+    def run_one(engine, prompt, params, spec, gaps):
+        calls.append((spec.mode.value, gaps is not None))
+        done, g, shares = real(engine, prompt, params, spec, gaps)
+        if spec.mode is not Mode.PLAIN and params.max_tokens > 8:  # not the warm-up
+            done.token_ids[3] = -5  # a divergence at token 3
+        return done, g, shares
+
+    monkeypatch.setattr(bench, "_run_one", run_one)
+    eng = Engine(EngineOptions(n_ctx=512, n_threads=1, calibrate=False))
+    eng.load_target(tiny["target"])
+    eng.load_draft(tiny["draft"])
+    try:
+        report = run_bench(eng, [BenchPrompt("p1", "code", "def add(a, b):")],
+                           parse_modes("plain,chain:2", draft_max=4), SamplingParams(max_tokens=12))
+    finally:
+        eng.close()
+    assert calls.count(("plain", True)) == 1  # one untimed rerun, after the timed runs
+    assert calls[-1] == ("plain", True)
+    div = next(r for r in report.runs if r.mode == "chain:2").divergence
+    assert div is not None and div["index"] == 3
+    assert isinstance(div["plain_top2_gap"], float) and div["plain_top2_gap"] >= 0.0
