@@ -40,7 +40,8 @@ OPS: dict[str, Callable[[np.ndarray], object]] = {
     "topk.top_k_ids top-40": lambda r: topk._top_k_ids(r, 40),
     "sampling.candidates T 0.8": lambda r: sampling.candidates(r, SAMPLED),
     "full softmax features (before)": _old_features,
-    "drafters.softmax_stats": topk.softmax_stats,
+    "softmax features, exact (greedy)": topk.softmax_stats,
+    "softmax features, top 64 (sampled)": topk.top_softmax_stats,
 }
 
 

@@ -144,17 +144,25 @@ def test_confidence_features_stay_close_to_the_exact_softmax(scale, peak):
     rng = np.random.default_rng(5)
     logits = (rng.standard_normal(151_936) * scale).astype(np.float32)
     logits[777] += peak
-    top, p_top, h = topk.softmax_stats(logits)
+    top, p_top, h = topk.top_softmax_stats(logits)
     e_top, e_p, e_h = _exact(logits)
     assert top == e_top
     assert abs(p_top - e_p) <= 0.1 * e_p + 1e-3
     assert abs(h - e_h) <= 0.05 * max(e_h, 1.0)
 
 
+def test_greedy_features_are_exact():
+    rng = np.random.default_rng(8)
+    logits = (rng.standard_normal(151_936) * 2.5).astype(np.float32)
+    top, p_top, h = topk.softmax_stats(logits)
+    e_top, e_p, e_h = _exact(logits)
+    assert top == e_top and p_top == pytest.approx(e_p, rel=1e-4) and h == pytest.approx(e_h, rel=1e-4)
+
+
 def test_small_rows_have_exact_features():
     rng = np.random.default_rng(2)
     logits = rng.standard_normal(300).astype(np.float32)
-    top, p_top, h = topk.softmax_stats(logits)
+    top, p_top, h = topk.top_softmax_stats(logits)
     e_top, e_p, e_h = _exact(logits)
     assert top == e_top and p_top == pytest.approx(e_p, rel=1e-6) and h == pytest.approx(e_h, rel=1e-6)
 

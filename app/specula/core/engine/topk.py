@@ -13,9 +13,11 @@ thousand values at most:
   t is at most the k-th largest logit (k distinct tokens reach t), so every top-k token
   is at least t and lies in a group whose maximum is at least t: only those groups are
   looked at.
-* :func:`softmax_stats`: argmax, its probability and the entropy of the plain softmax
-  with one exp over the row and dot products (numpy's float32 ``sum`` is several times
-  slower than a dot with ones).
+* :func:`softmax_stats`: argmax, its probability and the entropy of the plain softmax,
+  exactly, with one exp over the row and dot products (numpy's float32 ``sum`` is
+  several times slower than a dot with ones).
+* :func:`top_softmax_stats`: the same features from the top 64 tokens and a strided
+  estimate of the rest, sharing the row's selection with the sampling transform.
 * :func:`top2_gap`: the gap between the two largest logits from two max reductions.
 """
 
@@ -109,7 +111,20 @@ FEATURE_STRIDE = 16  # the rest of the vocabulary is estimated from every 16th t
 
 
 def softmax_stats(logits: F32) -> tuple[int, float, float]:
-    """(argmax, its probability, entropy in nats) of the plain softmax of the row.
+    """(argmax, its probability, entropy in nats) of the plain softmax of the row, exact.
+
+    Right after a decode this costs about what :func:`top_softmax_stats` does (both
+    read the row about once); it is the one for greedy drafting, where no selection
+    follows to share."""
+    top = int(np.argmax(logits))
+    x = logits - logits[top]
+    e = np.exp(x)
+    z = float(np.dot(e, _ones(e.shape[0], e.dtype)))
+    return top, 1.0 / z, max(float(np.log(z) - float(np.dot(e, x)) / z), 0.0)
+
+
+def top_softmax_stats(logits: F32) -> tuple[int, float, float]:
+    """:func:`softmax_stats` from the top candidates, for a sampled reply's drafting.
 
     Rows up to a few thousand tokens are computed exactly. For a large vocabulary the
     ``FEATURE_K`` most likely tokens are taken exactly (one partial selection, shared
@@ -134,7 +149,7 @@ def softmax_stats(logits: F32) -> tuple[int, float, float]:
 def normaliser(logits: F32, ids: I64) -> tuple[float, float]:
     """(z, sum of exp(x) * x) over the row, x = logit - max, with ``ids`` (the top
     tokens, best first) taken exactly and the rest estimated from a strided sample
-    (see :func:`softmax_stats`). Few numpy calls: after a decode each one is slow."""
+    (see :func:`top_softmax_stats`). Few numpy calls: after a decode each one is slow."""
     n = logits.shape[0]
     m = float(logits[int(ids[0])])
     if n <= _SMALL:  # small rows: every token exactly

@@ -159,7 +159,9 @@ def keep_short_draft(n_drafted: int, draft_min: int, rule: str) -> bool:
     return rule == Rule.REJECTION.value  # sample-and-match, like coupled, ignores q
 
 
-def softmax_stats(logits: F32) -> tuple[int, float, float]:
+def softmax_stats(logits: F32, *, shared: bool = False) -> tuple[int, float, float]:
     """(argmax, its probability, entropy in nats) of the plain softmax: the draft's
-    confidence features, from its top candidates (see :func:`topk.softmax_stats`)."""
-    return topk.softmax_stats(logits)
+    confidence features. ``shared``: a sampling transform follows on the same row, so
+    the features come from its top candidates and share their selection
+    (:func:`topk.top_softmax_stats`); otherwise exact (:func:`topk.softmax_stats`)."""
+    return topk.top_softmax_stats(logits) if shared else topk.softmax_stats(logits)

@@ -174,7 +174,7 @@ class ChainDrafter(ModelDrafter):
         want_q = req.want_q
         for i in range(k):
             logits = dm.ctx.logits(-1)[: dm.n_shared]
-            top, p_top, entropy = softmax_stats(logits)
+            top, p_top, entropy = softmax_stats(logits, shared=not params.greedy)
             keep_it, more = req.keep(i, p_top, entropy)
             if not keep_it:
                 break
