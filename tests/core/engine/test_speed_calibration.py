@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from specula.core.engine.adaptive import CostModel
 from specula.core.engine.calibration import MAX_BATCH, Calibration
 from specula.core.engine.config import Mode, SpecConfig
+from specula.core.engine.cost_model import CostModel
 from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.sampling import SamplingParams
 from tests.core.engine.conftest import PLAIN, run

@@ -20,145 +20,21 @@ next session starts informed.
 
 from __future__ import annotations
 
-import json
-import logging
-import math
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from specula.core.engine import policy_state
+from specula.core.engine.acceptance_model import AcceptanceModel
 from specula.core.engine.config import SpecConfig
+from specula.core.engine.cost_model import MEASURED, CostModel, expected_tokens
 from specula.core.engine.drafters.base import DraftSource
 from specula.core.engine.policy import Outcome, Plan, PlanInput
 
-log = logging.getLogger("specula.engine.adaptive")
+__all__ = ["AcceptanceModel", "AdaptivePolicy", "CostModel", "expected_tokens"]
 
-P_EDGES = (0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.995)
-ENTROPY_SPLIT = 1.0  # nats
 PROBE_FIRST, PROBE_MAX = 1, 16  # replies between probes of a draft that does not pay
 PROBE_STEPS = 3  # draft steps a probe makes
 MARGIN = 0.05  # expected gain over plain decoding needed before drafting
-MEASURED = 3  # observations of a batch size before its own average replaces the fit
 REFRESH_PLAIN = 48  # steps between plain steps that re-measure one-token decodes
-
-
-def _bin(p_top: float, entropy: float) -> int:
-    b = sum(p_top >= e for e in P_EDGES)
-    return b * 2 + (1 if entropy >= ENTROPY_SPLIT else 0)
-
-
-@dataclass
-class CostModel:
-    """Seconds per target verify batch (by size) and per draft decode, as measured."""
-
-    verify: dict[int, float] = field(default_factory=dict)
-    verify_n: dict[int, int] = field(default_factory=dict)
-    draft: float | None = None
-    catchup_per_token: float | None = None  # extra seconds per extra token in a catch-up feed
-
-    def observe_verify(self, n: int, seconds: float) -> None:
-        c = self.verify_n.get(n, 0) + 1
-        self.verify_n[n] = c
-        alpha = max(0.1, 1.0 / c)
-        old = self.verify.get(n, seconds)
-        self.verify[n] = old + alpha * (seconds - old)
-
-    def observe_draft(self, n_decodes: int, catchup: int, seconds: float) -> None:
-        if n_decodes <= 0:
-            return
-        per = seconds / n_decodes
-        if catchup > 1 and self.draft is not None:
-            extra = max(seconds - n_decodes * self.draft, 0.0) / (catchup - 1)
-            old = self.catchup_per_token if self.catchup_per_token is not None else extra
-            self.catchup_per_token = old + 0.2 * (extra - old)
-            return  # a catch-up step says little about one decode
-        self.draft = per if self.draft is None else self.draft + 0.2 * (per - self.draft)
-
-    def verify_time(self, n: int) -> float | None:
-        """Verify seconds for a batch of n tokens: a weighted line through what was measured.
-
-        One line V(n) = a + b (n - 1) over every batch size seen, weighted by how
-        often each was seen, so that a rare size (the plain step, when drafting
-        usually wins) borrows strength from the common ones and one slow outlier
-        cannot make plain decoding look slower than it is.
-        """
-        known = [m for m in self.verify if self.verify_n.get(m, 0) > 0]
-        if not known:
-            return None
-        if self.verify_n.get(n, 0) >= MEASURED:
-            # Measured often enough, a batch size is its own number: verify time is not
-            # linear (one token takes the matrix-vector path; kernels change tiles at
-            # some batch sizes, e.g. 5 tokens cost 1.6x 4 tokens for an F16 target here).
-            return self.verify[n]
-        batches = [m for m in known if m >= 2]
-        if n >= 2 and len(batches) >= 2:
-            known = batches
-        if len(known) == 1:
-            m = known[0]
-            v1 = self.verify[m] / (1 + 0.5 * (m - 1))  # prior: k tokens ~ 1 + 0.5(k-1) steps
-            return v1 * (1 + 0.5 * (n - 1))
-        w = [min(self.verify_n[m], 20) for m in known]
-        x = [m - 1 for m in known]
-        y = [self.verify[m] for m in known]
-        sw = sum(w)
-        mx = sum(wi * xi for wi, xi in zip(w, x, strict=True)) / sw
-        my = sum(wi * yi for wi, yi in zip(w, y, strict=True)) / sw
-        sxx = sum(wi * (xi - mx) ** 2 for wi, xi in zip(w, x, strict=True))
-        sxy = sum(wi * (xi - mx) * (yi - my) for wi, xi, yi in zip(w, x, y, strict=True))
-        slope = max(sxy / sxx, 0.0) if sxx > 0 else 0.0
-        intercept = my - slope * mx
-        if intercept <= 0:  # a degenerate fit: fall back to the nearest measurement
-            nearest = min(known, key=lambda m: abs(m - n))
-            return self.verify[nearest]
-        return intercept + slope * (n - 1)
-
-    def catchup_time(self, tokens: int) -> float:
-        if tokens <= 1 or self.draft is None:
-            return 0.0
-        per = self.catchup_per_token if self.catchup_per_token is not None else 0.3 * self.draft
-        return per * (tokens - 1)
-
-
-@dataclass
-class AcceptanceModel:
-    """P(draft token accepted | draft confidence), Beta counts per bin."""
-
-    acc: dict[int, float] = field(default_factory=dict)
-    tot: dict[int, float] = field(default_factory=dict)
-    lookup_acc: dict[int, float] = field(default_factory=dict)
-    lookup_tot: dict[int, float] = field(default_factory=dict)
-    first_rate: float = 0.7  # running acceptance of a step's first draft token
-
-    def predict(self, p_top: float, entropy: float) -> float:
-        b = _bin(p_top, entropy)
-        prior_a, prior_n = 2.0 * p_top, 2.0  # prior: the draft is calibrated
-        return (self.acc.get(b, 0.0) + prior_a) / (self.tot.get(b, 0.0) + prior_n)
-
-    def predict_lookup(self, match: int) -> float:
-        return (self.lookup_acc.get(match, 0.0) + 1.0) / (self.lookup_tot.get(match, 0.0) + 2.0)
-
-    def observe(self, top_probs: list[float], entropies: list[float], n_accepted: int) -> None:
-        # Tokens after the first rejection were never judged: count only up to it.
-        for j, (p, h) in enumerate(zip(top_probs, entropies, strict=False)):
-            if j > n_accepted:
-                break
-            b = _bin(p, h)
-            self.tot[b] = self.tot.get(b, 0.0) + 1.0
-            if j < n_accepted:
-                self.acc[b] = self.acc.get(b, 0.0) + 1.0
-        if top_probs:
-            self.first_rate += 0.1 * ((1.0 if n_accepted > 0 else 0.0) - self.first_rate)
-
-    def observe_lookup(self, match: int, proposed: int, n_accepted: int) -> None:
-        judged = min(proposed, n_accepted + 1)
-        self.lookup_tot[match] = self.lookup_tot.get(match, 0.0) + judged
-        self.lookup_acc[match] = self.lookup_acc.get(match, 0.0) + n_accepted
-
-
-def expected_tokens(a: float, k: int) -> float:
-    """Tokens per step with per-token acceptance a and k drafted: (1 - a^(k+1)) / (1 - a)."""
-    if a >= 1.0:
-        return float(k + 1)
-    return (1.0 - a ** (k + 1)) / (1.0 - a)
 
 
 class AdaptivePolicy:
@@ -400,81 +276,14 @@ class AdaptivePolicy:
     # -- persistence ---------------------------------------------------------
 
     def to_dict(self) -> dict[str, object]:
-        return {
-            "version": 1,
-            "verify": {str(k): v for k, v in self.cost.verify.items()},
-            "verify_n": {str(k): min(v, 20) for k, v in self.cost.verify_n.items()},
-            "draft": self.cost.draft,
-            "catchup_per_token": self.cost.catchup_per_token,
-            "acc": {str(k): v for k, v in self.acc.acc.items()},
-            "tot": {str(k): v for k, v in self.acc.tot.items()},
-            "lookup_acc": {str(k): v for k, v in self.acc.lookup_acc.items()},
-            "lookup_tot": {str(k): v for k, v in self.acc.lookup_tot.items()},
-            "first_rate": self.acc.first_rate,
-            "shape_rate": self.shape_rate,
-        }
+        return policy_state.state_dict(self.cost, self.acc, self.shape_rate)
 
     def load(self, path: Path) -> None:
-        """Read the saved models. The state is a cache: a file that is not exactly what
-        :meth:`to_dict` writes is discarded with a log line, and the policy starts fresh."""
-        try:
-            state = _checked_state(json.loads(path.read_text("utf-8")))
-        except FileNotFoundError:
-            return
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            log.warning("discarding bad policy state %s: %s", path, exc)
-            return
-        if state is None:
-            return
-        (self.cost.verify, self.cost.verify_n, self.cost.draft, self.cost.catchup_per_token,
-         self.acc.acc, self.acc.tot, self.acc.lookup_acc, self.acc.lookup_tot,
-         self.acc.first_rate, self.shape_rate) = state
+        """Read the saved models (a bad file is discarded: see policy_state.py)."""
+        shapes = policy_state.load_into(path, self.cost, self.acc)
+        if shapes is not None:
+            self.shape_rate = shapes
 
     def save(self) -> None:
-        if self.state_path is None:
-            return
-        try:
-            self.state_path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.state_path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(self.to_dict()), "utf-8")
-            tmp.replace(self.state_path)
-        except OSError as exc:
-            log.warning("could not save policy state %s: %s", self.state_path, exc)
-
-
-_State = tuple[dict[int, float], dict[int, int], float | None, float | None, dict[int, float],
-               dict[int, float], dict[int, float], dict[int, float], float, dict[str, float]]
-
-
-def _checked_state(d: object) -> _State | None:
-    """The saved state as typed values, or None for another version; raises on anything
-    else (a list, text where a time belongs, NaN, a negative count)."""
-    if not isinstance(d, dict):
-        raise TypeError(f"expected a JSON object, found {type(d).__name__}")
-    if d.get("version") != 1:
-        return None
-
-    def num(v: object, what: str) -> float:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-            raise ValueError(f"{what} = {v!r} is not a non-negative number")
-        return float(v)
-
-    def table(key: str) -> dict[int, float]:
-        t = d[key]
-        if not isinstance(t, dict):
-            raise TypeError(f"{key} is not an object")
-        return {int(k): num(v, key) for k, v in t.items()}
-
-    def optional(key: str) -> float | None:
-        return None if d[key] is None else num(d[key], key)
-
-    first_rate = num(d["first_rate"], "first_rate")
-    if first_rate > 1.0:
-        raise ValueError(f"first_rate = {first_rate} is not a probability")
-    shapes = d.get("shape_rate", {})
-    if not isinstance(shapes, dict):
-        raise TypeError("shape_rate is not an object")
-    return (table("verify"), {k: int(v) for k, v in table("verify_n").items()},
-            optional("draft"), optional("catchup_per_token"), table("acc"), table("tot"),
-            table("lookup_acc"), table("lookup_tot"), first_rate,
-            {str(k): num(v, "shape_rate") for k, v in shapes.items()})
+        if self.state_path is not None:
+            policy_state.save(self.state_path, self.to_dict())

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from specula.core.engine.adaptive import MEASURED, CostModel
+from specula.core.engine.cost_model import MEASURED, CostModel
 from specula.core.engine.kv import KVCache
 
 CONTEXT_TOKENS = 32  # a short context: verify cost at the start of a chat
