@@ -1,8 +1,10 @@
 """How likely the target is to accept what a drafter proposes, learnt per pair.
 
-Draft-model tokens: Beta counts per bin of the draft's confidence (top
-probability) and entropy, which the per-token cut-off uses. Prompt lookup: per
-matched n-gram length.
+Draft-model tokens, two views: the per-token rate of the pair (what a chain of
+k tokens yields, for choosing between drafting and plain decoding), and Beta
+counts per bin of the draft's confidence (top probability) and entropy (for
+cutting a chain at a token the draft itself doubts). Prompt lookup: per matched
+n-gram length.
 """
 
 from __future__ import annotations
@@ -11,6 +13,11 @@ from dataclasses import dataclass, field
 
 P_EDGES = (0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.995)
 ENTROPY_SPLIT = 1.0  # nats
+# Per-token rate: a new pair starts from RATE_PRIOR as if RATE_PRIOR_N tokens had been
+# judged (a few steps overrule it), and each step's counts fade by RATE_DECAY so the rate
+# follows the conversation (about the last 1 / (1 - RATE_DECAY) steps weigh).
+RATE_PRIOR, RATE_PRIOR_N = 0.8, 3.0
+RATE_DECAY = 0.95
 
 
 def _bin(p_top: float, entropy: float) -> int:
@@ -27,6 +34,14 @@ class AcceptanceModel:
     lookup_acc: dict[int, float] = field(default_factory=dict)
     lookup_tot: dict[int, float] = field(default_factory=dict)
     first_rate: float = 0.7  # running acceptance of a step's first draft token
+    rate_acc: float = 0.0  # faded count of accepted draft tokens
+    rate_judged: float = 0.0  # faded count of judged ones (accepted, and each first rejection)
+
+    @property
+    def token_rate(self) -> float:
+        """Per-token acceptance of a chain: the maximum-likelihood rate of a geometric
+        run length cut at k (accepted / judged), drawn toward the prior while little is known."""
+        return (self.rate_acc + RATE_PRIOR * RATE_PRIOR_N) / (self.rate_judged + RATE_PRIOR_N)
 
     def predict(self, p_top: float, entropy: float) -> float:
         b = _bin(p_top, entropy)
@@ -47,6 +62,9 @@ class AcceptanceModel:
                 self.acc[b] = self.acc.get(b, 0.0) + 1.0
         if top_probs:
             self.first_rate += 0.1 * ((1.0 if n_accepted > 0 else 0.0) - self.first_rate)
+            judged = min(len(top_probs), n_accepted + 1)
+            self.rate_acc = self.rate_acc * RATE_DECAY + n_accepted
+            self.rate_judged = self.rate_judged * RATE_DECAY + judged
 
     def observe_lookup(self, match: int, proposed: int, n_accepted: int) -> None:
         judged = min(proposed, n_accepted + 1)

@@ -2,20 +2,23 @@
 
 Each step it maximises expected *tokens per second* (not tokens per step:
 SpecKV's per-step objective rewards long drafts that cost more than they
-save). It keeps
+save), from two models kept per (target, draft, machine) and saved between
+sessions (``policy_state.py``), so a second session starts at the right shape:
 
-* a cost model, measured as it runs: the draft's time per decode, the cost of
-  catching the draft up after steps it sat out, and the target's verify time
-  for each batch size;
-* an acceptance model: the probability that a draft token is accepted given
-  the draft's confidence (top probability) and entropy, as Beta counts per
-  bin, and for prompt lookup per matched n-gram length.
+* the cost model (``cost_model.py``): the target's verify time for each batch
+  size, the draft's time per decode and per token of catch-up; a new pair's is
+  measured at draft load (``calibration.py``);
+* the acceptance model (``acceptance_model.py``): the pair's per-token rate,
+  which chooses between drafting and plain decoding, and the acceptance given
+  the draft's confidence, which cuts a chain at a token not worth its cost.
 
-A step can be plain (k = 0), a draft-model chain cut token by token when the
-next token is not worth its cost, or a prompt-lookup chain. When plain wins it
-still probes now and then (with exponential back-off) so that a change of
-regime is noticed. Both models are saved per (target, draft, machine) so the
-next session starts informed.
+A step is plain (k = 0), a draft-model chain, a token tree, or a prompt-lookup
+chain. Nothing is tried that the measured costs say cannot pay: a draft that
+would lose at 100% acceptance is never probed, a tree is tried only where its
+best case beats the chain's measured rate (and used only while its own measured
+rate does), and a new lookup match length only where it would pay were it right. When plain wins, the draft is still probed now
+and then (exponential back-off over replies) so that a change of regime is
+noticed.
 """
 
 from __future__ import annotations
@@ -33,8 +36,12 @@ __all__ = ["AcceptanceModel", "AdaptivePolicy", "CostModel", "expected_tokens"]
 
 PROBE_FIRST, PROBE_MAX = 1, 16  # replies between probes of a draft that does not pay
 PROBE_STEPS = 3  # draft steps a probe makes
-MARGIN = 0.05  # expected gain over plain decoding needed before drafting
-REFRESH_PLAIN = 48  # steps between plain steps that re-measure one-token decodes
+PROBE_RATE = 0.9  # the acceptance a probe's draft length is chosen for (it asks: could it pay?)
+MARGIN = 0.02  # expected gain over plain decoding needed before drafting (noisy estimates)
+COULD_PAY_MARGIN = 0.05  # gain at 100% acceptance a draft must offer before it is ever probed
+REFRESH_PLAIN = 128  # steps between plain steps that re-measure one-token decodes
+TREE_TRIES = 2  # tree trials per session while its rate is unmeasured
+TREE_RETRY = 64  # draft steps between re-trials of a tree measured slower than the chain
 
 
 class AdaptivePolicy:
@@ -59,8 +66,7 @@ class AdaptivePolicy:
         self._lag = 1  # tokens the draft must be fed before it can draft
         self._room = 1  # tokens the reply may still draft (the plan's room)
         self._probe = False
-        # Measured tokens/s of draft-model steps by shape; a tree is tried now and then and
-        # used while it beats the chain on this machine.
+        # Measured tokens/s of draft-model steps by shape (chain "draft", "tree").
         self.shape_rate: dict[str, float] = {}
         self.draft_steps = 0
         self._step: dict[str, float] = {}
@@ -69,36 +75,43 @@ class AdaptivePolicy:
 
     # -- planning ------------------------------------------------------------
 
-    def _draft_rate(self, k_max: int) -> tuple[float, int]:
-        """Best expected tokens/s of a draft chain (and its length) at the typical acceptance."""
-        v1 = self.cost.verify_time(1)
-        if self.cost.draft is None or v1 is None:
+    def _v(self, n: int) -> float:
+        """Verify seconds for n tokens (callers check that something was measured)."""
+        v1 = self.cost.verify_time(1) or 0.0
+        return self.cost.verify_time(n) or v1 * (1 + 0.5 * (n - 1))
+
+    def _catch_share(self, e: float) -> float:
+        """The catch-up this step pays. A lag of 1-2 tokens recurs every step (the bonus
+        token, and the last drafted one the draft never fed) and is paid in full; a longer
+        one (the prompt after the first token, or after plain steps) is paid once and then
+        serves every later step, so each step bears its share over the steps left."""
+        recurring = self.cost.catchup_time(min(self._lag, 2))
+        once = self.cost.catchup_time(self._lag) - recurring
+        return recurring + once * min(1.0, e / max(self._room, 1))
+
+    def _draft_rate(self, k_max: int, a: float | None = None) -> tuple[float, int]:
+        """Best expected tokens/s of a draft chain (and its length) at per-token acceptance
+        ``a`` (default: the pair's measured rate)."""
+        if self.cost.draft is None or self.cost.verify_time(1) is None:
             return 0.0, 0
-        a = self.acc.first_rate
+        a = self.acc.token_rate if a is None else a
         best, best_k = 0.0, 0
-        catch = self.cost.catchup_time(self._lag)
         for k in range(1, k_max + 1):
             e = expected_tokens(a, k)
-            share = catch
-            if self._lag > k_max + 1:
-                # A long catch-up (the draft's feed of the prompt after the first token) is
-                # paid once and serves every later step: each step bears its share over the
-                # steps left, or drafting would never start after a deferred draft prefill.
-                share = catch * min(1.0, e / max(self._room, 1))
-            t = share + k * self.cost.draft + (self.cost.verify_time(k + 1) or v1 * (1 + 0.5 * k))
-            rate = e / t
+            rate = e / (self._catch_share(e) + k * self.cost.draft + self._v(k + 1))
             if rate > best:
                 best, best_k = rate, k
         return best, best_k
 
-    def _lookup_rate(self, inp: PlanInput, k_max: int) -> tuple[float, int]:
-        v1 = self.cost.verify_time(1)
-        if not inp.lookup_tokens or v1 is None:
+    def _lookup_rate(self, inp: PlanInput, k_max: int, a: float | None = None) -> tuple[float, int]:
+        """Best expected tokens/s of a lookup chain (and its length) at acceptance ``a``
+        (default: what this match length has earned)."""
+        if not inp.lookup_tokens or self.cost.verify_time(1) is None:
             return 0.0, 0
-        a = self.acc.predict_lookup(inp.lookup_match)
+        a = self.acc.predict_lookup(inp.lookup_match) if a is None else a
         best, best_k = 0.0, 0
         for k in range(1, min(k_max, len(inp.lookup_tokens)) + 1):
-            rate = expected_tokens(a, k) / (self.cost.verify_time(k + 1) or v1 * (1 + 0.5 * k))
+            rate = expected_tokens(a, k) / self._v(k + 1)
             if rate > best:
                 best, best_k = rate, k
         return best, best_k
@@ -115,54 +128,76 @@ class AdaptivePolicy:
             self.since_plain = 0
             return self._decide(Plan(DraftSource.NONE, 0))
         plain = 1.0 / v1
-        if self._lookup_untried(inp):  # cheap exploration: one token
-            return self._decide(Plan(DraftSource.LOOKUP, 1, inp.lookup_tokens[:1]), probe=True)
         l_rate, l_k = self._lookup_rate(inp, k_max)
         d_rate = 0.0
         if inp.has_draft and self.allow_draft:
             in_sync = inp.draft_lag <= 2
             if in_sync and (self.cost.draft is None or self._probe_left > 0):
                 self._probe_left = max(self._probe_left - 1, 0)
-                return self._decide(Plan(DraftSource.DRAFT, min(2, k_max)), probe=True)
+                return self._decide(Plan(DraftSource.DRAFT, self._probe_k(k_max)), probe=True)
             d_rate, _ = self._draft_rate(k_max)
             k_new = self._unmeasured_k(k_max)
             if in_sync and k_new and d_rate > 0.6 * plain:
                 return self._decide(Plan(DraftSource.DRAFT, k_new), probe=True)
-        # A margin over plain: the models are estimates on a noisy machine, and every
-        # switch from plain to drafting pays for catching the draft up.
+        if self._lookup_untried(inp):
+            # a match length not judged yet: probe it where it would pay were it right
+            # (as long as drafting would: on a flat verify curve that is several tokens)
+            o_rate, o_k = self._lookup_rate(inp, k_max, a=PROBE_RATE)
+            if o_rate > max(plain, d_rate):
+                return self._decide(Plan(DraftSource.LOOKUP, o_k, inp.lookup_tokens[:o_k]), probe=True)
         bar = plain * (1.0 + MARGIN)
         if l_rate > max(bar, d_rate):
             return self._decide(Plan(DraftSource.LOOKUP, l_k, inp.lookup_tokens[:l_k]))
         if d_rate > bar:
-            return self._decide(self._shape(k_max, plain))
+            return self._decide(self._shape(inp, k_max, plain))
         return self._decide(Plan(DraftSource.NONE, 0))
+
+    def _probe_k(self, k_max: int) -> int:
+        """A probe's draft length: the best one were acceptance high (a two-token probe
+        asks the wrong question where a short verify batch costs as much as a long one)."""
+        _, k = self._draft_rate(k_max, a=max(self.acc.token_rate, PROBE_RATE))
+        return k or min(2, k_max)
 
     def _unmeasured_k(self, k_max: int) -> int:
         """A draft length whose verify batch has not been timed enough yet (0: none).
 
         Verify time can jump between batch sizes, so each length up to the maximum
         is measured a few times before the model is trusted (once per pair and
-        machine: the measurements are saved).
+        machine: the calibration at load does it, and the measurements are saved).
         """
         for k in range(1, k_max + 1):
             if self.cost.verify_n.get(k + 1, 0) < MEASURED:
                 return k
         return 0
 
-    def _shape(self, k_max: int, plain: float) -> Plan:
-        """Chain or tree: a tree is tried twice, then every 32 draft steps, and used while
-        its measured rate beats both the chain's and plain decoding's."""
+    def _shape(self, inp: PlanInput, k_max: int, plain: float) -> Plan:
+        """Chain or tree: a tree only while its measured rate beats the chain's and plain
+        decoding's; it is tried (twice per session, then every TREE_RETRY draft steps)
+        only where its best case could beat them."""
         chain = Plan(DraftSource.DRAFT, k_max)
-        if self.cfg.tree_budget <= 1:
+        if self.cfg.tree_budget <= 1 or DraftSource.TREE not in inp.available:
             return chain
         self.draft_steps += 1
         c_rate, t_rate = self.shape_rate.get("draft"), self.shape_rate.get("tree")
         if c_rate is None:
             return chain
-        if t_rate is None or self.tree_tries < 2 or self.draft_steps % 32 == 0:
+        tree = Plan(DraftSource.TREE, self.cfg.tree_budget)
+        if t_rate is not None and t_rate > max(c_rate, plain):
+            return tree
+        if self._tree_best_case(k_max) <= max(c_rate, plain):
+            return chain
+        if (t_rate is None and self.tree_tries < TREE_TRIES) or self.draft_steps % TREE_RETRY == 0:
             self.tree_tries += 1
-            return Plan(DraftSource.TREE, self.cfg.tree_budget)
-        return Plan(DraftSource.TREE, self.cfg.tree_budget) if t_rate > max(c_rate, plain) else chain
+            return tree
+        return chain
+
+    def _tree_best_case(self, depth: int) -> float:
+        """Tokens/s of a tree were every level accepted: depth + 1 tokens for at least one
+        draft decode per level and a verify of every node (a tree fills its budget)."""
+        w = max(self.cfg.tree_width, 1)
+        nodes = min(self.cfg.tree_budget, sum(w ** d for d in range(1, depth + 1)))
+        t = self._catch_share(depth + 1) + depth * (self.cost.draft or 0.0) + self._v(nodes + 1)
+        return (depth + 1) / t if t > 0 else 0.0
 
     def _lookup_untried(self, inp: PlanInput) -> bool:
         """A match of 3+ tokens whose length has been judged fewer than 4 times."""
@@ -185,12 +220,8 @@ class AdaptivePolicy:
         if self._probe:  # a probe measures: keep what it drafts
             return True, True
         st = self._step
-        v1 = self.cost.verify_time(1) or 0.0
         t_d = self.cost.draft or 0.0
-
-        def v(n: int) -> float:
-            return self.cost.verify_time(n) or v1 * (1 + 0.5 * (n - 1))
-
+        v = self._v
         a = self.acc.predict(p_top, entropy)
         p_new = st["P"] * a
         without = st["E"] / (st["D"] + v(i + 1))
@@ -234,7 +265,7 @@ class AdaptivePolicy:
             self.acc.observe_lookup(outcome.lookup_match, rec.drafted, outcome.n_accepted)
 
     def sync_draft_at_prefill(self) -> bool:
-        """Feed the prompt to the draft up front while drafting pays, or to probe.
+        """Feed the prompt to the draft for this reply while drafting pays, or to probe.
 
         Probing happens at the start of a reply, when the draft has just seen the
         prompt: later in a reply, catching the draft up on everything it skipped
@@ -265,8 +296,7 @@ class AdaptivePolicy:
         draft can cost more than it could ever save, and probing it is pure loss)."""
         d = self.cost.draft or 0.0
         for k in range(1, self.cfg.draft_max + 1):
-            v = self.cost.verify_time(k + 1) or v1 * (1 + 0.5 * k)
-            if (k + 1) / (k * d + v) > (1.0 + MARGIN) / v1:
+            if (k + 1) / (k * d + self._v(k + 1)) > (1.0 + COULD_PAY_MARGIN) / v1:
                 return True
         return False
 

@@ -32,6 +32,8 @@ def state_dict(cost: CostModel, acc: AcceptanceModel, shape_rate: dict[str, floa
         "lookup_acc": {str(k): v for k, v in acc.lookup_acc.items()},
         "lookup_tot": {str(k): v for k, v in acc.lookup_tot.items()},
         "first_rate": acc.first_rate,
+        "rate_acc": acc.rate_acc,
+        "rate_judged": acc.rate_judged,
         "shape_rate": shape_rate,
     }
 
@@ -49,7 +51,8 @@ def load_into(path: Path, cost: CostModel, acc: AcceptanceModel) -> dict[str, fl
     if state is None:
         return None
     (cost.verify, cost.verify_n, cost.draft, cost.catchup_per_token,
-     acc.acc, acc.tot, acc.lookup_acc, acc.lookup_tot, acc.first_rate, shape_rate) = state
+     acc.acc, acc.tot, acc.lookup_acc, acc.lookup_tot, acc.first_rate, acc.rate_acc,
+     acc.rate_judged, shape_rate) = state
     return shape_rate
 
 
@@ -65,7 +68,8 @@ def save(path: Path, state: dict[str, object]) -> None:
 
 
 _State = tuple[dict[int, float], dict[int, int], float | None, float | None, dict[int, float],
-               dict[int, float], dict[int, float], dict[int, float], float, dict[str, float]]
+               dict[int, float], dict[int, float], dict[int, float], float, float, float,
+               dict[str, float]]
 
 
 def _checked_state(d: object) -> _State | None:
@@ -93,10 +97,15 @@ def _checked_state(d: object) -> _State | None:
     first_rate = num(d["first_rate"], "first_rate")
     if first_rate > 1.0:
         raise ValueError(f"first_rate = {first_rate} is not a probability")
+    # The per-token rate came later: a file without it keeps its costs and starts the rate anew.
+    rate_acc = num(d.get("rate_acc", 0.0), "rate_acc")
+    rate_judged = num(d.get("rate_judged", 0.0), "rate_judged")
+    if rate_acc > rate_judged:
+        raise ValueError(f"rate_acc = {rate_acc} exceeds rate_judged = {rate_judged}")
     shapes = d.get("shape_rate", {})
     if not isinstance(shapes, dict):
         raise TypeError("shape_rate is not an object")
     return (table("verify"), {k: int(v) for k, v in table("verify_n").items()},
             optional("draft"), optional("catchup_per_token"), table("acc"), table("tot"),
-            table("lookup_acc"), table("lookup_tot"), first_rate,
+            table("lookup_acc"), table("lookup_tot"), first_rate, rate_acc, rate_judged,
             {str(k): num(v, "shape_rate") for k, v in shapes.items()})
