@@ -18,6 +18,11 @@ ENTROPY_SPLIT = 1.0  # nats
 # follows the conversation (about the last 1 / (1 - RATE_DECAY) steps weigh).
 RATE_PRIOR, RATE_PRIOR_N = 0.8, 3.0
 RATE_DECAY = 0.95
+# Acceptance by depth in the chain: a draft that got token j right usually gets j + 1 right
+# too (runs of copied code, boilerplate), so a chain yields more than a constant per-token
+# rate says. Each depth has its own faded counts, drawn toward the pooled rate.
+DEPTHS = 16
+DEPTH_PRIOR_N = 2.0
 
 
 def _bin(p_top: float, entropy: float) -> int:
@@ -36,12 +41,37 @@ class AcceptanceModel:
     first_rate: float = 0.7  # running acceptance of a step's first draft token
     rate_acc: float = 0.0  # faded count of accepted draft tokens
     rate_judged: float = 0.0  # faded count of judged ones (accepted, and each first rejection)
+    depth_acc: list[float] = field(default_factory=lambda: [0.0] * DEPTHS)  # the same, by depth
+    depth_judged: list[float] = field(default_factory=lambda: [0.0] * DEPTHS)
 
     @property
     def token_rate(self) -> float:
         """Per-token acceptance of a chain: the maximum-likelihood rate of a geometric
         run length cut at k (accepted / judged), drawn toward the prior while little is known."""
         return (self.rate_acc + RATE_PRIOR * RATE_PRIOR_N) / (self.rate_judged + RATE_PRIOR_N)
+
+    def hazard(self, j: int) -> float:
+        """P(the draft's token at depth j is accepted | every token before it was)."""
+        a = self.token_rate
+        if j >= DEPTHS:
+            return a
+        return (self.depth_acc[j] + a * DEPTH_PRIOR_N) / (self.depth_judged[j] + DEPTH_PRIOR_N)
+
+    def expected(self, k: int) -> float:
+        """Tokens a step yields with a chain of k drafted (the target's own token included)."""
+        e, run = 1.0, 1.0
+        for j in range(k):
+            run *= self.hazard(j)
+            e += run
+        return e
+
+    def fade(self) -> None:
+        """Age the evidence by one step (the rate follows the conversation)."""
+        self.rate_acc *= RATE_DECAY
+        self.rate_judged *= RATE_DECAY
+        for j in range(DEPTHS):
+            self.depth_acc[j] *= RATE_DECAY
+            self.depth_judged[j] *= RATE_DECAY
 
     def predict(self, p_top: float, entropy: float) -> float:
         b = _bin(p_top, entropy)
@@ -63,8 +93,13 @@ class AcceptanceModel:
         if top_probs:
             self.first_rate += 0.1 * ((1.0 if n_accepted > 0 else 0.0) - self.first_rate)
             judged = min(len(top_probs), n_accepted + 1)
-            self.rate_acc = self.rate_acc * RATE_DECAY + n_accepted
-            self.rate_judged = self.rate_judged * RATE_DECAY + judged
+            self.fade()
+            self.rate_acc += n_accepted
+            self.rate_judged += judged
+            for j in range(min(judged, DEPTHS)):
+                self.depth_judged[j] += 1.0
+                if j < n_accepted:
+                    self.depth_acc[j] += 1.0
 
     def observe_lookup(self, match: int, proposed: int, n_accepted: int) -> None:
         judged = min(proposed, n_accepted + 1)

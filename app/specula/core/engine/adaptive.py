@@ -34,12 +34,13 @@ from specula.core.engine.policy import Outcome, Plan, PlanInput
 
 __all__ = ["AcceptanceModel", "AdaptivePolicy", "CostModel", "expected_tokens"]
 
-PROBE_FIRST, PROBE_MAX = 1, 16  # replies between probes of a draft that does not pay
+PROBE_FIRST, PROBE_MAX = 2, 16  # replies between probes of a draft that does not pay (doubling)
 PROBE_STEPS = 3  # draft steps a probe makes
 PROBE_RATE = 0.9  # the acceptance a probe's draft length is chosen for (it asks: could it pay?)
 MARGIN = 0.02  # expected gain over plain decoding needed before drafting (noisy estimates)
 COULD_PAY_MARGIN = 0.05  # gain at 100% acceptance a draft must offer before it is ever probed
 REFRESH_PLAIN = 128  # steps between plain steps that re-measure one-token decodes
+EXPLORE_SHARE = 0.05  # in a plain stretch, a draft probe may cost this share of its time
 TREE_TRIES = 2  # tree trials per session while its rate is unmeasured
 TREE_RETRY = 64  # draft steps between re-trials of a tree measured slower than the chain
 
@@ -66,6 +67,7 @@ class AdaptivePolicy:
         self._lag = 1  # tokens the draft must be fed before it can draft
         self._room = 1  # tokens the reply may still draft (the plan's room)
         self._probe = False
+        self._plain_streak = 0  # plain steps in a row in this reply
         # Measured tokens/s of draft-model steps by shape (chain "draft", "tree").
         self.shape_rate: dict[str, float] = {}
         self.draft_steps = 0
@@ -91,13 +93,12 @@ class AdaptivePolicy:
 
     def _draft_rate(self, k_max: int, a: float | None = None) -> tuple[float, int]:
         """Best expected tokens/s of a draft chain (and its length) at per-token acceptance
-        ``a`` (default: the pair's measured rate)."""
+        ``a`` (default: what the pair's chains measured, depth by depth)."""
         if self.cost.draft is None or self.cost.verify_time(1) is None:
             return 0.0, 0
-        a = self.acc.token_rate if a is None else a
         best, best_k = 0.0, 0
         for k in range(1, k_max + 1):
-            e = expected_tokens(a, k)
+            e = self.acc.expected(k) if a is None else expected_tokens(a, k)
             rate = e / (self._catch_share(e) + k * self.cost.draft + self._v(k + 1))
             if rate > best:
                 best, best_k = rate, k
@@ -150,7 +151,28 @@ class AdaptivePolicy:
             return self._decide(Plan(DraftSource.LOOKUP, l_k, inp.lookup_tokens[:l_k]))
         if d_rate > bar:
             return self._decide(self._shape(inp, k_max, plain))
+        if inp.has_draft and self.allow_draft and self._explore_pays(inp, k_max, v1):
+            return self._decide(Plan(DraftSource.DRAFT, k_max))
         return self._decide(Plan(DraftSource.NONE, 0))
+
+    def _explore_pays(self, inp: PlanInput, k_max: int, v1: float) -> bool:
+        """In a plain stretch: one draft step, once what it is expected to lose against plain
+        decoding (its time, the catch-up included, less the plain time of the tokens it is
+        expected to yield) fits EXPLORE_SHARE of the plain time since drafting last ran.
+        A few unlucky steps must not end drafting for the reply where probing is cheap
+        (a fast draft, a flat verify curve); the whole catch-up counts, so where catching
+        up costs more than EXPLORE_SHARE of a plain step per token skipped this never
+        fires, and the back-off over replies decides."""
+        self._plain_streak += 1
+        if not self._could_pay(v1):
+            return False
+        _, k = self._draft_rate(k_max)
+        if k == 0:
+            return False
+        e = self.acc.expected(k)
+        step = self.cost.catchup_time(inp.draft_lag) + k * (self.cost.draft or 0.0) + self._v(k + 1)
+        loss = step - e * v1
+        return loss <= EXPLORE_SHARE * self._plain_streak * v1
 
     def _probe_k(self, k_max: int) -> int:
         """A probe's draft length: the best one were acceptance high (a two-token probe
@@ -208,6 +230,8 @@ class AdaptivePolicy:
 
     def _decide(self, plan: Plan, probe: bool = False) -> Plan:
         self._probe = probe
+        if plan.source != DraftSource.NONE:
+            self._plain_streak = 0
         if plan.source == DraftSource.DRAFT:
             t_d = self.cost.draft or 0.0
             self._step = {"E": 1.0, "P": 1.0, "D": self.cost.catchup_time(self._lag) + t_d,
@@ -276,6 +300,7 @@ class AdaptivePolicy:
             return False
         v1 = self.cost.verify_time(1)
         self._lag = 1
+        self._plain_streak = 0
         if v1 is None or self.cost.draft is None:
             self._probe_left = PROBE_STEPS
             return True

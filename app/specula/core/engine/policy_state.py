@@ -12,7 +12,7 @@ import logging
 import math
 from pathlib import Path
 
-from specula.core.engine.acceptance_model import AcceptanceModel
+from specula.core.engine.acceptance_model import DEPTHS, AcceptanceModel
 from specula.core.engine.cost_model import CostModel
 
 log = logging.getLogger("specula.engine.adaptive")
@@ -34,6 +34,8 @@ def state_dict(cost: CostModel, acc: AcceptanceModel, shape_rate: dict[str, floa
         "first_rate": acc.first_rate,
         "rate_acc": acc.rate_acc,
         "rate_judged": acc.rate_judged,
+        "depth_acc": list(acc.depth_acc),
+        "depth_judged": list(acc.depth_judged),
         "shape_rate": shape_rate,
     }
 
@@ -52,7 +54,7 @@ def load_into(path: Path, cost: CostModel, acc: AcceptanceModel) -> dict[str, fl
         return None
     (cost.verify, cost.verify_n, cost.draft, cost.catchup_per_token,
      acc.acc, acc.tot, acc.lookup_acc, acc.lookup_tot, acc.first_rate, acc.rate_acc,
-     acc.rate_judged, shape_rate) = state
+     acc.rate_judged, acc.depth_acc, acc.depth_judged, shape_rate) = state
     return shape_rate
 
 
@@ -69,7 +71,7 @@ def save(path: Path, state: dict[str, object]) -> None:
 
 _State = tuple[dict[int, float], dict[int, int], float | None, float | None, dict[int, float],
                dict[int, float], dict[int, float], dict[int, float], float, float, float,
-               dict[str, float]]
+               list[float], list[float], dict[str, float]]
 
 
 def _checked_state(d: object) -> _State | None:
@@ -91,6 +93,12 @@ def _checked_state(d: object) -> _State | None:
             raise TypeError(f"{key} is not an object")
         return {int(k): num(v, key) for k, v in t.items()}
 
+    def depths(key: str) -> list[float]:
+        t = d.get(key, [0.0] * DEPTHS)
+        if not isinstance(t, list) or len(t) != DEPTHS:
+            raise TypeError(f"{key} is not a list of {DEPTHS} numbers")
+        return [num(v, key) for v in t]
+
     def optional(key: str) -> float | None:
         return None if d[key] is None else num(d[key], key)
 
@@ -102,10 +110,13 @@ def _checked_state(d: object) -> _State | None:
     rate_judged = num(d.get("rate_judged", 0.0), "rate_judged")
     if rate_acc > rate_judged:
         raise ValueError(f"rate_acc = {rate_acc} exceeds rate_judged = {rate_judged}")
+    depth_acc, depth_judged = depths("depth_acc"), depths("depth_judged")
+    if any(x > y for x, y in zip(depth_acc, depth_judged, strict=True)):
+        raise ValueError("depth_acc exceeds depth_judged")
     shapes = d.get("shape_rate", {})
     if not isinstance(shapes, dict):
         raise TypeError("shape_rate is not an object")
     return (table("verify"), {k: int(v) for k, v in table("verify_n").items()},
             optional("draft"), optional("catchup_per_token"), table("acc"), table("tot"),
             table("lookup_acc"), table("lookup_tot"), first_rate, rate_acc, rate_judged,
-            {str(k): num(v, "shape_rate") for k, v in shapes.items()})
+            depth_acc, depth_judged, {str(k): num(v, "shape_rate") for k, v in shapes.items()})
