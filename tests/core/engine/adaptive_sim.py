@@ -36,7 +36,7 @@ class Machine:
 
     def calibration(self) -> Calibration:
         """What the engine's calibration at load would have measured on this machine."""
-        return Calibration(verify={n: self.verify(n) for n in range(1, 9)}, draft=self.draft,
+        return Calibration(verify={n: self.verify(n) for n in (*range(1, 9), 13)}, draft=self.draft,
                            catchup_per_token=self.catchup_per_token)
 
 

@@ -10,7 +10,8 @@ import pytest
 
 from specula.core.engine.adaptive import AdaptivePolicy
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.policy import FixedPolicy, PlainPolicy
+from specula.core.engine.drafters.base import DraftSource
+from specula.core.engine.policy import FixedPolicy, PlainPolicy, Plan, PlanInput
 from tests.core.engine.adaptive_sim import Machine, Reply, run_reply, script
 
 # The F16 1.5B target on one core of this machine, as calibrated: a one-token step takes
@@ -126,3 +127,42 @@ def test_a_second_session_starts_where_the_first_left_off(tmp_path: Path) -> Non
     assert replies[0].steps[0][0] == "draft"
     best, _ = _best_fixed(F16, 0.85, range(3, 4))
     assert got >= 0.95 * best
+
+
+def _tree_plans(m: Machine, rate: float, replies: int = 3) -> list[int]:
+    """Tree plans per reply over a session (the simulator verifies chains only, so a tree
+    plan runs as a plain step and its rate stays unmeasured)."""
+    pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=6, tree_budget=12, tree_width=2))
+    m.calibration().seed(pol.cost)
+    plans: list[DraftSource] = []
+    plan = pol.plan
+
+    def spy(inp: PlanInput) -> Plan:
+        p = plan(inp)
+        plans.append(p.source)
+        return p
+
+    pol.plan = spy  # type: ignore[method-assign]
+    counts = []
+    for s in range(replies):
+        plans.clear()
+        run_reply(pol, m, *script(rate, 200, s, bursty=True))
+        counts.append(plans.count(DraftSource.TREE))
+    return counts
+
+
+# Verify beyond 8 tokens at 100 ms a token: a 12-node tree costs 0.8 s to verify.
+STEEP = Machine(verify=lambda n: F16.verify(n) if n <= 8 else 0.300 + 0.100 * (n - 8),
+                draft=0.020, catchup_per_token=0.025, prompt_s=0.36)
+
+
+def test_a_tree_whose_best_case_loses_to_the_chain_is_never_tried() -> None:
+    """At most 7 tokens (depth 6 and the target's own) for a 13-token verify: below what the
+    chain measures, so no step is spent finding that out."""
+    assert sum(_tree_plans(STEEP, 0.85)) == 0
+
+
+@pytest.mark.parametrize("machine", [F16, GPU])
+def test_a_tree_that_could_win_is_tried_twice_a_session_and_never_in_a_first_reply(machine: Machine) -> None:
+    counts = _tree_plans(machine, 0.6, replies=4)
+    assert counts[0] == 0 and 1 <= sum(counts) <= 2

@@ -42,6 +42,7 @@ COULD_PAY_MARGIN = 0.05  # gain at 100% acceptance a draft must offer before it 
 REFRESH_PLAIN = 128  # steps between plain steps that re-measure one-token decodes
 EXPLORE_SHARE = 0.05  # in a plain stretch, a draft probe may cost this share of its time
 TREE_TRIES = 2  # tree trials per session while its rate is unmeasured
+TREE_AFTER = 32  # chain steps in a session before a tree is tried (never in a first reply)
 TREE_RETRY = 64  # draft steps between re-trials of a tree measured slower than the chain
 
 
@@ -194,8 +195,8 @@ class AdaptivePolicy:
 
     def _shape(self, inp: PlanInput, k_max: int, plain: float) -> Plan:
         """Chain or tree: a tree only while its measured rate beats the chain's and plain
-        decoding's; it is tried (twice per session, then every TREE_RETRY draft steps)
-        only where its best case could beat them."""
+        decoding's; it is tried (twice per session once the chain has run TREE_AFTER steps,
+        then every TREE_RETRY draft steps) only where its best case could beat them."""
         chain = Plan(DraftSource.DRAFT, k_max)
         if self.cfg.tree_budget <= 1 or DraftSource.TREE not in inp.available:
             return chain
@@ -207,6 +208,8 @@ class AdaptivePolicy:
         if t_rate is not None and t_rate > max(c_rate, plain):
             return tree
         if self._tree_best_case(k_max) <= max(c_rate, plain):
+            return chain
+        if self.draft_steps < TREE_AFTER:
             return chain
         if (t_rate is None and self.tree_tries < TREE_TRIES) or self.draft_steps % TREE_RETRY == 0:
             self.tree_tries += 1

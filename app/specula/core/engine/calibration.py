@@ -22,6 +22,8 @@ from specula.core.engine.kv import KVCache
 
 CONTEXT_TOKENS = 32  # a short context: verify cost at the start of a chat
 MAX_BATCH = 8  # verify batches measured: 1..MAX_BATCH tokens (draft lengths 0..7)
+TREE_BATCH = 13  # and a default token tree's (12 nodes and the pending token): whether a
+# tree could ever beat the chain depends on it, and the line through 1..8 misses jumps
 DRAFT_DECODES = 4
 CATCHUP_BATCH = 8  # draft tokens fed at once to time a catch-up
 
@@ -58,7 +60,7 @@ def _filler(n_vocab: int, n: int, offset: int = 0) -> list[int]:
 
 def measure(target: KVCache, draft: KVCache | None, n_vocab: int, *,
             max_batch: int = MAX_BATCH) -> Calibration:
-    """Time target batches of 1..max_batch tokens and single draft decodes.
+    """Time target batches of 1..max_batch tokens (and TREE_BATCH) and single draft decodes.
 
     Both caches are cleared before and after (the measurement's tokens must never
     pass for a conversation's prefix). Each size is decoded once after one
@@ -69,12 +71,13 @@ def measure(target: KVCache, draft: KVCache | None, n_vocab: int, *,
     base = _filler(n_vocab, CONTEXT_TOKENS)
     try:
         target.clear()
-        if not target.fits(CONTEXT_TOKENS + max_batch):
+        sizes = [*range(1, max_batch + 1), *([TREE_BATCH] if max_batch < TREE_BATCH else [])]
+        if not target.fits(CONTEXT_TOKENS + max(sizes)):
             return cal
         target.feed(base, "none")
         target.feed(_filler(n_vocab, 1, 1), "all")  # warm-up: the first decode pays for allocation
         target.cut(CONTEXT_TOKENS)
-        for n in range(1, max_batch + 1):
+        for n in sizes:
             cal.verify[n] = target.feed(_filler(n_vocab, n, n), "all")
             target.cut(CONTEXT_TOKENS)
         if draft is not None:
