@@ -142,10 +142,11 @@ class AdaptivePolicy:
             if in_sync and k_new and d_rate > 0.6 * plain:
                 return self._decide(Plan(DraftSource.DRAFT, k_new), probe=True)
         if self._lookup_untried(inp):
-            # a match length not judged yet: probe it where it would pay were it right
-            # (as long as drafting would: on a flat verify curve that is several tokens)
+            # a match length not judged yet: probe it where it would pay clearly were it
+            # right (on a flat verify curve several tokens; where each verified token costs
+            # a good part of a step, a probe that could gain 1% is a likely loss of 10%)
             o_rate, o_k = self._lookup_rate(inp, k_max, a=PROBE_RATE)
-            if o_rate > max(plain, d_rate):
+            if o_rate > max(plain * (1.0 + COULD_PAY_MARGIN), d_rate):
                 return self._decide(Plan(DraftSource.LOOKUP, o_k, inp.lookup_tokens[:o_k]), probe=True)
         bar = plain * (1.0 + MARGIN)
         if l_rate > max(bar, d_rate):
