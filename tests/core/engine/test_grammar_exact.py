@@ -28,7 +28,15 @@ from tests.core.engine.reference import (
     chi2_test,
     exact_joint,
 )
-from tests.core.engine.sampling_runs import ALPHA_PASS, ALPHA_POWER, Tally, params, prompt_of, reply, spec
+from tests.core.engine.sampling_runs import (
+    ALPHA_PASS,
+    ALPHA_POWER,
+    Tally,
+    params,
+    prompt_of,
+    reply,
+    spec,
+)
 
 TOPK5 = Transform(temperature=0.8, top_k=5)
 FLAT = Transform(temperature=1.3, top_k=20, min_p=0.01)  # many candidates, many forbidden

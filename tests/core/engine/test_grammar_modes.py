@@ -17,7 +17,7 @@ from specula.core.engine import sampling
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.drafters import ChainDrafter, Proposal
 from specula.core.engine.engine import Engine
-from specula.core.engine.events import Source, StopReason
+from specula.core.engine.events import StopReason
 from specula.core.engine.sampling import SamplingParams
 from tests.core.engine.conftest import PLAIN, chain, make_engine, run
 from tests.core.engine.grammar_lang import (
