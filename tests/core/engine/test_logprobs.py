@@ -96,7 +96,7 @@ def test_logprobs_are_the_same_with_and_without_a_draft(engine: Engine) -> None:
 def test_sampled_replies_have_the_same_logprobs_in_every_mode(engine: Engine) -> None:
     for seed in range(3):
         sp = SamplingParams(temperature=0.9, seed=seed, max_tokens=30, logprobs=3, rule=Rule.COUPLED)
-        plain, pe = run(engine, PROMPTS[seed], sp, PLAIN)
+        _, pe = run(engine, PROMPTS[seed], sp, PLAIN)
         for sc in MODES:
             _, ev = run(engine, PROMPTS[seed], sp, sc)
             assert close_events(pe, ev) < TOL
@@ -134,7 +134,7 @@ def test_logprobs_with_a_stop_string_stay_with_their_tokens(engine: Engine) -> N
     sp = SamplingParams(max_tokens=30, logprobs=2)
     plain, pe = run(engine, "hello world", sp, PLAIN)
     stop = plain.text[10:12]
-    done, ev = run(engine, "hello world", SamplingParams(max_tokens=30, logprobs=2, stop=[stop]), chain(3))
+    _, ev = run(engine, "hello world", SamplingParams(max_tokens=30, logprobs=2, stop=[stop]), chain(3))
     assert ev and all(e.logprob is not None for e in ev)
     for a, b in zip(pe, ev, strict=False):
         if a.token_id == b.token_id and a.logprob is not None and b.logprob is not None:
