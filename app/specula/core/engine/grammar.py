@@ -159,10 +159,12 @@ def _init_sampler(vocab: Any, text: str, root: str) -> Any:
             sys.stderr.write(err)
         return smpl
     reason = ""
-    for line in err.splitlines():
-        if "error parsing grammar:" in line:
-            reason = line.split("error parsing grammar:", 1)[1].strip()
-            break
+    before, marker, _echo = err.partition("error parsing grammar:")
+    if marker:  # "parse: error parsing grammar: <reason>\n\n<the grammar>"
+        reason = _echo.splitlines()[0].strip() if _echo else ""
+        before = before.rsplit("\n", 1)[0] + "\n" if "\n" in before else ""
+    if before.strip():  # someone else's output in the same instant goes back to stderr
+        sys.stderr.write(before)
     if not reason:
         reason = next((ln.strip() for ln in handler.lines if "failed to parse" not in ln), "")
     raise GrammarError(f"Invalid grammar (root '{root}'): {reason or 'llama.cpp could not parse it'}")
