@@ -205,8 +205,8 @@ def test_cancel_and_close_free_the_grammar(engine: Engine, monkeypatch: pytest.M
     live: set[int] = set()
     orig_init, orig_close = G.GrammarState.__init__, G.GrammarState.close
 
-    def init(self: G.GrammarState, smpl: Any, n_vocab: int) -> None:
-        orig_init(self, smpl, n_vocab)
+    def init(self: G.GrammarState, *args: Any) -> None:
+        orig_init(self, *args)
         live.add(id(self))
 
     def close(self: G.GrammarState) -> None:

@@ -105,7 +105,7 @@ class Generator:
         reply = Reply(params, spec, sampling.resolve_seed(params.seed))
         if params.grammar:  # an invalid grammar raises GrammarError before anything happens
             reply.grammar = GrammarState.open(self.model.vocab, self.ctx.n_vocab,
-                                              params.grammar, params.grammar_root)
+                                              params.grammar, params.grammar_root, owner=self.model)
         try:
             yield from self._generate(prompt, params, spec, policy, cancel, reply)
         finally:  # every exit: done, error, cancel, or the consumer closing the iterator
