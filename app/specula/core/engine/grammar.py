@@ -238,11 +238,19 @@ class GrammarState:
 
     prefilter = True  # check a full vocabulary through FirstBytes (tests compare both)
 
-    def __init__(self, smpl: Any, n_vocab: int, vocab: Any = None, owner: object = None) -> None:
+    MEMO_SIZE = 64  # full-vocabulary answers a reply keeps (structural positions, mostly)
+
+    def __init__(self, smpl: Any, n_vocab: int, vocab: Any = None, owner: object = None,
+                 path: list[int] | None = None, memo: dict[tuple[int, ...], I64] | None = None) -> None:
         self._smpl = smpl
         self._vocab = vocab
         self._owner = owner  # the Model whose vocabulary this is (None: no prefilter)
         self.n_vocab = n_vocab
+        # Tokens accepted since the grammar was opened, and the full-vocabulary answers
+        # shared by this state and its clones, by (n, *path): the draft checks a position
+        # of its proposal and the target verifies the same position with the same text.
+        self._path: list[int] = path if path is not None else []
+        self._memo: dict[tuple[int, ...], I64] = memo if memo is not None else {}
         self._buf = np.zeros(64, dtype=_TOKEN_DTYPE)
         self._arr = L.llama_token_data_array()
         self.full_checks = 0  # positions that needed the whole vocabulary (host cost)
@@ -261,7 +269,8 @@ class GrammarState:
         """An independent copy at the same position (a proposal branching off)."""
         if not self._smpl:
             raise GrammarError("grammar state used after close")
-        return GrammarState(L.llama_sampler_clone(self._smpl), self.n_vocab, self._vocab, self._owner)
+        return GrammarState(L.llama_sampler_clone(self._smpl), self.n_vocab, self._vocab,
+                            self._owner, list(self._path), self._memo)
 
     def close(self) -> None:
         if self._smpl:
@@ -301,12 +310,14 @@ class GrammarState:
         if not self.allows(token):
             raise GrammarError(f"token {token} is not allowed by the grammar here")
         L.llama_sampler_accept(self._smpl, token)
+        self._path.append(token)
 
     def try_advance(self, token: int) -> bool:
         """Advance when allowed; False (state unchanged) otherwise."""
         if not self.allows(token):
             return False
         L.llama_sampler_accept(self._smpl, token)
+        self._path.append(token)
         return True
 
     def allowed_top(self, logits: F32, need: int) -> I64:
@@ -326,7 +337,20 @@ class GrammarState:
         return self.allowed_all(n)
 
     def allowed_all(self, n: int) -> I64:
-        """Every allowed id below ``n`` (a full-vocabulary check)."""
+        """Every allowed id below ``n`` (a full-vocabulary check, remembered for this text)."""
+        if self.MEMO_SIZE <= 0:
+            return self._check_all(n)
+        key = (n, *self._path)
+        hit = self._memo.get(key)
+        if hit is not None:
+            return hit
+        every = self._check_all(n)
+        if len(self._memo) >= self.MEMO_SIZE:
+            del self._memo[next(iter(self._memo))]
+        self._memo[key] = every
+        return every
+
+    def _check_all(self, n: int) -> I64:
         self.full_checks += 1
         ids = np.arange(n, dtype=np.int64)
         if self.prefilter and self._owner is not None and n <= self.n_vocab:
