@@ -19,6 +19,7 @@ starts with ``m = 1``: the unconstrained pick, kept when the grammar allows it.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import json
 import logging
 import os
@@ -33,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 from llama_cpp import llama_grammar as _lg
 
-from specula.core.engine import sampling
+from specula.core.engine import grammar_cut, sampling
 from specula.core.engine.llama import ensure_backend
 from specula.core.engine.sampling import F32, F64, I64, SamplingParams
 
@@ -254,6 +255,7 @@ class GrammarState:
         self._buf = np.zeros(64, dtype=_TOKEN_DTYPE)
         self._arr = L.llama_token_data_array()
         self.full_checks = 0  # positions that needed the whole vocabulary (host cost)
+        self.settled = 0  # positions whose cut was decided without it (grammar_cut)
         self.checked = 0  # tokens checked against the grammar
 
     @classmethod
@@ -367,12 +369,34 @@ class GrammarState:
         ``sampling.candidates`` of the logits with every forbidden token at -inf."""
         n = logits.shape[0]
         k = params.top_k
-        need = 1 if params.greedy else (k if 0 < k < n else n)
-        sub = self.allowed_top(logits, need)
+        if not params.greedy and 0 < k < n:  # the k best allowed, or a cut settled early
+            m = k
+            while m < n // 4:
+                top = np.argpartition(logits, n - m)[n - m :].astype(np.int64)
+                found = top[self.allowed(top)]
+                if found.shape[0] >= k:
+                    return self._on(logits, found, params)
+                kept = grammar_cut.settled(logits, found, k - found.shape[0],
+                                           float(logits[top].min()), params)
+                if kept is not None:
+                    self.settled += 1
+                    return self._on(logits, kept, _settled_params(params))
+                m *= 8
+            return self._on(logits, self.allowed_all(n), params)
+        need = 1 if params.greedy else n
+        return self._on(logits, self.allowed_top(logits, need), params)
+
+    @staticmethod
+    def _on(logits: F32, sub: I64, params: SamplingParams) -> tuple[I64, F64]:
         if sub.shape[0] == 0:
             raise GrammarError("The grammar admits no token here (it cannot be completed).")
         local, p = sampling.candidates(np.ascontiguousarray(logits[sub]), params)
         return sub[local], p
+
+
+def _settled_params(params: SamplingParams) -> SamplingParams:
+    """The same settings with top-k and top-p off (their cut is already made)."""
+    return dataclasses.replace(params, top_k=0, top_p=1.0)
 
 
 # -- patch points (looked up through this module at call time) ----------------------------
