@@ -36,9 +36,11 @@ from specula.core.engine.drafters import (
 )
 from specula.core.engine.drafters.tree import MAX_TREE_SEQS
 from specula.core.engine.events import Done, Event, Source, StepEvent, StopReason, TokenEvent
+from specula.core.engine.grammar import GrammarError, GrammarState
 from specula.core.engine.kv import KVCache
 from specula.core.engine.llama import Batch, Context, ContextFull, DecodeError, Model
 from specula.core.engine.policy import DraftPolicy, Outcome, PlanInput
+from specula.core.engine.reply import Reply
 from specula.core.engine.sampling import SamplingParams
 from specula.core.engine.stats import GenerationStats, StepRecord
 from specula.core.engine.text import StopFilter, Utf8Stream
@@ -49,29 +51,6 @@ NewToken = tuple[int, Source, float | None, bool]  # token, source, draft probab
 def top2_gap(logits: np.ndarray) -> float:
     """Difference between the two largest logits (small = a near-tie)."""
     return topk.top2_gap(logits)
-
-
-class _Reply:
-    """What one reply's choices depend on: the settings and the resolved seed."""
-
-    def __init__(self, params: SamplingParams, spec: SpecConfig, seed: int) -> None:
-        self.params = params
-        self.spec = spec
-        self.seed = seed
-        self.rng = np.random.default_rng(seed)
-        self.rule = params.acceptance_rule
-        self.tree_rule = ""  # set when a token tree was verified by another rule than chains
-        self.chain_verified = False  # a drafted chain was verified by ``rule`` in this reply
-
-    def choose(self, logits: np.ndarray, history: list[int], position: int) -> int:
-        """The target's own token at ``position`` (greedy, coupled, or a sample of p)."""
-        if self.rule == "greedy":
-            return int(np.argmax(logits))
-        lg = sampling.apply_penalties(logits, history, self.params)
-        if self.rule == sampling.Rule.COUPLED.value:
-            ids, p = sampling.candidates(lg, self.params)
-            return sampling.coupled_choice(ids, p, self.seed, position)
-        return sampling.sample(sampling.probs(lg, self.params), self.rng)
 
 
 class Generator:
@@ -122,7 +101,20 @@ class Generator:
         cancel: threading.Event | None = None,
     ) -> Iterator[Event]:
         cancel = cancel or threading.Event()
-        reply = _Reply(params, spec, sampling.resolve_seed(params.seed))
+        reply = Reply(params, spec, sampling.resolve_seed(params.seed))
+        if params.grammar:  # an invalid grammar raises GrammarError before anything happens
+            reply.grammar = GrammarState.open(self.model.vocab, self.ctx.n_vocab,
+                                              params.grammar, params.grammar_root, owner=self.model)
+        try:
+            yield from self._generate(prompt, params, spec, policy, cancel, reply)
+        finally:  # every exit: done, error, cancel, or the consumer closing the iterator
+            if reply.grammar is not None:
+                reply.grammar.close()
+
+    def _generate(
+        self, prompt: Sequence[int], params: SamplingParams, spec: SpecConfig,
+        policy: DraftPolicy, cancel: threading.Event, reply: Reply,
+    ) -> Iterator[Event]:
         active = {s: d for s, d in self._drafters.items() if s in policy.wants}
         stats = GenerationStats(mode=policy.name, acceptance_rule=reply.rule, seed=reply.seed,
                                 prompt_tokens=len(prompt))
@@ -216,12 +208,16 @@ class Generator:
                 self.reset()
                 reason, done_msg = StopReason.ERROR, f"Decoding failed: {exc}"
                 break
+            except GrammarError as exc:  # the grammar admits no token: it cannot be completed
+                self.kv.cut(len(committed) - 1)
+                reason, done_msg = StopReason.ERROR, str(exc)
+                break
             if reply.tree_rule:
                 stats.acceptance_rule = (f"{reply.rule}, trees by {reply.tree_rule}"
                                          if reply.chain_verified else reply.tree_rule)
 
             events: list[Event] = []
-            for tok, src, dprob, relaxed in new:
+            for (tok, src, dprob, relaxed), lp in zip(new, reply.logprobs, strict=True):
                 if self.model.is_eog(tok):
                     reason = StopReason.EOS
                     break
@@ -230,6 +226,8 @@ class Generator:
                 if stats.ttft_s == 0.0:
                     stats.ttft_s = time.perf_counter() - t_start
                 ev = TokenEvent(tok, utf8.feed(self.model.piece(tok)), src, dprob, step, relaxed=relaxed)
+                if lp is not None:
+                    ev.logprob, ev.top_logprobs = lp
                 for out in stops.push(ev):
                     released_text.append(out.text)
                     events.append(out)
@@ -295,7 +293,7 @@ class Generator:
         return time.perf_counter() - t0
 
     def _propose(
-        self, committed: list[int], cells: int, left: int, reply: _Reply, policy: DraftPolicy,
+        self, committed: list[int], cells: int, left: int, reply: Reply, policy: DraftPolicy,
         active: dict[DraftSource, Drafter], *, ready: bool = True,
     ) -> tuple[Proposal, Drafter | None]:
         """Ask the policy what to draft and the drafter for that source to propose it.
@@ -326,6 +324,7 @@ class Generator:
             committed=committed, k=min(plan.k, spec.draft_max, room), params=reply.params,
             seed=reply.seed, rng=reply.rng, keep=policy.keep_drafting, draft_min=spec.draft_min,
             tree_budget=budget, tree_width=spec.tree_width, lookup_tokens=plan.lookup_tokens or [],
+            grammar=reply.grammar,
         )
         c0, t0 = self._decode_clock(), time.perf_counter()
         prop = drafter.propose(req)
@@ -340,9 +339,10 @@ class Generator:
     # -- verification --------------------------------------------------------
 
     def _verify(
-        self, prop: Proposal, committed: list[int], reply: _Reply,
+        self, prop: Proposal, committed: list[int], reply: Reply,
     ) -> tuple[float, list[NewToken], int, int]:
         """(verify seconds, new tokens, accepted draft tokens, of which relaxed)."""
+        reply.logprobs.clear()
         if prop.tree is not None and prop.tokens:
             if reply.rule == sampling.Rule.REJECTION.value:
                 # A tree is walked by sampling the target and matching a child (exact for any
@@ -353,7 +353,7 @@ class Generator:
         return self._verify_chain(prop, committed, reply)
 
     def _verify_chain(
-        self, prop: Proposal, committed: list[int], reply: _Reply,
+        self, prop: Proposal, committed: list[int], reply: Reply,
     ) -> tuple[float, list[NewToken], int, int]:
         """Pending token + chain in one decode; keep the accepted prefix in the cache."""
         verify_s = self.kv.feed([committed[-1], *prop.tokens], "all")
@@ -363,7 +363,7 @@ class Generator:
         return verify_s, new, m, n_relaxed
 
     def _verify_tree(
-        self, tree: TokenTree, committed: list[int], reply: _Reply,
+        self, tree: TokenTree, committed: list[int], reply: Reply,
     ) -> tuple[float, list[NewToken], int]:
         """Pending token + whole tree in one decode; walk it; keep the winning branch."""
         n_past = len(committed) - 1
@@ -395,6 +395,7 @@ class Generator:
                 # sample-and-match (or coupled) down the tree: exact for any tree
                 y = reply.choose(logits, history, len(committed) + len(path))
                 child = next((c for c in tree.children_of(cur) if tree.nodes[c].token == y), None)
+                reply.took(logits, y)
                 if child is None:
                     new.append((y, Source.TARGET, None, False))
                     break
@@ -411,7 +412,7 @@ class Generator:
     # -- acceptance ----------------------------------------------------------
 
     def _accept(
-        self, prop: Proposal, committed: list[int], reply: _Reply,
+        self, prop: Proposal, committed: list[int], reply: Reply,
     ) -> tuple[list[NewToken], int, int]:
         """Walk the chain: (new tokens, accepted draft tokens m, of which relaxed).
 
@@ -428,7 +429,7 @@ class Generator:
             if self.gaps is not None:
                 self.gaps.append(top2_gap(logits))
             if rule == sampling.Rule.REJECTION.value:
-                p = sampling.probs(logits, params)
+                p = reply.target_probs(logits, drafted=True)
                 q = prop.q[i]  # None: a deterministic (lookup) proposal
                 ok = sampling.accept_draft_token(p, q, d, reply.rng)
                 y = d if ok else sampling.sample(sampling.residual(p, q, d), reply.rng)
@@ -436,26 +437,31 @@ class Generator:
                 y = reply.choose(logits, history, len(committed) + i)
                 ok = y == d
             if ok:
+                reply.took(logits, d)
                 new.append((d, src, prop.token_probs[i], False))
                 if history:
                     history.append(d)
                 continue
-            if spec.lossy and relaxed_accepts(logits, d, prop.token_probs[i], spec):
+            if (spec.lossy and (reply.grammar is None or reply.grammar.allows(d))
+                    and relaxed_accepts(logits, d, prop.token_probs[i], spec)):
+                reply.took(logits, d)
                 new.append((d, src, prop.token_probs[i], True))
                 n_relaxed += 1
                 if history:
                     history.append(d)
                 continue
+            reply.took(logits, y)
             new.append((y, Source.TARGET, None, False))
             return new, len(new) - 1, n_relaxed
         logits = self.ctx.logits(len(prop))
         if self.gaps is not None:
             self.gaps.append(top2_gap(logits))
         if rule == sampling.Rule.REJECTION.value:
-            p_next = sampling.bonus_probs(sampling.probs(logits, params), None)
+            p_next = sampling.bonus_probs(reply.target_probs(logits), None)
             y = sampling.sample(p_next, reply.rng)
         else:
             y = reply.choose(logits, history, len(committed) + len(prop))
+        reply.took(logits, y)
         new.append((y, Source.TARGET, None, False))
         return new, len(new) - 1, n_relaxed
 
