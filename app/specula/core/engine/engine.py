@@ -25,6 +25,7 @@ from specula.core.engine.drafters import MAX_TREE_SEQS, DraftModel
 from specula.core.engine.events import Event
 from specula.core.engine.generator import Generator
 from specula.core.engine.ggml_devices import add_rpc_servers, local_gpu_handles
+from specula.core.engine.grammar import validate_grammar
 from specula.core.engine.llama import (
     Context,
     LoadError,
@@ -292,6 +293,15 @@ class Engine:
         spec: SpecConfig,
         cancel: threading.Event | None = None,
     ) -> Iterator[Event]:
-        if self._gen is None:
+        """The reply's events. A grammar that does not parse raises GrammarError here,
+        before anything is generated (the engine stays usable)."""
+        if self._gen is None or self._target is None:
             raise LoadError("No target model is loaded.")
+        if sampling.grammar:
+            validate_grammar(sampling.grammar, sampling.grammar_root, self._target.vocab)
         return self._gen.generate(prompt, sampling, spec, self.policy_for(spec), cancel)
+
+    def validate_grammar(self, text: str, root: str = "root") -> None:
+        """GrammarError (with llama.cpp's reason) unless ``text`` parses over the target's
+        vocabulary (token references included); without a target, over none."""
+        validate_grammar(text, root, self._target.vocab if self._target is not None else None)

@@ -37,6 +37,11 @@ class TokenEvent:
     draft_prob: float | None  # the draft's probability for this token, when it proposed it
     step: int
     relaxed: bool = False  # accepted only by the lossy relaxed rule
+    # Only when SamplingParams.logprobs asks: the log-softmax of the target's raw logits at
+    # this position (no penalty, grammar mask or temperature), for the token and the
+    # top alternatives as (token id, logprob), best first (docs/engine.md).
+    logprob: float | None = None
+    top_logprobs: list[tuple[int, float]] | None = None
 
 
 @dataclass

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from specula.core.cancel import Cancelled
-from specula.core.engine import sampling
+from specula.core.engine import grammar, sampling
 from specula.core.engine.config import SpecConfig
 from specula.core.engine.drafters import (
     ChainDrafter,
@@ -36,8 +36,10 @@ from specula.core.engine.drafters import (
 )
 from specula.core.engine.drafters.tree import MAX_TREE_SEQS
 from specula.core.engine.events import Done, Event, Source, StepEvent, StopReason, TokenEvent
+from specula.core.engine.grammar import GrammarError, GrammarState
 from specula.core.engine.kv import KVCache
 from specula.core.engine.llama import Batch, Context, ContextFull, DecodeError, Model
+from specula.core.engine.logprobs import token_logprobs
 from specula.core.engine.policy import DraftPolicy, Outcome, PlanInput
 from specula.core.engine.sampling import SamplingParams
 from specula.core.engine.stats import GenerationStats, StepRecord
@@ -63,16 +65,35 @@ class _Reply:
         self.rule = params.acceptance_rule
         self.tree_rule = ""  # set when a token tree was verified by another rule than chains
         self.chain_verified = False  # a drafted chain was verified by ``rule`` in this reply
+        self.grammar: GrammarState | None = None  # at the committed text, advanced by took()
+        self.logprobs: list[tuple[float, list[tuple[int, float]]] | None] = []  # per new token
 
     def choose(self, logits: np.ndarray, history: list[int], position: int) -> int:
         """The target's own token at ``position`` (greedy, coupled, or a sample of p)."""
+        g = self.grammar
         if self.rule == "greedy":
-            return int(np.argmax(logits))
+            return int(np.argmax(logits)) if g is None else int(
+                grammar.target_candidates(g, logits, self.params)[0][0])
         lg = sampling.apply_penalties(logits, history, self.params)
         if self.rule == sampling.Rule.COUPLED.value:
-            ids, p = sampling.candidates(lg, self.params)
+            ids, p = (sampling.candidates(lg, self.params) if g is None
+                      else grammar.target_candidates(g, lg, self.params))
             return sampling.coupled_choice(ids, p, self.seed, position)
-        return sampling.sample(sampling.probs(lg, self.params), self.rng)
+        return sampling.sample(self.target_probs(lg), self.rng)
+
+    def target_probs(self, logits: np.ndarray) -> np.ndarray:
+        """The target's sampling distribution p, dense (constrained by the grammar, if any)."""
+        if self.grammar is None:
+            return sampling.probs(logits, self.params)
+        return grammar.verify_probs(self.grammar, logits, self.params)
+
+    def took(self, logits: np.ndarray, token: int) -> None:
+        """``token`` joins the reply at the position ``logits`` verified: advance the
+        grammar past it and note its logprobs when asked."""
+        if self.grammar is not None:
+            self.grammar.advance(token)
+        n = self.params.logprobs
+        self.logprobs.append(None if n is None else token_logprobs(logits, token, n))
 
 
 class Generator:
@@ -124,6 +145,19 @@ class Generator:
     ) -> Iterator[Event]:
         cancel = cancel or threading.Event()
         reply = _Reply(params, spec, sampling.resolve_seed(params.seed))
+        if params.grammar:  # an invalid grammar raises GrammarError before anything happens
+            reply.grammar = GrammarState.open(self.model.vocab, self.ctx.n_vocab,
+                                              params.grammar, params.grammar_root)
+        try:
+            yield from self._generate(prompt, params, spec, policy, cancel, reply)
+        finally:  # every exit: done, error, cancel, or the consumer closing the iterator
+            if reply.grammar is not None:
+                reply.grammar.close()
+
+    def _generate(
+        self, prompt: Sequence[int], params: SamplingParams, spec: SpecConfig,
+        policy: DraftPolicy, cancel: threading.Event, reply: _Reply,
+    ) -> Iterator[Event]:
         active = {s: d for s, d in self._drafters.items() if s in policy.wants}
         stats = GenerationStats(mode=policy.name, acceptance_rule=reply.rule, seed=reply.seed,
                                 prompt_tokens=len(prompt))
@@ -208,12 +242,16 @@ class Generator:
                 self.reset()
                 reason, done_msg = StopReason.ERROR, f"Decoding failed: {exc}"
                 break
+            except GrammarError as exc:  # the grammar admits no token: it cannot be completed
+                self.kv.cut(len(committed) - 1)
+                reason, done_msg = StopReason.ERROR, str(exc)
+                break
             if reply.tree_rule:
                 stats.acceptance_rule = (f"{reply.rule}, trees by {reply.tree_rule}"
                                          if reply.chain_verified else reply.tree_rule)
 
             events: list[Event] = []
-            for tok, src, dprob, relaxed in new:
+            for (tok, src, dprob, relaxed), lp in zip(new, reply.logprobs, strict=True):
                 if self.model.is_eog(tok):
                     reason = StopReason.EOS
                     break
@@ -222,6 +260,8 @@ class Generator:
                 if stats.ttft_s == 0.0:
                     stats.ttft_s = time.perf_counter() - t_start
                 ev = TokenEvent(tok, utf8.feed(self.model.piece(tok)), src, dprob, step, relaxed=relaxed)
+                if lp is not None:
+                    ev.logprob, ev.top_logprobs = lp
                 for out in stops.push(ev):
                     released_text.append(out.text)
                     events.append(out)
@@ -313,6 +353,7 @@ class Generator:
             committed=committed, k=min(plan.k, spec.draft_max, room), params=reply.params,
             seed=reply.seed, rng=reply.rng, keep=policy.keep_drafting, draft_min=spec.draft_min,
             tree_budget=budget, tree_width=spec.tree_width, lookup_tokens=plan.lookup_tokens or [],
+            grammar=reply.grammar,
         )
         return drafter.propose(req), drafter
 
@@ -322,6 +363,7 @@ class Generator:
         self, prop: Proposal, committed: list[int], reply: _Reply,
     ) -> tuple[float, list[NewToken], int, int]:
         """(verify seconds, new tokens, accepted draft tokens, of which relaxed)."""
+        reply.logprobs.clear()
         if prop.tree is not None and prop.tokens:
             if reply.rule == sampling.Rule.REJECTION.value:
                 # A tree is walked by sampling the target and matching a child (exact for any
@@ -374,6 +416,7 @@ class Generator:
                 # sample-and-match (or coupled) down the tree: exact for any tree
                 y = reply.choose(logits, history, len(committed) + len(path))
                 child = next((c for c in tree.children_of(cur) if tree.nodes[c].token == y), None)
+                reply.took(logits, y)
                 if child is None:
                     new.append((y, Source.TARGET, None, False))
                     break
@@ -407,7 +450,7 @@ class Generator:
             if self.gaps is not None:
                 self.gaps.append(top2_gap(logits))
             if rule == sampling.Rule.REJECTION.value:
-                p = sampling.probs(logits, params)
+                p = reply.target_probs(logits)
                 q = prop.q[i]  # None: a deterministic (lookup) proposal
                 ok = sampling.accept_draft_token(p, q, d, reply.rng)
                 y = d if ok else sampling.sample(sampling.residual(p, q, d), reply.rng)
@@ -415,26 +458,31 @@ class Generator:
                 y = reply.choose(logits, history, len(committed) + i)
                 ok = y == d
             if ok:
+                reply.took(logits, d)
                 new.append((d, src, prop.token_probs[i], False))
                 if history:
                     history.append(d)
                 continue
-            if spec.lossy and relaxed_accepts(logits, d, prop.token_probs[i], spec):
+            if (spec.lossy and (reply.grammar is None or reply.grammar.allows(d))
+                    and relaxed_accepts(logits, d, prop.token_probs[i], spec)):
+                reply.took(logits, d)
                 new.append((d, src, prop.token_probs[i], True))
                 n_relaxed += 1
                 if history:
                     history.append(d)
                 continue
+            reply.took(logits, y)
             new.append((y, Source.TARGET, None, False))
             return new, len(new) - 1, n_relaxed
         logits = self.ctx.logits(len(prop))
         if self.gaps is not None:
             self.gaps.append(top2_gap(logits))
         if rule == sampling.Rule.REJECTION.value:
-            p_next = sampling.bonus_probs(sampling.probs(logits, params), None)
+            p_next = sampling.bonus_probs(reply.target_probs(logits), None)
             y = sampling.sample(p_next, reply.rng)
         else:
             y = reply.choose(logits, history, len(committed) + len(prop))
+        reply.took(logits, y)
         new.append((y, Source.TARGET, None, False))
         return new, len(new) - 1, n_relaxed
 

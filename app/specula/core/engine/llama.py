@@ -187,6 +187,11 @@ class Model:
     def ptr(self) -> Any:
         return self._model
 
+    @property
+    def vocab(self) -> Any:
+        """The llama_vocab pointer (grammars are built over it)."""
+        return self._vocab
+
     def tokenize(self, text: str, *, add_special: bool = True, parse_special: bool = True) -> list[int]:
         data = text.encode("utf-8")
         n_max = len(data) + 8

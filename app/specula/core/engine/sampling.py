@@ -31,6 +31,7 @@ F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 
 RANDOM_SEED = -1  # what the GUI and the API send for "random"
+MAX_TOP_LOGPROBS = 20  # OpenAI's limit for top_logprobs
 SEED_LIMIT = 2**31  # drawn seeds stay below this, so that any spin box can take one back
 
 
@@ -50,6 +51,10 @@ class SamplingParams:
 
     ``seed``: None or -1 draw a fresh seed per reply (reported as
     ``GenerationStats.seed``); any other negative value is an error.
+
+    ``grammar`` (GBNF text, start symbol ``grammar_root``) constrains every token the
+    target chooses or verifies (see specula.core.engine.grammar); ``logprobs`` asks for
+    each token's logprob and that many top alternatives (0..20) in its TokenEvent.
     """
 
     temperature: float = 0.0
@@ -62,6 +67,9 @@ class SamplingParams:
     max_tokens: int = 512
     stop: list[str] = field(default_factory=list)
     rule: Rule = DEFAULT_RULE
+    grammar: str | None = None  # GBNF; None or "" = unconstrained
+    grammar_root: str = "root"
+    logprobs: int | None = None  # None: none; n: the token's logprob and n top alternatives
 
     def __post_init__(self) -> None:
         if self.seed is not None and self.seed < RANDOM_SEED:
@@ -69,6 +77,10 @@ class SamplingParams:
                 f"seed must be -1 (a fresh random seed) or a number >= 0, not {self.seed}"
             )
         self.rule = Rule(self.rule)
+        if self.logprobs is not None and not 0 <= self.logprobs <= MAX_TOP_LOGPROBS:
+            raise ValueError(
+                f"logprobs must be None or 0..{MAX_TOP_LOGPROBS} top alternatives, not {self.logprobs}"
+            )
 
     @property
     def greedy(self) -> bool:

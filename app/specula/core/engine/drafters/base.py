@@ -21,6 +21,7 @@ from specula.core.engine.stats import StepShape
 
 if TYPE_CHECKING:
     from specula.core.engine.drafters.tree import TokenTree
+    from specula.core.engine.grammar import GrammarState
 
 
 class DraftSource(str, Enum):
@@ -49,6 +50,7 @@ class DraftRequest:
     tree_budget: int = 0  # nodes (trees)
     tree_width: int = 0  # children per node (trees)
     lookup_tokens: list[int] = field(default_factory=list)  # what the plan chose (lookup)
+    grammar: GrammarState | None = None  # the reply's grammar at ``committed`` (clone it)
 
     @property
     def want_q(self) -> bool:

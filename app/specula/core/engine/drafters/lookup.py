@@ -56,7 +56,15 @@ class LookupDrafter:
         """The planned tokens (``req.lookup_tokens``), else a fresh match."""
         tokens, n = (req.lookup_tokens, 0) if req.lookup_tokens else self.match(req.committed, req.k)
         prop = Proposal(source=self.source, match_len=n)
-        for t in tokens[: req.k]:
+        tokens = tokens[: req.k]
+        if req.grammar is not None:  # stop before the first token the grammar forbids
+            g = req.grammar.clone()
+            try:
+                tokens = tokens[: next((i for i, t in enumerate(tokens) if not g.try_advance(t)),
+                                       len(tokens))]
+            finally:
+                g.close()
+        for t in tokens:
             prop.append(t, None, 1.0, 1.0, 0.0)  # q one-hot at t (sampling.accept_draft_token)
         self.counters.drafts += 1
         self.counters.drafted += len(prop)

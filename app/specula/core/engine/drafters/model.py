@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from specula.core.engine import drafters as _drafters  # patch points, looked up at call time
-from specula.core.engine import sampling
+from specula.core.engine import grammar, sampling
 from specula.core.engine.drafters.base import (
     DrafterCounters,
     DraftRequest,
@@ -168,6 +168,24 @@ class ChainDrafter(ModelDrafter):
         k = min(req.k, dm.kv.n_ctx - len(committed) + 1)  # the draft's own window
         if not self._start_step(prop, committed, k):
             return prop
+        g = req.grammar.clone() if req.grammar is not None else None  # along the proposal
+        try:
+            self._draft_chain(prop, req, k, g)
+        except grammar.GrammarError:
+            pass  # the draft found no token the grammar admits: propose what it has
+        finally:
+            if g is not None:
+                g.close()
+        if not _drafters.keep_short_draft(len(prop), req.draft_min, req.params.acceptance_rule):
+            prop.truncate(0)
+        return self._count(prop)
+
+    def _draft_chain(self, prop: Proposal, req: DraftRequest, k: int,
+                     g: grammar.GrammarState | None) -> None:
+        """Draft up to ``k`` tokens into ``prop``; with a grammar the draft samples from
+        its own grammar-masked distribution (q is what it really sampled from)."""
+        dm = self.model
+        committed = req.committed
         pos = len(committed)
         params = req.params
         history = list(committed) if params.has_penalties else []
@@ -181,13 +199,18 @@ class ChainDrafter(ModelDrafter):
             q: sampling.F32 | None = None
             if params.greedy:
                 tok, p_tok = top, p_top
+                if g is not None:
+                    tok = int(grammar.draft_candidates(g, logits, params)[0][0])
+                    p_tok = p_top * float(np.exp(logits[tok] - logits[top]))
             elif params.rule is sampling.Rule.COUPLED:
                 lg = sampling.apply_penalties(logits, history, params) if history else logits
-                ids, cq = sampling.draft_candidates(lg, params)
+                ids, cq = (sampling.draft_candidates(lg, params) if g is None
+                           else grammar.draft_candidates(g, lg, params))
                 tok = sampling.coupled_choice(ids, cq, req.seed, pos + i)
                 p_tok = float(cq[int(np.flatnonzero(ids == tok)[0])])
             else:
-                small = sampling.draft_probs(logits, params)
+                small = (sampling.draft_probs(logits, params) if g is None else
+                         sampling.densify(*grammar.draft_candidates(g, logits, params), dm.n_shared))
                 tok = sampling.sample(small, req.rng)
                 p_tok = float(small[tok])
                 if want_q:  # q over the target's vocabulary: ids the draft lacks get 0
@@ -196,6 +219,8 @@ class ChainDrafter(ModelDrafter):
             prop.append(tok, q, p_tok, p_top, entropy)
             if history:
                 history.append(tok)
+            if g is not None and not g.try_advance(tok):
+                break  # a token the grammar forbids (an unmasked draft): the target rejects it
             if not more or i + 1 >= k:
                 break
             spent = dm.feed_one(tok)
@@ -203,6 +228,3 @@ class ChainDrafter(ModelDrafter):
                 break
             prop.draft_s += spent
             prop.n_decodes += 1
-        if not _drafters.keep_short_draft(len(prop), req.draft_min, params.acceptance_rule):
-            prop.truncate(0)
-        return self._count(prop)

@@ -1,0 +1,303 @@
+"""Grammars: GBNF text (JSON mode, a JSON schema, or the user's own) to llama.cpp's
+grammar sampler, and the constrained distribution every mode uses.
+
+The grammar itself is llama.cpp's (``llama_sampler_init_grammar`` over the target's
+vocabulary): it is applied to a ``llama_token_data_array`` (forbidden tokens get a
+logit of -inf), advanced with ``llama_sampler_accept`` along the committed text,
+cloned where a proposal branches off it, and freed on every exit path.
+
+The constrained distribution at a position is defined once (docs/engine.md):
+penalties, then the grammar mask over the WHOLE vocabulary, then top-k, top-p,
+min-p and temperature over the allowed tokens (llama.cpp's "grammar first"
+order). :meth:`GrammarState.candidates` computes exactly that without masking
+152k tokens: it checks the best ``m`` tokens by logit and grows ``m`` until ``k``
+of them are allowed (top-k needs no more: any allowed token outside them has a
+smaller logit), falling back to the full vocabulary only when it must. Greedy
+starts with ``m = 1``: the unconstrained pick, kept when the grammar allows it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import logging
+import os
+import sys
+import tempfile
+import threading
+from typing import Any
+
+import llama_cpp as L
+import numpy as np
+import numpy.typing as npt
+from llama_cpp import llama_grammar as _lg
+
+from specula.core.engine import sampling
+from specula.core.engine.llama import ensure_backend
+from specula.core.engine.sampling import F32, F64, I64, SamplingParams
+
+log = logging.getLogger("specula.engine")
+Bools = npt.NDArray[np.bool_]
+
+JSON_OBJECT_GRAMMAR: str = _lg.JSON_GBNF  # JSON mode: one JSON object (root ::= object)
+
+_TOKEN_DTYPE = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])  # llama_token_data
+assert _TOKEN_DTYPE.itemsize == ctypes.sizeof(L.llama_token_data)
+
+
+class GrammarError(ValueError):
+    """A grammar that cannot be used (it does not parse, has no such root, asks for a
+    JSON-schema feature that cannot be enforced) or that admits no token mid-reply."""
+
+
+# -- JSON schemas ------------------------------------------------------------------------
+
+# Validation keywords llama.cpp's converter (llama_cpp.llama_grammar) would silently ignore:
+# a reply could then violate the schema, so they are refused by name instead.
+UNSUPPORTED_SCHEMA_KEYWORDS = (
+    "not", "if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies",
+    "patternProperties", "propertyNames", "unevaluatedProperties", "unevaluatedItems",
+    "uniqueItems", "contains", "minContains", "maxContains", "minProperties",
+    "maxProperties", "multipleOf", "minimum", "maximum", "exclusiveMinimum",
+    "exclusiveMaximum",
+)
+_SUBSCHEMA_MAPS = ("properties", "$defs", "definitions")
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SUBSCHEMA_ONE = ("items", "additionalProperties")
+
+
+def _check_schema(schema: Any, where: str) -> None:
+    if isinstance(schema, bool):
+        return
+    if not isinstance(schema, dict):
+        raise GrammarError(f"JSON schema at {where} must be an object, not {type(schema).__name__}")
+    for key in UNSUPPORTED_SCHEMA_KEYWORDS:
+        if key in schema:
+            raise GrammarError(
+                f"JSON schema feature '{key}' (at {where}) is not supported by constrained "
+                "decoding; remove it or enforce it after generation"
+            )
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and not ref.startswith("#"):
+        raise GrammarError(f"JSON schema feature: remote $ref '{ref}' (at {where}) is not supported")
+    for key in _SUBSCHEMA_MAPS:
+        sub = schema.get(key)
+        if isinstance(sub, dict):
+            for name, s in sub.items():
+                _check_schema(s, f"{where}/{key}/{name}")
+    for key in _SUBSCHEMA_LISTS:
+        sub = schema.get(key)
+        if isinstance(sub, list):
+            for i, s in enumerate(sub):
+                _check_schema(s, f"{where}/{key}/{i}")
+    for key in _SUBSCHEMA_ONE:
+        sub = schema.get(key)
+        if isinstance(sub, list):
+            for i, s in enumerate(sub):
+                _check_schema(s, f"{where}/{key}/{i}")
+        elif sub is not None:
+            _check_schema(sub, f"{where}/{key}")
+
+
+def json_schema_grammar(schema: dict[str, Any]) -> str:
+    """GBNF for replies that validate against ``schema`` (llama.cpp's own converter).
+
+    Raises GrammarError naming the feature when the schema asks for something the
+    converter cannot enforce (see UNSUPPORTED_SCHEMA_KEYWORDS) or is malformed."""
+    _check_schema(schema, "#")
+    try:
+        text = _lg.json_schema_to_gbnf(json.dumps(schema))
+    except (AssertionError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise GrammarError(f"JSON schema cannot be turned into a grammar: {exc}") from None
+    return str(text)
+
+
+# -- parsing, with llama.cpp's reason ----------------------------------------------------
+
+_stderr_lock = threading.Lock()
+
+
+class _LlamaLog(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage().removeprefix("llama.cpp: "))
+
+
+def _init_sampler(vocab: Any, text: str, root: str) -> Any:
+    """``llama_sampler_init_grammar``, or GrammarError with llama.cpp's reason.
+
+    llama.cpp prints a parse error with fprintf(stderr) and the other reasons to its
+    log, so both are caught for the message (stderr is restored and what was not
+    about the grammar is written back)."""
+    ensure_backend()
+    handler = _LlamaLog()
+    log.addHandler(handler)
+    level = log.level
+    log.setLevel(logging.DEBUG)
+    captured = b""
+    try:
+        with _stderr_lock, tempfile.TemporaryFile() as tmp:
+            sys.stderr.flush()
+            saved = os.dup(2)
+            os.dup2(tmp.fileno(), 2)
+            try:
+                smpl = L.llama_sampler_init_grammar(vocab, text.encode("utf-8"), root.encode("utf-8"))
+            finally:
+                os.dup2(saved, 2)
+                os.close(saved)
+            tmp.seek(0)
+            captured = tmp.read()
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
+    err = captured.decode("utf-8", errors="replace")
+    if smpl:
+        if err:
+            sys.stderr.write(err)
+        return smpl
+    reason = ""
+    for line in err.splitlines():
+        if "error parsing grammar:" in line:
+            reason = line.split("error parsing grammar:", 1)[1].strip()
+            break
+    if not reason:
+        reason = next((ln.strip() for ln in handler.lines if "failed to parse" not in ln), "")
+    raise GrammarError(f"Invalid grammar (root '{root}'): {reason or 'llama.cpp could not parse it'}")
+
+
+def validate_grammar(text: str, root: str = "root", vocab: Any = None) -> None:
+    """Raise GrammarError (with llama.cpp's reason) unless ``text`` parses with ``root``.
+
+    Without ``vocab`` (a llama_vocab pointer) token references like ``<[123]>`` cannot
+    be checked and are reported as errors; generation checks again with the model's."""
+    if not text:
+        raise GrammarError("The grammar is empty.")
+    L.llama_sampler_free(_init_sampler(vocab, text, root))
+
+
+# -- the state along a reply -------------------------------------------------------------
+
+
+class GrammarState:
+    """One llama grammar sampler: a position in the grammar. Free it with ``close``."""
+
+    def __init__(self, smpl: Any, n_vocab: int) -> None:
+        self._smpl = smpl
+        self.n_vocab = n_vocab
+        self._buf = np.zeros(64, dtype=_TOKEN_DTYPE)
+        self._arr = L.llama_token_data_array()
+        self.full_checks = 0  # positions that needed the whole vocabulary (host cost)
+        self.checked = 0  # tokens checked against the grammar
+
+    @classmethod
+    def open(cls, vocab: Any, n_vocab: int, text: str, root: str = "root") -> GrammarState:
+        if not text:
+            raise GrammarError("The grammar is empty.")
+        return cls(_init_sampler(vocab, text, root), n_vocab)
+
+    def clone(self) -> GrammarState:
+        """An independent copy at the same position (a proposal branching off)."""
+        if not self._smpl:
+            raise GrammarError("grammar state used after close")
+        return GrammarState(L.llama_sampler_clone(self._smpl), self.n_vocab)
+
+    def close(self) -> None:
+        if self._smpl:
+            L.llama_sampler_free(self._smpl)
+            self._smpl = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def allowed(self, ids: I64 | list[int]) -> Bools:
+        """Which of ``ids`` the grammar admits next (EOG only once it is complete)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        n = ids.shape[0]
+        if n > self._buf.shape[0]:
+            self._buf = np.zeros(max(n, 2 * self._buf.shape[0]), dtype=_TOKEN_DTYPE)
+        buf = self._buf[:n]
+        buf["id"] = ids
+        buf["logit"] = 0.0
+        self._arr.data = buf.ctypes.data_as(L.llama_token_data_p)
+        self._arr.size = n
+        self._arr.selected = -1
+        self._arr.sorted = False
+        L.llama_sampler_apply(self._smpl, ctypes.byref(self._arr))
+        self.checked += n
+        out: Bools = np.isfinite(buf["logit"])
+        return out
+
+    def allows(self, token: int) -> bool:
+        return bool(self.allowed([token])[0])
+
+    def advance(self, token: int) -> None:
+        """Move past ``token``. A token the grammar forbids would abort llama.cpp (it
+        throws through C), so it is checked first and refused with GrammarError."""
+        if not self.allows(token):
+            raise GrammarError(f"token {token} is not allowed by the grammar here")
+        L.llama_sampler_accept(self._smpl, token)
+
+    def try_advance(self, token: int) -> bool:
+        """Advance when allowed; False (state unchanged) otherwise."""
+        if not self.allows(token):
+            return False
+        L.llama_sampler_accept(self._smpl, token)
+        return True
+
+    def allowed_top(self, logits: F32, need: int) -> I64:
+        """Allowed ids among the best ``m`` by logit, for the smallest ``m`` in 1, 8, 64..
+        (from ``need``) with at least ``need`` of them allowed; every allowed id when
+        the whole vocabulary had to be checked. Empty when nothing is allowed."""
+        n = logits.shape[0]
+        m = max(1, need)
+        while m < n // 4:
+            top = np.argpartition(logits, n - m)[n - m :] if m > 1 else np.array([int(np.argmax(logits))])
+            top = top.astype(np.int64)
+            ok = self.allowed(top)
+            if int(ok.sum()) >= need:
+                found: I64 = top[ok]
+                return found
+            m *= 8
+        self.full_checks += 1
+        ids = np.arange(n, dtype=np.int64)
+        every: I64 = ids[self.allowed(ids)]
+        return every
+
+    def candidates(self, logits: F32, params: SamplingParams) -> tuple[I64, F64]:
+        """The constrained distribution on its candidates (ids, probabilities), exactly
+        ``sampling.candidates`` of the logits with every forbidden token at -inf."""
+        n = logits.shape[0]
+        k = params.top_k
+        need = 1 if params.greedy else (k if 0 < k < n else n)
+        sub = self.allowed_top(logits, need)
+        if sub.shape[0] == 0:
+            raise GrammarError("The grammar admits no token here (it cannot be completed).")
+        local, p = sampling.candidates(np.ascontiguousarray(logits[sub]), params)
+        return sub[local], p
+
+
+# -- patch points (looked up through this module at call time) ----------------------------
+
+
+def target_candidates(state: GrammarState, logits: F32, params: SamplingParams) -> tuple[I64, F64]:
+    """*Patch point*: the target's constrained candidates (greedy, coupled, sampling)."""
+    return state.candidates(logits, params)
+
+
+def verify_probs(state: GrammarState, logits: F32, params: SamplingParams) -> F32:
+    """*Patch point*: the target's constrained p, dense, for rejection sampling a draft
+    token (a token the grammar forbids has p = 0 and is always rejected)."""
+    ids, p = target_candidates(state, logits, params)
+    return sampling.densify(ids, p, logits.shape[0])
+
+
+def draft_candidates(state: GrammarState, logits: F32, params: SamplingParams) -> tuple[I64, F64]:
+    """*Patch point*: the draft's candidates, masked by the same grammar (raises acceptance;
+    q stays the distribution the draft sampled from)."""
+    return state.candidates(logits, params)
