@@ -22,6 +22,7 @@ from typing import Any
 from specula.core.chat.template import ChatTemplate
 from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done, TokenEvent
+from specula.core.engine.grammar import GrammarError
 from specula.core.engine.llama import Model
 from specula.server.errors import OpenAIError
 from specula.server.logprobs import TokenLogprob
@@ -93,6 +94,19 @@ def _check_length(engine: Engine, req: GenerationRequest, tokens: list[int]) -> 
             code="context_length_exceeded")
 
 
+def _check_grammar(engine: Engine, req: GenerationRequest) -> None:
+    """The grammar against the target's vocabulary (token references need it): a 400
+    before the reply starts, never a failure in the middle of it."""
+    grammar = req.sampling.grammar
+    if not grammar:
+        return
+    try:
+        engine.validate_grammar(grammar, req.sampling.grammar_root)
+    except GrammarError as exc:
+        param = req.structure.grammar_param if req.structure.grammar else "tools"
+        raise OpenAIError(400, f"'{param}': {exc}", param=param, code="invalid_grammar") from None
+
+
 def generation_job(req: GenerationRequest, out: queue.Queue[Message], cancel: threading.Event,
                    template: ChatTemplate | None = None,
                    render_timeout_s: float = RENDER_TIMEOUT_S) -> Job:
@@ -110,6 +124,7 @@ def generation_job(req: GenerationRequest, out: queue.Queue[Message], cancel: th
         try:
             tokens = _tokens(engine, req, template, render_timeout_s)
             _check_length(engine, req, tokens)
+            _check_grammar(engine, req)
         except OpenAIError as exc:
             out.put(("error", exc))
             return

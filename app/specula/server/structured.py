@@ -147,8 +147,9 @@ def _tools(body: dict[str, Any]) -> list[dict[str, Any]] | None:
         if name in names:
             raise bad(f"{p}.function.name", f"Two tools are named '{name}'.")
         names.add(name)
-        if fn.get("parameters") is not None:  # a schema the grammar cannot take: said now
-            _schema_grammar(fn["parameters"], f"{p}.function.parameters")
+        if fn.get("parameters") is not None and not isinstance(fn["parameters"], dict):
+            raise bad(f"{p}.function.parameters", f"'{p}.function.parameters' must be a JSON "
+                      "schema object.", "invalid_type")
         if fn.get("description") is not None and not isinstance(fn["description"], str):
             raise bad(f"{p}.function.description", f"'{p}.function.description' must be a "
                       "string.", "invalid_type")
@@ -222,6 +223,10 @@ def bind_tools(req: GenerationRequest, template: ChatTemplate) -> None:
     s.format = fmt
     if s.tool_choice in ("required", "function"):
         assert s.tools is not None
+        for i, tool in enumerate(s.tools):  # a schema the grammar cannot take, by name
+            fn = tool["function"]
+            if fn.get("parameters") and s.function in (None, fn["name"]):
+                _schema_grammar(fn["parameters"], f"tools[{i}].function.parameters")
         obj = _schema_grammar(call_schema(s.tools, s.function), "tools")
         grammar, root = call_grammar(fmt, obj, "root", s.parallel and s.function is None)
         req.sampling = replace(req.sampling, grammar=grammar, grammar_root=root)
