@@ -68,11 +68,18 @@ def _grammar_error(param: str, exc: Exception) -> Exception:
     return bad(param, f"'{param}': {exc}", "invalid_grammar")
 
 
+# llama-cpp-python's converter lets a JSON string hold raw control characters
+# (``char ::= [^"\\] | ...``), which no JSON parser accepts; llama.cpp's own converter
+# excludes them. Until the engine's converter does, the rule is tightened here.
+_LOOSE_CHAR = 'char ::= [^"\\\\] |'
+_STRICT_CHAR = 'char ::= [^"\\\\\\x7F\\x00-\\x1F] |'
+
+
 def _schema_grammar(schema: Any, param: str) -> str:
     if not isinstance(schema, dict):
         raise bad(param, f"'{param}' must be a JSON schema object.", "invalid_type")
     try:
-        return json_schema_grammar(schema)
+        return json_schema_grammar(schema).replace(_LOOSE_CHAR, _STRICT_CHAR)
     except (GrammarError, ValueError, TypeError, KeyError, RecursionError) as exc:
         raise _grammar_error(param, exc) from None
 
@@ -200,7 +207,10 @@ def parse_structure(body: dict[str, Any], kind: str) -> Structure:
         raise bad("parallel_tool_calls", "'parallel_tool_calls' must be a boolean.",
                   "invalid_type")
     s.parallel = bool(parallel)
-    if s.wants_tools and s.grammar is not None:
+    # A JSON reply and a tool call exclude each other, and a forced call is a grammar of its
+    # own; a client's GBNF with tool_choice "auto" is read for calls like any reply.
+    forced = s.tool_choice in ("required", "function")
+    if s.wants_tools and s.grammar is not None and (rf is not None or forced):
         raise bad(s.grammar_param, f"'{s.grammar_param}' and 'tools' both constrain the reply: "
                   "give one, or set 'tool_choice' to 'none'.", "unsupported_value")
     return s
