@@ -86,6 +86,15 @@ def chat_logprobs(entries: Sequence[TokenLogprob]) -> dict[str, Any]:
     return {"content": chat_content(entries), "refusal": None}
 
 
+def _top_dict(e: TokenLogprob) -> dict[str, float]:
+    """The legacy ``{token: logprob}``: two tokens with the same text (bytes of different
+    characters both show as U+FFFD) keep the more likely one's number."""
+    top: dict[str, float] = {}
+    for b, lp in e.top:
+        top.setdefault(_text(b), _finite(lp))
+    return top
+
+
 def text_logprobs(entries: Sequence[TokenLogprob], offset: int = 0) -> dict[str, Any]:
     """The legacy completions shape; ``offset``: where these tokens start in the reply text."""
     tokens, offsets = [], []
@@ -97,6 +106,6 @@ def text_logprobs(entries: Sequence[TokenLogprob], offset: int = 0) -> dict[str,
     return {
         "tokens": tokens,
         "token_logprobs": [_finite(e.logprob) for e in entries],
-        "top_logprobs": [{_text(b): _finite(lp) for b, lp in e.top} for e in entries],
+        "top_logprobs": [_top_dict(e) for e in entries],
         "text_offset": offsets,
     }
