@@ -25,17 +25,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from specula.core.chat.tool_calls import (
-    ToolFormat,
-    call_grammar,
-    call_schema,
-    known_families,
-)
-from specula.core.engine.grammar import (
-    JSON_OBJECT_GRAMMAR,
-    GrammarError,
-    json_schema_grammar,
-    validate_grammar,
+from specula.core.chat.tool_calls import ToolFormat, known_families
+from specula.core.engine.grammar import GrammarError, validate_grammar
+from specula.core.structured import (
+    StructureError,
+    forced_call_grammar,
+    response_format_grammar,
 )
 from specula.server.errors import bad
 
@@ -64,54 +59,15 @@ class Structure:
         return bool(self.tools) and self.tool_choice != "none"
 
 
-def _grammar_error(param: str, exc: Exception) -> Exception:
-    return bad(param, f"'{param}': {exc}", "invalid_grammar")
-
-
-# llama-cpp-python's converter lets a JSON string hold raw control characters
-# (``char ::= [^"\\] | ...``), which no JSON parser accepts; llama.cpp's own converter
-# excludes them. Until the engine's converter does, the rule is tightened here.
-_LOOSE_CHAR = 'char ::= [^"\\\\] |'
-_STRICT_CHAR = 'char ::= [^"\\\\\\x7F\\x00-\\x1F] |'
-
-
-def _schema_grammar(schema: Any, param: str) -> str:
-    if not isinstance(schema, dict):
-        raise bad(param, f"'{param}' must be a JSON schema object.", "invalid_type")
-    try:
-        return json_schema_grammar(schema).replace(_LOOSE_CHAR, _STRICT_CHAR)
-    except (GrammarError, ValueError, TypeError, KeyError, RecursionError) as exc:
-        raise _grammar_error(param, exc) from None
+def _core(exc: StructureError) -> Exception:
+    return bad(exc.param, str(exc), exc.code)
 
 
 def _response_format(body: dict[str, Any]) -> str | None:
-    rf = body.get("response_format")
-    if rf is None:
-        return None
-    if not isinstance(rf, dict):
-        raise bad("response_format", "'response_format' must be an object.", "invalid_type")
-    kind = rf.get("type")
-    if kind == "text":
-        return None
-    if kind == "json_object":
-        return JSON_OBJECT_GRAMMAR
-    if kind != "json_schema":
-        raise bad("response_format.type", "'response_format.type' must be one of text, "
-                  "json_object, json_schema.")
-    spec = rf.get("json_schema")
-    if not isinstance(spec, dict):
-        raise bad("response_format.json_schema", "'response_format.json_schema' must be an "
-                  "object with 'name' and 'schema'.", "invalid_type")
-    name = spec.get("name")
-    if not isinstance(name, str) or not name:
-        raise bad("response_format.json_schema.name",
-                  "'response_format.json_schema.name' must be a non-empty string.")
-    if "strict" in spec and not isinstance(spec["strict"], (bool, type(None))):
-        raise bad("response_format.json_schema.strict",
-                  "'response_format.json_schema.strict' must be a boolean.", "invalid_type")
-    if spec.get("schema") is None:
-        return JSON_OBJECT_GRAMMAR
-    return _schema_grammar(spec["schema"], "response_format.json_schema.schema")
+    try:
+        return response_format_grammar(body.get("response_format"))
+    except StructureError as exc:
+        raise _core(exc) from None
 
 
 def _gbnf(body: dict[str, Any]) -> str | None:
@@ -125,7 +81,7 @@ def _gbnf(body: dict[str, Any]) -> str | None:
     try:
         validate_grammar(text, "root")
     except (GrammarError, ValueError) as exc:
-        raise _grammar_error("specula.grammar", exc) from None
+        raise bad("specula.grammar", f"'specula.grammar': {exc}", "invalid_grammar") from None
     return text
 
 
@@ -233,12 +189,10 @@ def bind_tools(req: GenerationRequest, template: ChatTemplate) -> None:
     s.format = fmt
     if s.tool_choice in ("required", "function"):
         assert s.tools is not None
-        for i, tool in enumerate(s.tools):  # a schema the grammar cannot take, by name
-            fn = tool["function"]
-            if fn.get("parameters") and s.function in (None, fn["name"]):
-                _schema_grammar(fn["parameters"], f"tools[{i}].function.parameters")
-        obj = _schema_grammar(call_schema(s.tools, s.function), "tools")
-        grammar, root = call_grammar(fmt, obj, "root", s.parallel and s.function is None)
+        try:
+            grammar, root = forced_call_grammar(fmt, s.tools, s.function, s.parallel)
+        except StructureError as exc:
+            raise _core(exc) from None
         req.sampling = replace(req.sampling, grammar=grammar, grammar_root=root)
 
 
