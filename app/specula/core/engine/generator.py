@@ -81,11 +81,14 @@ class _Reply:
             return sampling.coupled_choice(ids, p, self.seed, position)
         return sampling.sample(self.target_probs(lg), self.rng)
 
-    def target_probs(self, logits: np.ndarray) -> np.ndarray:
-        """The target's sampling distribution p, dense (constrained by the grammar, if any)."""
+    def target_probs(self, logits: np.ndarray, *, drafted: bool = False) -> np.ndarray:
+        """The target's sampling distribution p, dense (constrained by the grammar, if any);
+        ``drafted``: at a position where a draft token is judged against it."""
         if self.grammar is None:
             return sampling.probs(logits, self.params)
-        return grammar.verify_probs(self.grammar, logits, self.params)
+        if drafted:
+            return grammar.verify_probs(self.grammar, logits, self.params)
+        return grammar.target_probs(self.grammar, logits, self.params)
 
     def took(self, logits: np.ndarray, token: int) -> None:
         """``token`` joins the reply at the position ``logits`` verified: advance the
@@ -450,7 +453,7 @@ class Generator:
             if self.gaps is not None:
                 self.gaps.append(top2_gap(logits))
             if rule == sampling.Rule.REJECTION.value:
-                p = reply.target_probs(logits)
+                p = reply.target_probs(logits, drafted=True)
                 q = prop.q[i]  # None: a deterministic (lookup) proposal
                 ok = sampling.accept_draft_token(p, q, d, reply.rng)
                 y = d if ok else sampling.sample(sampling.residual(p, q, d), reply.rng)

@@ -290,11 +290,17 @@ def target_candidates(state: GrammarState, logits: F32, params: SamplingParams) 
     return state.candidates(logits, params)
 
 
-def verify_probs(state: GrammarState, logits: F32, params: SamplingParams) -> F32:
-    """*Patch point*: the target's constrained p, dense, for rejection sampling a draft
-    token (a token the grammar forbids has p = 0 and is always rejected)."""
+def target_probs(state: GrammarState, logits: F32, params: SamplingParams) -> F32:
+    """The target's constrained p, dense, where it samples its own token (rejection rule)."""
     ids, p = target_candidates(state, logits, params)
     return sampling.densify(ids, p, logits.shape[0])
+
+
+def verify_probs(state: GrammarState, logits: F32, params: SamplingParams) -> F32:
+    """*Patch point*: the target's constrained p at a drafted position, where rejection
+    sampling judges the draft token (one the grammar forbids has p = 0: always rejected)
+    and samples the residual."""
+    return target_probs(state, logits, params)
 
 
 def draft_candidates(state: GrammarState, logits: F32, params: SamplingParams) -> tuple[I64, F64]:

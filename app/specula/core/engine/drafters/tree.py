@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from specula.core.engine import sampling
+from specula.core.engine import grammar, sampling
 from specula.core.engine.drafters.base import DraftRequest, DraftSource, Proposal
 from specula.core.engine.drafters.model import DraftModel, ModelDrafter
 from specula.core.engine.llama import Batch, ContextFull, DecodeError
@@ -71,6 +71,20 @@ def _top(logits: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
     return idx[order], p[order]
 
 
+def _top_allowed(logits: np.ndarray, width: int,
+                 state: grammar.GrammarState) -> tuple[np.ndarray, np.ndarray]:
+    """``_top`` among the tokens the grammar admits (probabilities of the plain softmax,
+    which only rank and prune the tree)."""
+    ids = state.allowed_top(logits, width)
+    if ids.shape[0] == 0:
+        raise grammar.GrammarError("the grammar admits no draft token here")
+    x = logits - logits.max()
+    z = float(np.exp(x).sum())
+    p = np.exp(x[ids]) / z
+    order = np.argsort(-p)[:width]
+    return ids[order], p[order]
+
+
 class TreeDrafter(ModelDrafter):
     """The draft model proposes a token tree."""
 
@@ -91,11 +105,19 @@ class TreeDrafter(ModelDrafter):
         if req.k <= 0 or not self._start_step(prop, committed, budget):
             return prop
         tree = TokenTree()
+        states: dict[int, grammar.GrammarState] = {}  # node -> grammar after it (-1: root)
+        if req.grammar is not None:
+            states[-1] = req.grammar.clone()
         try:
             with dm.kv.branches(MAX_TREE_SEQS, share_prefix=False):
-                prop.draft_s += self._expand(tree, prop, len(committed), budget, req)
+                prop.draft_s += self._expand(tree, prop, len(committed), budget, req, states)
         except (ContextFull, DecodeError) as exc:
             dm.stop(f"a draft decode failed ({exc})")
+        except grammar.GrammarError:
+            pass  # the draft found nothing the grammar admits below some node: keep the tree
+        finally:
+            for st in states.values():
+                st.close()
         if tree.nodes:
             prop.tree = tree
             for n in tree.nodes:
@@ -103,15 +125,20 @@ class TreeDrafter(ModelDrafter):
         return self._count(prop)
 
     @staticmethod
-    def _children(logits: np.ndarray, req: DraftRequest, position: int) -> tuple[np.ndarray, np.ndarray]:
-        """The ``tree_width`` most likely tokens; under the coupled rule the draft's own
-        coupled choice at this position is always one of them (it is what the target's
-        choice most often equals, at any temperature)."""
-        toks, ps = _top(logits, req.tree_width)
+    def _children(logits: np.ndarray, req: DraftRequest, position: int,
+                  state: grammar.GrammarState | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The ``tree_width`` most likely tokens (that the grammar admits, with one); under
+        the coupled rule the draft's own coupled choice at this position is always one of
+        them (it is what the target's choice most often equals, at any temperature)."""
+        if state is None:
+            toks, ps = _top(logits, req.tree_width)
+        else:
+            toks, ps = _top_allowed(logits, req.tree_width, state)
         params = req.params
         if params.greedy or params.rule is not sampling.Rule.COUPLED:
             return toks, ps
-        ids, q = sampling.draft_candidates(logits, params)
+        ids, q = (sampling.draft_candidates(logits, params) if state is None
+                  else grammar.draft_candidates(state, logits, params))
         c = sampling.coupled_choice(ids, q, req.seed, position)
         if c in toks:
             return toks, ps
@@ -122,7 +149,7 @@ class TreeDrafter(ModelDrafter):
         return toks, ps
 
     def _expand(self, tree: TokenTree, prop: Proposal, base: int, budget: int,
-                req: DraftRequest) -> float:
+                req: DraftRequest, states: dict[int, grammar.GrammarState]) -> float:
         dm = self.model
         ctx = dm.ctx
         spent = 0.0
@@ -132,7 +159,7 @@ class TreeDrafter(ModelDrafter):
             cands: list[tuple[float, int, int, float]] = []  # (cum, parent, token, prob)
             for parent, logits in frontier:
                 pcum = tree.nodes[parent].cum if parent >= 0 else 1.0
-                toks, ps = self._children(logits, req, base + depth - 1)
+                toks, ps = self._children(logits, req, base + depth - 1, states.get(parent))
                 for t, p in zip(toks, ps, strict=True):
                     if pcum * p >= self.min_cum:
                         cands.append((pcum * float(p), parent, int(t), float(p)))
@@ -148,6 +175,11 @@ class TreeDrafter(ModelDrafter):
                 new.append(idx)
             if depth == req.k or len(tree.nodes) >= budget or len(new) > len(free_seqs):
                 break
+            if states:  # the grammar after each new node, for its children
+                for idx in new:
+                    st = states[tree.nodes[idx].parent].clone()
+                    states[idx] = st
+                    st.advance(tree.nodes[idx].token)
             # Feed the new nodes in one batch, each in its own sequence holding its path.
             seq_sets = []
             for idx in new:
