@@ -25,12 +25,12 @@ def model(tiny: dict[str, Path]) -> Iterator[Model]:
     m.close()
 
 
-def _accepts(model: Model, grammar: str, text: str, root: str = "root") -> bool:
+def _accepts(model: Model, grammar: str, text: str | bytes, root: str = "root") -> bool:
     """Whether the grammar takes ``text`` byte token by byte token and is then complete."""
     byte_id = {model.piece(i): i for i in range(model.n_vocab)}
     state = GrammarState.open(model.vocab, model.n_vocab, grammar, root)
     try:
-        for b in text.encode():
+        for b in text.encode() if isinstance(text, str) else text:
             if not state.try_advance(byte_id[bytes([b])]):
                 return False
         return state.allows(model.eos)
@@ -45,6 +45,17 @@ def test_json_strings_refuse_raw_control_characters(model: Model) -> None:
     assert _accepts(model, g, '{"s": "a\\nb"}')
     assert not _accepts(model, g, '{"s": "a\x13b"}')
     assert not _accepts(model, g, '{"s": "a\nb"}')
+
+
+def test_json_strings_refuse_bytes_that_are_not_utf8(model: Model) -> None:
+    """A lead byte F5-FF or a surrogate: llama.cpp's grammar decodes them as code points,
+    JSON parsers refuse them (or count each byte as U+FFFD, past a maxLength)."""
+    g = schema_grammar({"type": "object", "properties": {"s": {"type": "string", "maxLength": 3}}},
+                       "x")
+    assert _accepts(model, g, '{"s": "a􏿿é"}'.encode())
+    assert not _accepts(model, g, b'{"s": "a\xf6\x9f\xa0\x81"}')  # above U+10FFFF
+    assert not _accepts(model, g, b'{"s": "a\xfe\x9f\xbf\x84"}')  # no UTF-8 lead byte
+    assert not _accepts(model, g, b'{"s": "a\xed\xa0\x80"}')  # a surrogate
 
 
 def test_response_formats(model: Model) -> None:

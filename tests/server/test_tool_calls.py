@@ -24,7 +24,7 @@ WEATHER = {"type": "object", "properties": {
     "unit": {"enum": ["celsius", "fahrenheit"]},
     "days": {"type": "integer"}},
     "required": ["city", "unit", "days"], "additionalProperties": False}
-TIME = {"type": "object", "properties": {"zone": {"enum": ["UTC", "CET", "JST"]}},
+TIME = {"type": "object", "properties": {"zone": {"type": "string", "maxLength": 10}},
         "required": ["zone"], "additionalProperties": False}
 TOOLS = [
     {"type": "function", "function": {"name": "get_weather", "description": "Weather forecast",

@@ -28,9 +28,16 @@ class StructureError(ValueError):
 
 # llama-cpp-python's converter lets a JSON string hold raw control characters
 # (``char ::= [^"\\] | ...``), which no JSON parser accepts; llama.cpp's own converter
-# excludes them. Until the engine's converter does, the rule is tightened here.
+# excludes them. Until the engine's converter does, the rule is tightened here, and
+# also against what is not UTF-8 at all: llama.cpp's grammar decodes a lead byte
+# F5-FF as a code point above U+13FFFF (up to U+3FFFFF) and ED A0-BF as a surrogate,
+# which a random model does write and which every JSON parser refuses (or reads as
+# U+FFFD each byte, breaking ``maxLength``). (F4 90-BF, also past U+10FFFF, stays allowed: llama.cpp
+# judges a lone lead byte F4 by the whole span it could start, so excluding it would
+# refuse plane 16 too.)
 _LOOSE_CHAR = 'char ::= [^"\\\\] |'
-_STRICT_CHAR = 'char ::= [^"\\\\\\x7F\\x00-\\x1F] |'
+_STRICT_CHAR = ('char ::= [^"\\\\\\x7F\\x00-\\x1F\\uD800-\\uDFFF'
+                '\\U00140000-\\U003FFFFF] |')
 
 
 def schema_grammar(schema: Any, param: str) -> str:
