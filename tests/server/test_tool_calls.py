@@ -189,3 +189,32 @@ def test_a_template_without_a_known_format_refuses_tools_clearly(server: LocalSe
     status, reply, _ = post(server, "/v1/chat/completions",
                             {**body, "tool_choice": "none", "max_tokens": 4})
     assert status == 200  # no tools asked for: served as usual
+
+
+def test_a_host_without_a_published_template_binds_tools_on_the_engine_thread(
+        qwen_pair: dict[str, Path]) -> None:
+    """The app's host publishes no template: the job renders and binds the tools itself."""
+    from dataclasses import replace
+
+    from openai import OpenAI
+
+    from specula.core.engine.config import Mode, SpecConfig
+    from specula.core.engine.engine import Engine, EngineOptions
+    from specula.server import EngineThread, ServedModel
+
+    engine = Engine(EngineOptions(n_ctx=2048, n_threads=2))
+    engine.load_target(qwen_pair["target"])
+    served = replace(ServedModel.from_engine(engine, qwen_pair["target"]), template=None)
+    host = EngineThread(engine, served)
+    srv = LocalServer(host, port=0, spec=SpecConfig(mode=Mode.PLAIN))
+    srv.start()
+    try:
+        client = OpenAI(base_url=srv.url + "/v1", api_key="unused", max_retries=0, timeout=60)
+        resp = _chat(client, tool_choice={"type": "function", "function": {"name": "get_weather"}})
+        assert resp.choices[0].finish_reason == "tool_calls"
+        _check_call(resp.choices[0].message.tool_calls[0], "get_weather")
+        chunks = list(_chat(client, tool_choice="required", stream=True))
+        assert any(c.choices and c.choices[0].delta.tool_calls for c in chunks)
+    finally:
+        srv.stop()
+        host.close()
