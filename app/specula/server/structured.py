@@ -14,6 +14,9 @@ as fast as any other and the same text as plain decoding:
   named function forces a call in the template's family format (the arguments by
   the function's ``parameters`` schema), "auto" lets the model choose (its reply is
   parsed into calls), "none" leaves the tools out of the prompt altogether.
+  ``response_format`` excludes tools (a JSON reply is not a call), and so does a
+  GBNF with a forced call; a GBNF with "auto" shapes a reply that is still read for
+  calls.
 
 The tools' family is known only once the template is (the HTTP thread has it when
 the host published it, else the engine thread), so :func:`parse_structure` checks
