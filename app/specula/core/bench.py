@@ -59,6 +59,7 @@ class RunResult:
     identical: bool | None = None  # greedy: same token ids as plain (None for plain itself)
     total_s: float = 0.0  # the whole reply, prefill and the draft's catch-up included
     divergence: dict[str, object] | None = None
+    draft_prefill_s: float = 0.0  # the draft's catch-up on the prompt (inside the decode time)
 
 
 @dataclass
@@ -260,7 +261,7 @@ def _result(prompt: BenchPrompt, m: BenchMode, repeat: int, done: Done) -> RunRe
         tok_per_s=s.tokens_per_s, ttft_s=s.ttft_s, drafted=s.drafted, accepted=s.accepted,
         steps=s.steps, acceptance=s.acceptance_rate, mean_accepted_per_step=s.mean_accepted_per_step,
         overhead_fraction=s.overhead_fraction, peak_rss_bytes=s.peak_rss_bytes,
-        stop_reason=done.stop_reason.value, total_s=s.total_s,
+        stop_reason=done.stop_reason.value, total_s=s.total_s, draft_prefill_s=s.draft_prefill_s,
     )
 
 
