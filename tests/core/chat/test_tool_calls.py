@@ -127,3 +127,8 @@ def test_call_grammar_wraps_the_object_under_its_own_root() -> None:
     assert grammar.endswith(f'{CALL_ROOT} ::= "<tool_call>\\n" root "\\n</tool_call>"\n')
     many, _ = call_grammar(HERMES, 'root ::= "{}"', parallel=True)
     assert many.rstrip().endswith('("\\n" "<tool_call>\\n" root "\\n</tool_call>")*')
+
+
+def test_a_name_with_escapes_json_does_not_have_is_read_as_text() -> None:
+    text = '<tool_call>\n{"name": "f\\q", "arguments": {}}\n</tool_call>'
+    assert parse_reply(HERMES, text) == (text, [])

@@ -170,6 +170,15 @@ class _ValueScanner:
         return len(text)
 
 
+def _json_string(body: str) -> str | None:
+    """The value of a JSON string literal's body, or None when its escapes are not JSON's."""
+    try:
+        value = json.loads(f'"{body}"')
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
+
+
 def _partial_suffix(text: str, marker: str) -> int:
     """The length of the longest end of ``text`` that is a beginning of ``marker``."""
     for n in range(min(len(marker) - 1, len(text)), 0, -1):
@@ -193,7 +202,6 @@ class CallStream:
         self._state = "text"  # text | head | args | tail
         self._buf = ""
         self._space = ""  # whitespace content held back
-        self._block = ""  # the current block's text so far (to give it back if it is not a call)
         self._name = ""
         self._id = ""
         self._args: list[str] = []
@@ -231,13 +239,13 @@ class CallStream:
                 return False
             self._content(self._buf[:at], out)
             self._buf = self._buf[at + len(fmt.open):]
-            self._state, self._block = "head", ""
+            self._state = "head"
             return True
         if self._state == "head":
             m = _HEAD.match(self._buf)
-            if m:
-                self._name = json.loads(f'"{m.group(1)}"')
-                self._block += self._buf[:m.end()]
+            name = _json_string(m.group(1)) if m else None
+            if m and name is not None:
+                self._name = name
                 self._buf = self._buf[m.end():]
                 self._state, self._args, self._scan = "args", [], _ValueScanner()
                 self._id = self.new_id()
@@ -259,7 +267,6 @@ class CallStream:
             piece, self._buf = self._buf[:n], self._buf[n:]
             if piece:
                 self._args.append(piece)
-                self._block += piece
                 out.append(CallDelta(index=len(self.calls), arguments=piece))
             if not self._scan.done:
                 return False
