@@ -68,3 +68,14 @@ def test_logprobs_range(n: int) -> None:
 def test_to_dict_carries_the_new_fields() -> None:
     d = SamplingParams(grammar='root ::= "a"', grammar_root="root", logprobs=3).to_dict()
     assert (d["grammar"], d["grammar_root"], d["logprobs"]) == ('root ::= "a"', "root", 3)
+
+
+def test_token_references_need_the_vocabulary(engine: Engine) -> None:
+    """``<|im_start|>`` is looked up in the target's vocabulary (``<[id]>`` needs none)."""
+    G.validate_grammar('root ::= <[5]> "a"')
+    text = 'root ::= <|im_start|> "a"'
+    engine.validate_grammar(text)
+    with pytest.raises(G.GrammarError, match="invalid token"):
+        engine.validate_grammar('root ::= <|no such token|> "a"')
+    with pytest.raises(G.GrammarError, match="no vocab"):
+        G.validate_grammar(text)

@@ -129,3 +129,12 @@ def test_mask_after_the_filters_for_draft_tokens_is_caught(pair: Engine, ref: Fr
                        spec("chain", draft_max=2), 1500)
     assert res.impossible == 0
     assert res.p_value < ALPHA_POWER, res
+
+
+def test_tree_with_a_grammar(pair: Engine, ref: FreshTarget) -> None:
+    """Trees verify by sample-and-match under the rejection rule: masked at every node."""
+    res, tally = run_check("grammar, tree depth 2", pair, ref, FLAT, 3,
+                           spec("tree", draft_max=2, tree_budget=6, tree_width=2), 2000)
+    assert res.p_value > ALPHA_PASS, res
+    assert tally.max_accepted == 2
+

@@ -205,8 +205,8 @@ def test_cancel_and_close_free_the_grammar(engine: Engine, monkeypatch: pytest.M
     live: set[int] = set()
     orig_init, orig_close = G.GrammarState.__init__, G.GrammarState.close
 
-    def init(self: G.GrammarState, smpl: Any, n_vocab: int) -> None:
-        orig_init(self, smpl, n_vocab)
+    def init(self: G.GrammarState, *args: Any) -> None:
+        orig_init(self, *args)
         live.add(id(self))
 
     def close(self: G.GrammarState) -> None:
@@ -230,3 +230,29 @@ def test_cancel_and_close_free_the_grammar(engine: Engine, monkeypatch: pytest.M
     cancel.set()
     done, _ = run(engine, "lorem", sp, chain(3), cancel=cancel)
     assert done.stop_reason is StopReason.CANCELLED and not live
+
+
+def test_draft_and_target_share_full_vocabulary_checks(engine: Engine,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under sampling, structural positions allow fewer tokens than top-k and need the
+    whole vocabulary; the draft's answer for a position of its proposal is reused when
+    the target verifies it. The reply is the same without the memo."""
+    calls = {"all": 0, "checked": 0}
+    orig_all, orig_check = G.GrammarState.allowed_all, G.GrammarState._check_all
+
+    def allowed_all(self: G.GrammarState, n: int) -> Any:
+        calls["all"] += 1
+        return orig_all(self, n)
+
+    def check_all(self: G.GrammarState, n: int) -> Any:
+        calls["checked"] += 1
+        return orig_check(self, n)
+
+    monkeypatch.setattr(G.GrammarState, "allowed_all", allowed_all)
+    monkeypatch.setattr(G.GrammarState, "_check_all", check_all)
+    sp = SamplingParams(temperature=0.8, seed=5, max_tokens=80, grammar=GRAMMARS["schema"])
+    with_memo, _ = run(engine, PROMPTS[0], sp, chain(3))
+    assert calls["all"] > 10 and calls["checked"] < 0.75 * calls["all"], calls
+    monkeypatch.setattr(G.GrammarState, "MEMO_SIZE", 0)
+    without, _ = run(engine, PROMPTS[0], sp, chain(3))
+    assert without.token_ids == with_memo.token_ids

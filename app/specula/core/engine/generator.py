@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from specula.core.cancel import Cancelled
-from specula.core.engine import grammar, sampling
+from specula.core.engine import sampling
 from specula.core.engine.config import SpecConfig
 from specula.core.engine.drafters import (
     ChainDrafter,
@@ -39,8 +39,8 @@ from specula.core.engine.events import Done, Event, Source, StepEvent, StopReaso
 from specula.core.engine.grammar import GrammarError, GrammarState
 from specula.core.engine.kv import KVCache
 from specula.core.engine.llama import Batch, Context, ContextFull, DecodeError, Model
-from specula.core.engine.logprobs import token_logprobs
 from specula.core.engine.policy import DraftPolicy, Outcome, PlanInput
+from specula.core.engine.reply import Reply
 from specula.core.engine.sampling import SamplingParams
 from specula.core.engine.stats import GenerationStats, StepRecord
 from specula.core.engine.text import StopFilter, Utf8Stream
@@ -52,51 +52,6 @@ def top2_gap(logits: np.ndarray) -> float:
     """Difference between the two largest logits (small = a near-tie)."""
     top2 = np.partition(logits, -2)[-2:]
     return float(top2[1] - top2[0])
-
-
-class _Reply:
-    """What one reply's choices depend on: the settings and the resolved seed."""
-
-    def __init__(self, params: SamplingParams, spec: SpecConfig, seed: int) -> None:
-        self.params = params
-        self.spec = spec
-        self.seed = seed
-        self.rng = np.random.default_rng(seed)
-        self.rule = params.acceptance_rule
-        self.tree_rule = ""  # set when a token tree was verified by another rule than chains
-        self.chain_verified = False  # a drafted chain was verified by ``rule`` in this reply
-        self.grammar: GrammarState | None = None  # at the committed text, advanced by took()
-        self.logprobs: list[tuple[float, list[tuple[int, float]]] | None] = []  # per new token
-
-    def choose(self, logits: np.ndarray, history: list[int], position: int) -> int:
-        """The target's own token at ``position`` (greedy, coupled, or a sample of p)."""
-        g = self.grammar
-        if self.rule == "greedy":
-            return int(np.argmax(logits)) if g is None else int(
-                grammar.target_candidates(g, logits, self.params)[0][0])
-        lg = sampling.apply_penalties(logits, history, self.params)
-        if self.rule == sampling.Rule.COUPLED.value:
-            ids, p = (sampling.candidates(lg, self.params) if g is None
-                      else grammar.target_candidates(g, lg, self.params))
-            return sampling.coupled_choice(ids, p, self.seed, position)
-        return sampling.sample(self.target_probs(lg), self.rng)
-
-    def target_probs(self, logits: np.ndarray, *, drafted: bool = False) -> np.ndarray:
-        """The target's sampling distribution p, dense (constrained by the grammar, if any);
-        ``drafted``: at a position where a draft token is judged against it."""
-        if self.grammar is None:
-            return sampling.probs(logits, self.params)
-        if drafted:
-            return grammar.verify_probs(self.grammar, logits, self.params)
-        return grammar.target_probs(self.grammar, logits, self.params)
-
-    def took(self, logits: np.ndarray, token: int) -> None:
-        """``token`` joins the reply at the position ``logits`` verified: advance the
-        grammar past it and note its logprobs when asked."""
-        if self.grammar is not None:
-            self.grammar.advance(token)
-        n = self.params.logprobs
-        self.logprobs.append(None if n is None else token_logprobs(logits, token, n))
 
 
 class Generator:
@@ -147,10 +102,10 @@ class Generator:
         cancel: threading.Event | None = None,
     ) -> Iterator[Event]:
         cancel = cancel or threading.Event()
-        reply = _Reply(params, spec, sampling.resolve_seed(params.seed))
+        reply = Reply(params, spec, sampling.resolve_seed(params.seed))
         if params.grammar:  # an invalid grammar raises GrammarError before anything happens
             reply.grammar = GrammarState.open(self.model.vocab, self.ctx.n_vocab,
-                                              params.grammar, params.grammar_root)
+                                              params.grammar, params.grammar_root, owner=self.model)
         try:
             yield from self._generate(prompt, params, spec, policy, cancel, reply)
         finally:  # every exit: done, error, cancel, or the consumer closing the iterator
@@ -159,7 +114,7 @@ class Generator:
 
     def _generate(
         self, prompt: Sequence[int], params: SamplingParams, spec: SpecConfig,
-        policy: DraftPolicy, cancel: threading.Event, reply: _Reply,
+        policy: DraftPolicy, cancel: threading.Event, reply: Reply,
     ) -> Iterator[Event]:
         active = {s: d for s, d in self._drafters.items() if s in policy.wants}
         stats = GenerationStats(mode=policy.name, acceptance_rule=reply.rule, seed=reply.seed,
@@ -325,7 +280,7 @@ class Generator:
         return time.perf_counter() - t0
 
     def _propose(
-        self, committed: list[int], cells: int, left: int, reply: _Reply, policy: DraftPolicy,
+        self, committed: list[int], cells: int, left: int, reply: Reply, policy: DraftPolicy,
         active: dict[DraftSource, Drafter], *, ready: bool = True,
     ) -> tuple[Proposal, Drafter | None]:
         """Ask the policy what to draft and the drafter for that source to propose it.
@@ -363,7 +318,7 @@ class Generator:
     # -- verification --------------------------------------------------------
 
     def _verify(
-        self, prop: Proposal, committed: list[int], reply: _Reply,
+        self, prop: Proposal, committed: list[int], reply: Reply,
     ) -> tuple[float, list[NewToken], int, int]:
         """(verify seconds, new tokens, accepted draft tokens, of which relaxed)."""
         reply.logprobs.clear()
@@ -377,7 +332,7 @@ class Generator:
         return self._verify_chain(prop, committed, reply)
 
     def _verify_chain(
-        self, prop: Proposal, committed: list[int], reply: _Reply,
+        self, prop: Proposal, committed: list[int], reply: Reply,
     ) -> tuple[float, list[NewToken], int, int]:
         """Pending token + chain in one decode; keep the accepted prefix in the cache."""
         verify_s = self.kv.feed([committed[-1], *prop.tokens], "all")
@@ -387,7 +342,7 @@ class Generator:
         return verify_s, new, m, n_relaxed
 
     def _verify_tree(
-        self, tree: TokenTree, committed: list[int], reply: _Reply,
+        self, tree: TokenTree, committed: list[int], reply: Reply,
     ) -> tuple[float, list[NewToken], int]:
         """Pending token + whole tree in one decode; walk it; keep the winning branch."""
         n_past = len(committed) - 1
@@ -436,7 +391,7 @@ class Generator:
     # -- acceptance ----------------------------------------------------------
 
     def _accept(
-        self, prop: Proposal, committed: list[int], reply: _Reply,
+        self, prop: Proposal, committed: list[int], reply: Reply,
     ) -> tuple[list[NewToken], int, int]:
         """Walk the chain: (new tokens, accepted draft tokens m, of which relaxed).
 
