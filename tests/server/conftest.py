@@ -15,6 +15,7 @@ from specula.core.engine.engine import Engine, EngineOptions
 from specula.server import EngineThread, LocalServer, ServedModel
 
 N_CTX = 2048
+QWEN_TEMPLATE = (Path(__file__).parents[1] / "fixtures" / "qwen25_chat_template.jinja").read_text()
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +31,41 @@ def server(tiny: dict[str, Path]) -> Iterator[LocalServer]:
     yield srv
     srv.stop()
     host.close()
+
+
+@pytest.fixture(scope="module")
+def qwen_pair(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The tiny target and draft with Qwen2.5's real chat template (tools, <tool_call>)."""
+    from dataclasses import replace
+
+    from specula.tools.tiny_models import DRAFT, TARGET, build_tiny_model
+
+    folder = tmp_path_factory.mktemp("tiny-qwen")
+    return {key: build_tiny_model(folder / f"{spec.name}.gguf",
+                                  replace(spec, chat_template=QWEN_TEMPLATE))
+            for key, spec in (("target", TARGET), ("draft", DRAFT))}
+
+
+@pytest.fixture(scope="module")
+def tool_server(qwen_pair: dict[str, Path]) -> Iterator[LocalServer]:
+    """A server over the Qwen-templated tiny pair, drafting with a fixed chain."""
+    engine = Engine(EngineOptions(n_ctx=N_CTX, n_threads=2))
+    engine.load_target(qwen_pair["target"])
+    engine.load_draft(qwen_pair["draft"])
+    host = EngineThread(engine, ServedModel.from_engine(engine, qwen_pair["target"],
+                                                        qwen_pair["draft"]))
+    srv = LocalServer(host, port=0, spec=SpecConfig(mode=Mode.CHAIN))
+    srv.start()
+    yield srv
+    srv.stop()
+    host.close()
+
+
+@pytest.fixture
+def tool_client(tool_server: LocalServer) -> Any:
+    from openai import OpenAI
+
+    return OpenAI(base_url=tool_server.url + "/v1", api_key="unused", max_retries=0, timeout=60)
 
 
 @pytest.fixture

@@ -16,11 +16,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
+from specula.core.chat.template import ChatTemplate
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done, StepEvent
 from specula.core.engine.sampling import Rule, SamplingParams
+from specula.core.structured import forced_call_grammar, response_format_grammar
 
 
 @dataclass
@@ -28,6 +31,10 @@ class BenchPrompt:
     id: str
     category: str
     prompt: str
+    # A structured reply, as the OpenAI API asks for one: a JSON schema, or a tool call.
+    response_format: dict[str, Any] | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
 
 
 @dataclass
@@ -58,6 +65,7 @@ class RunResult:
     host_share_step_median: float = 0.0
     host_share_step_p90: float = 0.0
     draft_host_share: float = 0.0  # of the steps' time: the drafter's own Python work
+    draft_prefill_s: float = 0.0  # the draft's catch-up on the prompt (inside the decode time)
 
 
 @dataclass
@@ -73,7 +81,8 @@ class BenchReport:
 
 
 def load_prompts(path: str | Path | None = None) -> list[BenchPrompt]:
-    """JSONL lines ``{"id", "category", "prompt"}``; the packaged suite by default."""
+    """JSONL lines ``{"id", "category", "prompt"}``, optionally with ``"response_format"``
+    or ``"tools"`` and ``"tool_choice"`` (a structured reply); the packaged suite by default."""
     if path is None:
         text = resources.files("specula.data").joinpath("prompts.jsonl").read_text("utf-8")
         name = "the default suite"
@@ -86,7 +95,8 @@ def load_prompts(path: str | Path | None = None) -> list[BenchPrompt]:
             continue
         try:
             d = json.loads(line)
-            out.append(BenchPrompt(str(d["id"]), str(d.get("category", "")), str(d["prompt"])))
+            out.append(BenchPrompt(str(d["id"]), str(d.get("category", "")), str(d["prompt"]),
+                                   d.get("response_format"), d.get("tools"), d.get("tool_choice")))
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"{name}, line {n}: expected {{id, category, prompt}} ({exc})") from exc
     return out
@@ -161,8 +171,14 @@ def _run_one(engine: Engine, prompt: BenchPrompt, params: SamplingParams, spec: 
     gen.gaps = gaps
     done = None
     shares: list[float] = []
+    messages = [{"role": "user", "content": prompt.prompt}]
     try:
-        for ev in engine.chat([{"role": "user", "content": prompt.prompt}], params, spec):
+        if prompt.response_format or prompt.tools:
+            tokens, params = _structured(engine, prompt, messages, params)
+            events = engine.generate_tokens(tokens, params, spec)
+        else:
+            events = engine.chat(messages, params, spec)
+        for ev in events:
             if isinstance(ev, StepEvent):
                 shares.append(ev.record.host_share)
             elif isinstance(ev, Done):
@@ -171,6 +187,26 @@ def _run_one(engine: Engine, prompt: BenchPrompt, params: SamplingParams, spec: 
         gen.gaps = None
     assert done is not None
     return done, gaps, shares
+
+
+def _structured(engine: Engine, prompt: BenchPrompt, messages: list[dict[str, str]],
+                params: SamplingParams) -> tuple[list[int], SamplingParams]:
+    """The prompt's tokens (its tools shown to the template) and the grammar its reply
+    keeps to, as ``specula serve`` builds them for the same request."""
+    model = engine.target_model
+    assert model is not None
+    template = ChatTemplate.for_model(model)
+    grammar, root = response_format_grammar(prompt.response_format), "root"
+    choice = prompt.tool_choice
+    if prompt.tools and choice not in (None, "auto", "none"):
+        fmt = template.tool_format
+        if fmt is None:
+            raise ValueError(f"{prompt.id}: the target's chat template has no tool-call format")
+        name = choice["function"]["name"] if isinstance(choice, dict) else None
+        grammar, root = forced_call_grammar(fmt, prompt.tools, name)
+    tools = prompt.tools if choice != "none" else None
+    tokens = template.tokenize(model, messages, tools)
+    return tokens, replace(params, grammar=grammar, grammar_root=root)
 
 
 def _median(xs: Sequence[float]) -> float:
@@ -261,7 +297,7 @@ def _result(prompt: BenchPrompt, m: BenchMode, repeat: int, done: Done,
         tok_per_s=s.tokens_per_s, ttft_s=s.ttft_s, drafted=s.drafted, accepted=s.accepted,
         steps=s.steps, acceptance=s.acceptance_rate, mean_accepted_per_step=s.mean_accepted_per_step,
         overhead_fraction=s.overhead_fraction, peak_rss_bytes=s.peak_rss_bytes,
-        stop_reason=done.stop_reason.value, total_s=s.total_s,
+        stop_reason=done.stop_reason.value, total_s=s.total_s, draft_prefill_s=s.draft_prefill_s,
         host_share=s.host_share, host_share_step_median=_median(list(shares)),
         host_share_step_p90=_quantile(shares, 0.9),
         draft_host_share=s.draft_host_s / s.step_s if s.step_s > 0 else 0.0,

@@ -34,11 +34,12 @@ from specula.core.engine.events import Done, StopReason
 from specula.server import streaming as S
 from specula.server.connections import Connections, Phase, fd_limited_max
 from specula.server.errors import OpenAIError
-from specula.server.jobs import Message, generation_job
+from specula.server.jobs import Message, generation_job, render_chat
 from specula.server.limits import content_length, parse_json
+from specula.server.logprobs import TokenLogprob
 from specula.server.queue import QueueFull, ServedModel
-from specula.server.render import render_prompt
 from specula.server.schemas import GenerationRequest, parse_request
+from specula.server.structured import bind_tools
 
 if TYPE_CHECKING:
     from specula.server.local import LocalServer
@@ -261,8 +262,8 @@ class Handler(BaseHTTPRequestHandler):
             raise OpenAIError(404, f"The model '{req.model}' does not exist; this server "
                               f"serves '{served.id}'.", param="model", code="model_not_found")
         if kind == "chat" and served.template is not None:  # here, not on the engine thread
-            req.rendered = render_prompt(served.template.render, req.messages, served.n_ctx,
-                                         owner.render_timeout_s)
+            bind_tools(req, served.template)
+            req.rendered = render_chat(served.template, req, served.n_ctx, owner.render_timeout_s)
         out: queue.Queue[Message] = queue.Queue()
         cancel = threading.Event()
         try:
@@ -302,10 +303,14 @@ class Handler(BaseHTTPRequestHandler):
             except queue.Empty:
                 pass
 
-    def _drain(self, out: queue.Queue[Message], cancel: threading.Event) -> Done | str:
-        """Messages up to the end of the reply: the Done, or a failure sentence."""
+    def _drain(self, out: queue.Queue[Message], cancel: threading.Event,
+               entries: list[TokenLogprob] | None = None) -> Done | str:
+        """Messages up to the end of the reply: the Done, or a failure sentence
+        (the tokens' log-probabilities collected into ``entries`` when given)."""
         while True:
             kind, value = self._wait(out, cancel)
+            if kind == "text" and entries is not None:
+                entries.extend(value[1])
             if kind == "done":
                 assert isinstance(value, Done)
                 return value
@@ -314,7 +319,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def _whole(self, req: GenerationRequest, rid: str, served: ServedModel, prompt_tokens: int,
                out: queue.Queue[Message], cancel: threading.Event) -> None:
-        done = self._drain(out, cancel)
+        entries: list[TokenLogprob] = []
+        done = self._drain(out, cancel, entries)
         if isinstance(done, str) or done.stop_reason is StopReason.ERROR:
             msg = done if isinstance(done, str) else done.message
             self.server.owner.record(rid, None if isinstance(done, str) else done)
@@ -324,7 +330,7 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         stats = S.spec_stats(done, served.draft_id)
-        self._send_json(200, S.completion(req, rid, served.id, prompt_tokens, done, stats),
+        self._send_json(200, S.completion(req, rid, served.id, prompt_tokens, done, stats, entries),
                         {S.STATS_HEADER: S.stats_header(stats)})
 
     def _stream(self, req: GenerationRequest, rid: str, served: ServedModel, prompt_tokens: int,
@@ -339,13 +345,15 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(S.sse(S.chunk(req, rid, served.id, role=True)))
         except OSError:
             cancel.set()
+        choices = S.StreamChoices(req, rid, served.id)
         kind, value = "", None
         while not cancel.is_set():
             kind, value = self._wait(out, cancel)
             if kind != "text":
                 break
             try:
-                self.wfile.write(S.sse(S.chunk(req, rid, served.id, str(value))))
+                for c in choices.piece(*value):
+                    self.wfile.write(S.sse(c))
                 self.wfile.flush()
                 gone = self._client_gone()  # a write into the socket buffer can still succeed
             except OSError:
@@ -367,8 +375,8 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 stats = S.spec_stats(done, served.draft_id)
                 use = S.usage(prompt_tokens, done)
-                self.wfile.write(S.sse(S.chunk(req, rid, served.id, finish=S.FINISH[done.stop_reason],
-                                               usage=use, specula=stats)))
+                for c in choices.end(done, usage=use, specula=stats):
+                    self.wfile.write(S.sse(c))
                 if req.include_usage:
                     self.wfile.write(S.sse(S.usage_chunk(req, rid, served.id, use, stats)))
             self.wfile.write(S.sse("[DONE]"))

@@ -6,8 +6,10 @@ rendered before, on the HTTP thread (server/render.py), when the host
 published it; otherwise here, within the same time and size limit. The HTTP thread waits for
 the first message: ``("error", OpenAIError)`` becomes a 4xx response even for
 a streaming request (no header has been sent yet); ``("start", n)`` means the
-reply is under way, followed by ``("text", str)`` pieces and one
-``("done", Done)`` (or ``("fail", message)`` if the engine raised).
+reply is under way, followed by ``("text", (str, [TokenLogprob]))`` pieces (the
+log-probabilities only when the request asked; a token whose text is still
+pending joins the next piece) and one ``("done", Done)`` (or ``("fail", message)``
+if the engine raised).
 """
 
 from __future__ import annotations
@@ -20,11 +22,14 @@ from typing import Any
 from specula.core.chat.template import ChatTemplate
 from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done, TokenEvent
+from specula.core.engine.grammar import GrammarError
 from specula.core.engine.llama import Model
 from specula.server.errors import OpenAIError
+from specula.server.logprobs import TokenLogprob
 from specula.server.queue import Job
 from specula.server.render import RENDER_TIMEOUT_S, render_prompt
 from specula.server.schemas import GenerationRequest
+from specula.server.structured import bind_tools, prompt_tools
 
 log = logging.getLogger("specula.server")
 
@@ -44,9 +49,22 @@ def _chat_tokens(engine: Engine, model: Model, req: GenerationRequest,
         return _tokenize_rendered(model, template, req.rendered)
     # No published template, or the pair changed since: render here, bounded all the same.
     template = ChatTemplate.for_model(model)
-    return _tokenize_rendered(model, template,
-                              render_prompt(template.render, req.messages, engine.n_ctx,
-                                            timeout_s))
+    bind_tools(req, template)
+    return _tokenize_rendered(model, template, render_chat(template, req, engine.n_ctx, timeout_s))
+
+
+def render_chat(template: ChatTemplate, req: GenerationRequest, n_ctx: int,
+                timeout_s: float) -> str:
+    """The request's messages (and tools) through ``template``, bounded (server/render.py)."""
+    tools = prompt_tools(req)
+    return render_prompt(lambda msgs: template.render(msgs, tools), req.messages, n_ctx, timeout_s)
+
+
+def _logprob(model: Model, ev: TokenEvent) -> TokenLogprob | None:
+    if ev.logprob is None:
+        return None
+    top = tuple((model.piece(t), lp) for t, lp in ev.top_logprobs or ())
+    return TokenLogprob(model.piece(ev.token_id), ev.logprob, top)
 
 
 def _tokens(engine: Engine, req: GenerationRequest, template: ChatTemplate | None,
@@ -76,6 +94,19 @@ def _check_length(engine: Engine, req: GenerationRequest, tokens: list[int]) -> 
             code="context_length_exceeded")
 
 
+def _check_grammar(engine: Engine, req: GenerationRequest) -> None:
+    """The grammar against the target's vocabulary (token references need it): a 400
+    before the reply starts, never a failure in the middle of it."""
+    grammar = req.sampling.grammar
+    if not grammar:
+        return
+    try:
+        engine.validate_grammar(grammar, req.sampling.grammar_root)
+    except GrammarError as exc:
+        param = req.structure.grammar_param if req.structure.grammar else "tools"
+        raise OpenAIError(400, f"'{param}': {exc}", param=param, code="invalid_grammar") from None
+
+
 def generation_job(req: GenerationRequest, out: queue.Queue[Message], cancel: threading.Event,
                    template: ChatTemplate | None = None,
                    render_timeout_s: float = RENDER_TIMEOUT_S) -> Job:
@@ -93,6 +124,7 @@ def generation_job(req: GenerationRequest, out: queue.Queue[Message], cancel: th
         try:
             tokens = _tokens(engine, req, template, render_timeout_s)
             _check_length(engine, req, tokens)
+            _check_grammar(engine, req)
         except OpenAIError as exc:
             out.put(("error", exc))
             return
@@ -101,11 +133,18 @@ def generation_job(req: GenerationRequest, out: queue.Queue[Message], cancel: th
             out.put(("error", OpenAIError(500, f"Tokenizing failed: {exc}", type="server_error")))
             return
         out.put(("start", len(tokens)))
+        model = engine.target_model
+        assert model is not None
+        pending: list[TokenLogprob] = []  # tokens whose text has not come out yet
         try:
             for ev in engine.generate_tokens(tokens, req.sampling, req.spec, cancel):
                 if isinstance(ev, TokenEvent):
+                    lp = _logprob(model, ev) if req.logprobs is not None else None
+                    if lp is not None:
+                        pending.append(lp)
                     if ev.text:
-                        out.put(("text", ev.text))
+                        out.put(("text", (ev.text, pending)))
+                        pending = []
                 elif isinstance(ev, Done):
                     out.put(("done", ev))
                     return

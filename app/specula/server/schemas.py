@@ -3,8 +3,10 @@
 Every field is checked for its type and range here, so that a bad request is
 answered with a 400 and an ``{"error": {...}}`` object that names the
 offending ``param``, and nothing malformed ever reaches the engine thread.
-Fields the engine cannot honour (``n > 1``, ``logprobs``, non-zero
-frequency/presence penalties) are refused rather than silently ignored.
+Fields the engine cannot honour (``n > 1``, non-zero frequency/presence
+penalties) are refused rather than silently ignored. Structured replies
+(``response_format``, ``tools``) are read in server/structured.py, logprobs in
+server/logprobs.py, messages in server/messages.py.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from typing import Any
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.sampling import Rule, SamplingParams
 from specula.server.errors import OpenAIError, bad
+from specula.server.logprobs import parse_logprobs
+from specula.server.messages import parse_messages
+from specula.server.structured import Structure, parse_structure
 
 MAX_STOP_STRINGS = 4  # as the OpenAI API
-ROLES = ("system", "user", "assistant", "tool", "developer")
 
 
 @dataclass
@@ -30,9 +34,11 @@ class GenerationRequest:
     spec: SpecConfig
     stream: bool = False
     include_usage: bool = False
-    messages: list[dict[str, str]] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
     prompt: str | list[int] = ""
     rendered: str | None = None  # the chat template's output, when rendered off the engine thread
+    structure: Structure = field(default_factory=Structure)
+    logprobs: int | None = None  # alternatives listed per token; None: no logprobs
 
 
 def _typed(body: dict[str, Any], name: str, kinds: tuple[type, ...], what: str,
@@ -96,8 +102,6 @@ def _refuse_unsupported(body: dict[str, Any]) -> None:
         if _number(body, name, 0.0, -2.0, 2.0) != 0.0:
             raise bad(name, f"'{name}' is not supported; use 'repeat_penalty'.",
                       "unsupported_value")
-    if body.get("logprobs") not in (None, False, 0):
-        raise bad("logprobs", "'logprobs' is not supported.", "unsupported_value")
 
 
 def sampling_from(body: dict[str, Any], defaults: SamplingParams) -> SamplingParams:
@@ -133,14 +137,15 @@ def _rule(body: dict[str, Any], default: Rule) -> Rule:
 
 
 def spec_from(body: dict[str, Any], defaults: SpecConfig) -> SpecConfig:
-    """The extra ``"specula": {mode, draft_max, draft_min, p_min, rule}`` body field
-    (``rule`` is read with the sampling settings, by :func:`sampling_from`)."""
+    """The extra ``"specula": {mode, draft_max, draft_min, p_min, rule, grammar}`` body field
+    (``rule`` is read with the sampling settings, by :func:`sampling_from`; ``grammar``
+    by server/structured.py)."""
     extra = body.get("specula")
     if extra is None:
         return defaults
     if not isinstance(extra, dict):
         raise bad("specula", "'specula' must be an object.", "invalid_type")
-    unknown = set(extra) - {"mode", "draft_max", "draft_min", "p_min", "rule"}
+    unknown = set(extra) - {"mode", "draft_max", "draft_min", "p_min", "rule", "grammar"}
     if unknown:
         raise bad("specula", f"Unknown 'specula' fields: {', '.join(sorted(unknown))}.")
     mode = _typed(extra, "mode", (str,), "a string", defaults.mode.value)
@@ -156,42 +161,6 @@ def spec_from(body: dict[str, Any], defaults: SpecConfig) -> SpecConfig:
     except OpenAIError as exc:
         exc.param = f"specula.{exc.param}"
         raise
-
-
-def _content(msg: dict[str, Any], i: int) -> str:
-    content = msg.get("content")
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content parts: only text is understood
-        texts = []
-        for part in content:
-            if not isinstance(part, dict) or part.get("type") != "text" \
-                    or not isinstance(part.get("text"), str):
-                raise bad(f"messages[{i}].content", "Only text content parts are supported.")
-            texts.append(part["text"])
-        return "".join(texts)
-    raise bad(f"messages[{i}].content", "'content' must be a string or a list of text parts.",
-              "invalid_type")
-
-
-def _messages(body: dict[str, Any]) -> list[dict[str, str]]:
-    msgs = body.get("messages")
-    if msgs is None:
-        raise bad("messages", "'messages' is required.", "missing_required_parameter")
-    if not isinstance(msgs, list) or not msgs:
-        raise bad("messages", "'messages' must be a non-empty list.", "invalid_type")
-    out = []
-    for i, msg in enumerate(msgs):
-        if not isinstance(msg, dict):
-            raise bad(f"messages[{i}]", "Each message must be an object.", "invalid_type")
-        role = msg.get("role")
-        if role not in ROLES:
-            raise bad(f"messages[{i}].role", f"'role' must be one of {', '.join(ROLES)}.")
-        out.append({"role": "system" if role == "developer" else str(role),
-                    "content": _content(msg, i)})
-    return out
 
 
 def _prompt(body: dict[str, Any]) -> str | list[int]:
@@ -227,8 +196,12 @@ def parse_request(kind: str, body: dict[str, Any], sampling: SamplingParams,
     model, stream, include_usage = _common(body)
     req = GenerationRequest(kind, model, sampling_from(body, sampling), spec_from(body, spec),
                             stream, include_usage)
+    req.structure = parse_structure(body, kind)
+    req.logprobs = parse_logprobs(body, kind)
+    req.sampling = replace(req.sampling, grammar=req.structure.grammar, grammar_root="root",
+                           logprobs=req.logprobs)
     if kind == "chat":
-        req.messages = _messages(body)
+        req.messages = parse_messages(body)
     else:
         if body.get("echo") or body.get("suffix"):
             raise bad("echo" if body.get("echo") else "suffix", "'echo' and 'suffix' are not "

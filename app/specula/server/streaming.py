@@ -11,9 +11,12 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
+from specula.core.chat.tool_calls import CallDelta, CallStream, parse_reply
 from specula.core.engine.events import Done, StopReason
+from specula.server.logprobs import TokenLogprob, chat_content, chat_logprobs, text_logprobs
 from specula.server.schemas import GenerationRequest
 
 STATS_HEADER = "X-Specula-Stats"
@@ -60,37 +63,105 @@ def stats_header(stats: dict[str, Any]) -> str:
     return "; ".join(f"{k}={stats[k]}" for k in keys)
 
 
-def _choice(req: GenerationRequest, text: str, finish: str | None, delta: bool) -> dict[str, Any]:
-    if req.kind == "text":
-        return {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
-    if delta:
-        return {"index": 0, "delta": {"content": text} if text else {}, "logprobs": None,
-                "finish_reason": finish}
-    return {"index": 0, "message": {"role": "assistant", "content": text},
-            "logprobs": None, "finish_reason": finish}
+def _finish(done: Done, calls: bool) -> str:
+    """``tool_calls`` when the reply made calls and was not cut short (then ``length``)."""
+    finish = FINISH[done.stop_reason]
+    return "tool_calls" if calls and finish != "length" else finish
 
 
 def completion(req: GenerationRequest, rid: str, model: str, prompt_tokens: int, done: Done,
-               stats: dict[str, Any]) -> dict[str, Any]:
-    """The whole non-streaming reply."""
+               stats: dict[str, Any], entries: Sequence[TokenLogprob] = ()) -> dict[str, Any]:
+    """The whole non-streaming reply (``entries``: its tokens' log-probabilities, if asked)."""
+    fmt = req.structure.format
+    if req.kind == "text":
+        choice = {"index": 0, "text": done.text, "finish_reason": FINISH[done.stop_reason],
+                  "logprobs": text_logprobs(entries) if req.logprobs is not None else None}
+    else:
+        content, calls = parse_reply(fmt, done.text) if fmt else (done.text, [])
+        message: dict[str, Any] = {"role": "assistant",
+                                   "content": content if calls else done.text}
+        if calls:
+            message["tool_calls"] = [c.to_openai() for c in calls]
+        choice = {"index": 0, "message": message, "finish_reason": _finish(done, bool(calls)),
+                  "logprobs": chat_logprobs(entries) if req.logprobs is not None else None}
     return {
         "id": rid, "object": "chat.completion" if req.kind == "chat" else "text_completion",
-        "created": int(time.time()), "model": model,
-        "choices": [_choice(req, done.text, FINISH[done.stop_reason], delta=False)],
+        "created": int(time.time()), "model": model, "choices": [choice],
         "usage": usage(prompt_tokens, done), "specula": stats,
     }
 
 
+def _call_delta(d: CallDelta) -> dict[str, Any]:
+    if d.id is not None:  # a call's first piece: what the client needs to open it
+        return {"index": d.index, "id": d.id, "type": "function",
+                "function": {"name": d.name, "arguments": d.arguments}}
+    return {"index": d.index, "function": {"arguments": d.arguments}}
+
+
 def chunk(req: GenerationRequest, rid: str, model: str, text: str = "",
-          finish: str | None = None, role: bool = False, **extra: Any) -> dict[str, Any]:
-    """One streamed piece (``role`` marks a chat stream's first chunk)."""
-    c = _choice(req, text, finish, delta=True)
-    if role and req.kind == "chat":
-        c["delta"] = {"role": "assistant", "content": text}
+          finish: str | None = None, role: bool = False, *,
+          delta: dict[str, Any] | None = None, logprobs: dict[str, Any] | None = None,
+          **extra: Any) -> dict[str, Any]:
+    """One streamed piece (``role`` marks a chat stream's first chunk; ``delta`` replaces
+    the chat delta, as for tool calls)."""
+    c: dict[str, Any]
+    if req.kind == "text":
+        c = {"index": 0, "text": text, "logprobs": logprobs, "finish_reason": finish}
+    else:
+        d = delta if delta is not None else ({"content": text} if text else {})
+        if role:
+            d = {"role": "assistant", "content": text}
+        c = {"index": 0, "delta": d, "logprobs": logprobs, "finish_reason": finish}
     return {
         "id": rid, "object": "chat.completion.chunk" if req.kind == "chat" else "text_completion",
         "created": int(time.time()), "model": model, "choices": [c], **extra,
     }
+
+
+class StreamChoices:
+    """Turns the job's text pieces into stream chunks: content, tool-call deltas read by the
+    template's family format, and log-probabilities attached to the chunk their text is in
+    (held with text that is held, as a call's closing tag)."""
+
+    def __init__(self, req: GenerationRequest, rid: str, model: str) -> None:
+        self.req, self.rid, self.model = req, rid, model
+        fmt = req.structure.format
+        self.calls = CallStream(fmt) if fmt is not None and req.kind == "chat" else None
+        self._held: list[TokenLogprob] = []
+        self._offset = 0  # completions: where the next token starts in the reply text
+
+    def _logprobs(self) -> dict[str, Any] | None:
+        if self.req.logprobs is None:
+            return None
+        entries, self._held = self._held, []
+        if self.req.kind == "chat":
+            return {"content": chat_content(entries), "refusal": None}
+        lp = text_logprobs(entries, self._offset)
+        self._offset += sum(len(t) for t in lp["tokens"])
+        return lp
+
+    def _chunks(self, deltas: Sequence[CallDelta]) -> list[dict[str, Any]]:
+        out = []
+        for d in deltas:
+            delta = {"tool_calls": [_call_delta(d)]} if d.is_call else None
+            out.append(chunk(self.req, self.rid, self.model, d.content or "", delta=delta,
+                             logprobs=self._logprobs()))
+        return out
+
+    def piece(self, text: str, entries: Sequence[TokenLogprob]) -> list[dict[str, Any]]:
+        self._held.extend(entries)
+        if self.calls is None:
+            return self._chunks([CallDelta(content=text)])
+        return self._chunks(self.calls.feed(text))
+
+    def end(self, done: Done, **extra: Any) -> list[dict[str, Any]]:
+        """What the end of the reply releases, then the chunk with the finish reason."""
+        out = self._chunks(self.calls.finish()) if self.calls is not None else []
+        made_calls = self.calls is not None and bool(self.calls.calls)
+        finish = _finish(done, made_calls) if self.req.kind == "chat" else FINISH[done.stop_reason]
+        out.append(chunk(self.req, self.rid, self.model, finish=finish,
+                         logprobs=self._logprobs() if self._held else None, **extra))
+        return out
 
 
 def usage_chunk(req: GenerationRequest, rid: str, model: str, usage_: dict[str, int],

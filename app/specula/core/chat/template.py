@@ -19,8 +19,8 @@ loop controls, ``{% generation %}``, ``tojson``, ``raise_exception``,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from specula.core.chat.bounded_jinja import (
     MAX_OUTPUT_CHARS,
@@ -29,6 +29,7 @@ from specula.core.chat.bounded_jinja import (
     TemplateError,
     TemplateLimitError,
 )
+from specula.core.chat.tool_calls import ToolFormat, detect_format
 
 __all__ = [
     "MAX_OUTPUT_CHARS",
@@ -75,18 +76,30 @@ class ChatTemplate:
         eos = model.token_text(model.eos) if model.eos >= 0 else ""
         return cls(model.chat_template(), bos, eos, model.add_bos)
 
-    def render(self, messages: Sequence[dict[str, str]]) -> str:
-        """The prompt text; raises :class:`TemplateError` (never hangs, never runs out of memory)."""
+    @property
+    def tool_format(self) -> ToolFormat | None:
+        """The family of tool calls this template speaks, or None (see :mod:`.tool_calls`)."""
+        return detect_format(self.source)
+
+    def render(self, messages: Sequence[Mapping[str, Any]],
+               tools: Sequence[Mapping[str, Any]] | None = None) -> str:
+        """The prompt text; raises :class:`TemplateError` (never hangs, never runs out of memory).
+
+        ``tools`` (OpenAI's ``[{"type": "function", "function": {...}}]``) reach the
+        template as ``tools``, as Transformers' ``apply_chat_template(tools=...)`` passes
+        them; messages may carry ``tool_calls`` (assistant) and ``tool_call_id`` (tool).
+        """
         if self._tpl is None:
             body = "".join(f"{m['role']}: {m['content']}\n" for m in messages)
             return body + "assistant:"
         return self._tpl.render(
-            messages=list(messages), bos_token=self.bos_text, eos_token=self.eos_text,
-            add_generation_prompt=True,
+            messages=[dict(m) for m in messages], tools=list(tools) if tools else None,
+            bos_token=self.bos_text, eos_token=self.eos_text, add_generation_prompt=True,
         )
 
-    def tokenize(self, model: Model, messages: Sequence[dict[str, str]]) -> list[int]:
-        text = self.render(messages)
+    def tokenize(self, model: Model, messages: Sequence[Mapping[str, Any]],
+                 tools: Sequence[Mapping[str, Any]] | None = None) -> list[int]:
+        text = self.render(messages, tools)
         # Templates that write the BOS text themselves must not get a second one.
         add_special = self.add_bos and not (self.bos_text and text.startswith(self.bos_text))
         return model.tokenize(text, add_special=add_special, parse_special=True)
