@@ -129,7 +129,8 @@ class NgramStore:
         tmp = self.path.with_name(f"{self.path.stem}.tmp-{os.getpid()}-{threading.get_ident()}")
         try:
             with open(tmp, "wb") as f:
-                np.savez(f, meta=np.array(json.dumps(meta)), **arrays)
+                np.savez(f, meta=np.array(json.dumps(meta)), tag=arrays["tag"], tok=arrays["tok"],
+                         cnt=arrays["cnt"])
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, self.path)
