@@ -29,11 +29,11 @@ from specula.core.chat import versions
 from specula.core.chat.conversations import Message, title_from
 from specula.core.engine.events import Done
 from specula.gui.chat.banner import Banner
+from specula.gui.chat.colour_switch import ColourSwitch
 from specula.gui.chat.composer import Composer
 from specula.gui.chat.conversation_list import ConversationList
 from specula.gui.chat.empty_state import EmptyState
 from specula.gui.chat.export_menu import ExportButton
-from specula.gui.chat.legend import ColourSwitch
 from specula.gui.chat.message import MessageWidget
 from specula.gui.chat.model_bar import ModelBar
 from specula.gui.chat.settings_panel import SettingsPanel

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 from specula.core.hub.download import DownloadState
 from specula.core.pairing.badges import Tone
 from specula.gui.downloads.model import DownloadItem
-from specula.gui.models.badges import tone_colours
+from specula.gui.models.badge_delegate import tone_colours
 
 STATE_TONES = {DownloadState.DONE: Tone.GOOD, DownloadState.FAILED: Tone.BAD,
                DownloadState.CANCELLED: Tone.NEUTRAL, DownloadState.PAUSED: Tone.OK,

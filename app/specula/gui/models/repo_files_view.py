@@ -22,7 +22,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidge
 from specula.core.gguf.model_info import ModelInfo
 from specula.core.hub.client import RemoteModel
 from specula.core.pairing.badges import READING, Badge, FileBadges, error_badge, human_size
-from specula.gui.models.badges import BADGE_ROLE, BadgeDelegate
+from specula.gui.models.badge_delegate import BADGE_ROLE, BadgeDelegate
 
 FILE_ROLE = Qt.ItemDataRole.UserRole + 1
 COLUMNS = ("File", "Size", "Quant", "Fit", "Pairing")
