@@ -200,3 +200,15 @@ def test_a_planned_proposal_keeps_its_match_code() -> None:
     toks, code = lk.preview(seq, 2)
     assert lk.propose(request(seq, 2, planned=toks)).match_len == code == 3
     assert lk.propose(request(seq, 2, planned=[5])).match_len == 0  # not what was previewed
+
+
+def test_a_long_copy_reports_a_higher_match_code_than_a_stock_phrase() -> None:
+    """The code of a 4-token match grows with how far back the earlier occurrence agrees
+    (4-7, 8-15, 16-31, 32+ tokens), counted here by hand."""
+    lk = LookupDrafter()
+    pasted = list(range(100, 160))
+    assert lk.match([*pasted, 1, *pasted[:6]], 2) == ([106, 107], 4)  # 6 tokens agree
+    assert lk.match([*pasted, 1, *pasted[:9]], 2) == ([109, 110], 5)  # 9
+    assert lk.match([*pasted, 1, *pasted[:20]], 2) == ([120, 121], 6)  # 20
+    assert lk.match([*pasted, 1, *pasted[:40]], 2) == ([140, 141], 7)  # 40
+    assert lk.match([7, 1, 2, 3, 4, 9, 8, 1, 2, 3, 4], 1) == ([9], 4)  # only the 4-gram

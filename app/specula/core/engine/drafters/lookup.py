@@ -26,6 +26,10 @@ from specula.core.engine.drafters.ngram_cache import NgramCache
 # behind its first token), a context match reports n alone: the policy's acceptance
 # table keeps the two apart.
 CACHE_MATCH = 10
+# A conversation match of the longest n-gram reports how far back the agreement goes:
+# a reply copying pasted text agrees with it for dozens of tokens, a stock phrase for
+# a few. Codes ngram_max .. ngram_max + 3 for 4-7, 8-15, 16-31 and 32+ tokens.
+EXTENT_BUCKETS = (8, 16, 32)
 
 
 class LookupDrafter:
@@ -67,7 +71,9 @@ class LookupDrafter:
         return tokens, n
 
     def context_match(self, committed: Sequence[int], k: int) -> tuple[list[int], int]:
-        """(continuation of up to k tokens, matched n-gram length); ([], 0) when none."""
+        """(continuation of up to k tokens, match code); ([], 0) when none. The code is
+        the matched n-gram length, and for the longest n-gram grows with how far back
+        the earlier occurrence agrees with the text before it (``EXTENT_BUCKETS``)."""
         n_tok = len(committed)
         if k <= 0 or n_tok < 2:
             return [], 0
@@ -80,7 +86,11 @@ class LookupDrafter:
                 if s + n <= n_tok - 1 and np.array_equal(arr[s : s + n], tail):
                     cont = arr[s + n : min(s + n + k, n_tok)]
                     if len(cont):
-                        return [int(t) for t in cont], n
+                        code = n
+                        if n == self.ngram_max:
+                            extent = n + _agree_before(arr, int(s), n_tok - n, EXTENT_BUCKETS[-1] - n)
+                            code += sum(1 for b in EXTENT_BUCKETS if extent >= b)
+                        return [int(t) for t in cont], code
         return [], 0
 
     def propose(self, req: DraftRequest) -> Proposal:
@@ -101,3 +111,12 @@ class LookupDrafter:
 
     def accept(self, committed: Sequence[int], n_accepted: int) -> None:
         self.counters.accepted += n_accepted
+
+
+def _agree_before(arr: np.ndarray, a: int, b: int, limit: int) -> int:
+    """How many tokens before positions a and b (a < b) agree, up to ``limit``."""
+    n = min(limit, a)
+    if n <= 0:
+        return 0
+    diff = np.flatnonzero(arr[a - n : a][::-1] != arr[b - n : b][::-1])
+    return int(diff[0]) if len(diff) else n
