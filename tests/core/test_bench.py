@@ -22,6 +22,13 @@ def test_a_range_of_draft_lengths_becomes_one_column_per_length() -> None:
     assert parse_modes("chain", draft_max=5)[1].spec.draft_max == 5
 
 
+def test_adaptive_may_draft_as_far_as_the_longest_fixed_chain_it_is_judged_against() -> None:
+    by_label = {m.label: m.spec.draft_max for m in parse_modes("chain:1-6,adaptive", draft_max=4)}
+    assert by_label["adaptive"] == 6
+    assert {m.label: m.spec.draft_max for m in parse_modes("chain:1-2,adaptive", draft_max=4)}["adaptive"] == 4
+    assert {m.label: m.spec.draft_max for m in parse_modes("chain:1-6,adaptive:3", draft_max=4)}["adaptive:3"] == 3
+
+
 @pytest.mark.parametrize("text", ["chain:0", "chain:3-1", "chain:x", "chain:1-17", "plain:2", "chain,chain", "warp"])
 def test_malformed_mode_lists_are_refused_with_a_reason(text: str) -> None:
     with pytest.raises(ValueError, match=r"\S"):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
@@ -127,7 +127,9 @@ def parse_modes(text: str, draft_max: int, **extra: object) -> list[BenchMode]:
 
     ``NAME`` runs with ``draft_max``; ``NAME:K`` with a draft length of K and
     ``NAME:A-B`` with every length from A to B (``chain:1-6`` is the oracle of
-    fixed chains that adaptive is measured against).
+    fixed chains that adaptive is measured against). A plain ``adaptive`` may
+    draft as far as the longest fixed chain listed: the oracle picks its best
+    from those lengths, so adaptive chooses among the same ones.
     """
     modes: list[BenchMode] = []
     for item in [m.strip() for m in text.split(",") if m.strip()]:
@@ -148,6 +150,9 @@ def parse_modes(text: str, draft_max: int, **extra: object) -> list[BenchMode]:
                 raise ValueError(f"mode {label!r} is listed twice")
             spec = SpecConfig(mode=mode, draft_max=k, **extra)  # type: ignore[arg-type]
             modes.append(BenchMode(label, spec))
+    longest = max((m.spec.draft_max for m in modes if m.fixed_chain), default=0)
+    modes = [BenchMode(m.label, replace(m.spec, draft_max=longest))
+             if m.label == Mode.ADAPTIVE.value and longest > m.spec.draft_max else m for m in modes]
     if not any(m.spec.mode is Mode.PLAIN for m in modes):
         modes.insert(0, BenchMode(Mode.PLAIN.value, SpecConfig(mode=Mode.PLAIN)))
     return modes

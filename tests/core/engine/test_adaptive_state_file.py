@@ -37,7 +37,19 @@ BAD = {
     "first_rate 7": {**_good_state(), "first_rate": 7},
     "a key missing": {k: v for k, v in _good_state().items() if k != "tot"},
     "bad key": {**_good_state(), "acc": {"one": 1.0}},
+    "more accepted than judged": {**_good_state(), "rate_acc": 5.0, "rate_judged": 2.0},
+    "depths cut short": {**_good_state(), "depth_acc": [1.0, 2.0]},
+    "a depth accepted more than judged": {**_good_state(), "depth_acc": [3.0] + [0.0] * 15},
 }
+
+
+def test_a_state_saved_before_the_per_token_rate_keeps_its_costs(tmp_path: Path) -> None:
+    old = {k: v for k, v in _good_state().items()
+           if k not in ("rate_acc", "rate_judged", "depth_acc", "depth_judged")}
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps(old))
+    policy = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE), path)
+    assert policy.cost.verify == {1: 0.01, 4: 0.03} and policy.acc.rate_judged == 0.0
 
 
 @pytest.mark.parametrize("name", sorted(BAD))

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from specula.core.engine.adaptive import CostModel
-from specula.core.engine.calibration import MAX_BATCH, Calibration
+from specula.core.engine.calibration import MAX_BATCH, TREE_BATCH, Calibration
 from specula.core.engine.config import Mode, SpecConfig
+from specula.core.engine.cost_model import CostModel
 from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.sampling import SamplingParams
 from tests.core.engine.conftest import PLAIN, run
@@ -30,7 +30,8 @@ def test_loading_a_draft_times_every_verify_batch_and_leaves_both_caches_empty(
     try:
         cal = eng.calibration
         assert cal is not None
-        assert sorted(cal.verify) == list(range(1, MAX_BATCH + 1))
+        assert sorted(cal.verify) == [*range(1, MAX_BATCH + 1), TREE_BATCH]
+        assert cal.catchup_per_token is not None and cal.catchup_per_token >= 0
         assert all(s > 0 for s in cal.verify.values())
         assert cal.draft is not None and cal.draft > 0
         assert 0 < cal.seconds < 5

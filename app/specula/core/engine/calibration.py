@@ -6,9 +6,10 @@ pair it used to learn those by probing (plain steps, two-token drafts, every
 length in turn) inside the first replies, which cost a quarter of the first
 reply on a pair where drafting does not pay. Here the same decodes the steps
 would make are timed once, right after the draft is loaded, on a short made-up
-context: target batches of 1..8 tokens (logits for all, as a verify asks) and
-single draft decodes. The numbers seed a policy that has no saved state; real
-steps then refine them as before.
+context: target batches of 1..8 tokens (logits for all, as a verify asks),
+single draft decodes, and one batched draft feed (what a catch-up costs per
+token). The numbers seed a policy that has no saved state; real steps then
+refine them as before.
 """
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from specula.core.engine.adaptive import MEASURED, CostModel
+from specula.core.engine.cost_model import MEASURED, CostModel
 from specula.core.engine.kv import KVCache
 
 CONTEXT_TOKENS = 32  # a short context: verify cost at the start of a chat
 MAX_BATCH = 8  # verify batches measured: 1..MAX_BATCH tokens (draft lengths 0..7)
+TREE_BATCH = 13  # and a default token tree's (12 nodes and the pending token): whether a
+# tree could ever beat the chain depends on it, and the line through 1..8 misses jumps
 DRAFT_DECODES = 4
+CATCHUP_BATCH = 8  # draft tokens fed at once to time a catch-up
 
 
 @dataclass
@@ -30,6 +34,7 @@ class Calibration:
 
     verify: dict[int, float] = field(default_factory=dict)
     draft: float | None = None
+    catchup_per_token: float | None = None  # extra draft seconds per token of a batched feed
     seconds: float = 0.0  # wall time the measurement took
 
     def seed(self, cost: CostModel) -> bool:
@@ -41,6 +46,8 @@ class Calibration:
             cost.verify_n[n] = MEASURED  # measured cleanly: trusted like a length seen thrice
         if cost.draft is None:
             cost.draft = self.draft
+        if cost.catchup_per_token is None:
+            cost.catchup_per_token = self.catchup_per_token
         return True
 
 
@@ -53,7 +60,7 @@ def _filler(n_vocab: int, n: int, offset: int = 0) -> list[int]:
 
 def measure(target: KVCache, draft: KVCache | None, n_vocab: int, *,
             max_batch: int = MAX_BATCH) -> Calibration:
-    """Time target batches of 1..max_batch tokens and single draft decodes.
+    """Time target batches of 1..max_batch tokens (and TREE_BATCH) and single draft decodes.
 
     Both caches are cleared before and after (the measurement's tokens must never
     pass for a conversation's prefix). Each size is decoded once after one
@@ -64,17 +71,18 @@ def measure(target: KVCache, draft: KVCache | None, n_vocab: int, *,
     base = _filler(n_vocab, CONTEXT_TOKENS)
     try:
         target.clear()
-        if not target.fits(CONTEXT_TOKENS + max_batch):
+        sizes = [*range(1, max_batch + 1), *([TREE_BATCH] if max_batch < TREE_BATCH else [])]
+        if not target.fits(CONTEXT_TOKENS + max(sizes)):
             return cal
         target.feed(base, "none")
         target.feed(_filler(n_vocab, 1, 1), "all")  # warm-up: the first decode pays for allocation
         target.cut(CONTEXT_TOKENS)
-        for n in range(1, max_batch + 1):
+        for n in sizes:
             cal.verify[n] = target.feed(_filler(n_vocab, n, n), "all")
             target.cut(CONTEXT_TOKENS)
         if draft is not None:
             draft.clear()
-            if draft.fits(CONTEXT_TOKENS + 1):
+            if draft.fits(CONTEXT_TOKENS + CATCHUP_BATCH):
                 draft.feed(base, "last")
                 draft.feed(_filler(n_vocab, 1, 1), "last")  # warm-up
                 draft.cut(CONTEXT_TOKENS)
@@ -83,6 +91,10 @@ def measure(target: KVCache, draft: KVCache | None, n_vocab: int, *,
                     spent.append(draft.feed(_filler(n_vocab, 1, i + 2), "last"))
                     draft.cut(CONTEXT_TOKENS)
                 cal.draft = sorted(spent)[len(spent) // 2]
+                # a catch-up (after plain steps, or the bonus token) is one batched feed
+                batch = draft.feed(_filler(n_vocab, CATCHUP_BATCH, 3), "last")
+                draft.cut(CONTEXT_TOKENS)
+                cal.catchup_per_token = max(batch - cal.draft, 0.0) / (CATCHUP_BATCH - 1)
     finally:
         target.clear()
         if draft is not None:

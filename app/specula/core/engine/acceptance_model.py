@@ -1,0 +1,108 @@
+"""How likely the target is to accept what a drafter proposes, learnt per pair.
+
+Draft-model tokens, two views: the per-token rate of the pair (what a chain of
+k tokens yields, for choosing between drafting and plain decoding), and Beta
+counts per bin of the draft's confidence (top probability) and entropy (for
+cutting a chain at a token the draft itself doubts). Prompt lookup: per matched
+n-gram length.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+P_EDGES = (0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.995)
+ENTROPY_SPLIT = 1.0  # nats
+# Per-token rate: a new pair starts from RATE_PRIOR as if RATE_PRIOR_N tokens had been
+# judged (a few steps overrule it), and each step's counts fade by RATE_DECAY so the rate
+# follows the conversation (about the last 1 / (1 - RATE_DECAY) steps weigh).
+RATE_PRIOR, RATE_PRIOR_N = 0.8, 3.0
+RATE_DECAY = 0.95
+# Acceptance by depth in the chain: a draft that got token j right usually gets j + 1 right
+# too (runs of copied code, boilerplate), so a chain yields more than a constant per-token
+# rate says. Each depth has its own faded counts, drawn toward the pooled rate.
+DEPTHS = 16
+DEPTH_PRIOR_N = 2.0
+
+
+def _bin(p_top: float, entropy: float) -> int:
+    b = sum(p_top >= e for e in P_EDGES)
+    return b * 2 + (1 if entropy >= ENTROPY_SPLIT else 0)
+
+
+@dataclass
+class AcceptanceModel:
+    """P(draft token accepted | draft confidence), Beta counts per bin."""
+
+    acc: dict[int, float] = field(default_factory=dict)
+    tot: dict[int, float] = field(default_factory=dict)
+    lookup_acc: dict[int, float] = field(default_factory=dict)
+    lookup_tot: dict[int, float] = field(default_factory=dict)
+    first_rate: float = 0.7  # running acceptance of a step's first draft token
+    rate_acc: float = 0.0  # faded count of accepted draft tokens
+    rate_judged: float = 0.0  # faded count of judged ones (accepted, and each first rejection)
+    depth_acc: list[float] = field(default_factory=lambda: [0.0] * DEPTHS)  # the same, by depth
+    depth_judged: list[float] = field(default_factory=lambda: [0.0] * DEPTHS)
+
+    @property
+    def token_rate(self) -> float:
+        """Per-token acceptance of a chain: the maximum-likelihood rate of a geometric
+        run length cut at k (accepted / judged), drawn toward the prior while little is known."""
+        return (self.rate_acc + RATE_PRIOR * RATE_PRIOR_N) / (self.rate_judged + RATE_PRIOR_N)
+
+    def hazard(self, j: int) -> float:
+        """P(the draft's token at depth j is accepted | every token before it was)."""
+        a = self.token_rate
+        if j >= DEPTHS:
+            return a
+        return (self.depth_acc[j] + a * DEPTH_PRIOR_N) / (self.depth_judged[j] + DEPTH_PRIOR_N)
+
+    def expected(self, k: int) -> float:
+        """Tokens a step yields with a chain of k drafted (the target's own token included)."""
+        e, run = 1.0, 1.0
+        for j in range(k):
+            run *= self.hazard(j)
+            e += run
+        return e
+
+    def fade(self) -> None:
+        """Age the evidence by one step (the rate follows the conversation)."""
+        self.rate_acc *= RATE_DECAY
+        self.rate_judged *= RATE_DECAY
+        for j in range(DEPTHS):
+            self.depth_acc[j] *= RATE_DECAY
+            self.depth_judged[j] *= RATE_DECAY
+
+    def predict(self, p_top: float, entropy: float) -> float:
+        b = _bin(p_top, entropy)
+        prior_a, prior_n = 2.0 * p_top, 2.0  # prior: the draft is calibrated
+        return (self.acc.get(b, 0.0) + prior_a) / (self.tot.get(b, 0.0) + prior_n)
+
+    def predict_lookup(self, match: int) -> float:
+        return (self.lookup_acc.get(match, 0.0) + 1.0) / (self.lookup_tot.get(match, 0.0) + 2.0)
+
+    def observe(self, top_probs: list[float], entropies: list[float], n_accepted: int) -> None:
+        # Tokens after the first rejection were never judged: count only up to it.
+        for j, (p, h) in enumerate(zip(top_probs, entropies, strict=False)):
+            if j > n_accepted:
+                break
+            b = _bin(p, h)
+            self.tot[b] = self.tot.get(b, 0.0) + 1.0
+            if j < n_accepted:
+                self.acc[b] = self.acc.get(b, 0.0) + 1.0
+        if top_probs:
+            self.first_rate += 0.1 * ((1.0 if n_accepted > 0 else 0.0) - self.first_rate)
+            judged = min(len(top_probs), n_accepted + 1)
+            self.fade()
+            self.rate_acc += n_accepted
+            self.rate_judged += judged
+            for j in range(min(judged, DEPTHS)):
+                self.depth_judged[j] += 1.0
+                if j < n_accepted:
+                    self.depth_acc[j] += 1.0
+
+    def observe_lookup(self, match: int, proposed: int, n_accepted: int) -> None:
+        judged = min(proposed, n_accepted + 1)
+        self.lookup_tot[match] = self.lookup_tot.get(match, 0.0) + judged
+        self.lookup_acc[match] = self.lookup_acc.get(match, 0.0) + n_accepted
+

@@ -1,0 +1,94 @@
+"""What a step costs on this machine: the target's verify time per batch size and the
+draft's time per decode, measured as the engine runs (and at draft load, see
+:mod:`specula.core.engine.calibration`).
+
+The adaptive policy chooses a draft length from these figures, so they are kept
+per (target, draft, machine) and start the next session (``policy_state.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+MEASURED = 3  # observations of a batch size before its own average replaces the fit
+
+
+@dataclass
+class CostModel:
+    """Seconds per target verify batch (by size) and per draft decode, as measured."""
+
+    verify: dict[int, float] = field(default_factory=dict)
+    verify_n: dict[int, int] = field(default_factory=dict)
+    draft: float | None = None
+    catchup_per_token: float | None = None  # extra seconds per extra token in a catch-up feed
+
+    def observe_verify(self, n: int, seconds: float) -> None:
+        c = self.verify_n.get(n, 0) + 1
+        self.verify_n[n] = c
+        alpha = max(0.1, 1.0 / c)
+        old = self.verify.get(n, seconds)
+        self.verify[n] = old + alpha * (seconds - old)
+
+    def observe_draft(self, n_decodes: int, catchup: int, seconds: float) -> None:
+        if n_decodes <= 0:
+            return
+        per = seconds / n_decodes
+        if catchup > 1 and self.draft is not None:
+            extra = max(seconds - n_decodes * self.draft, 0.0) / (catchup - 1)
+            old = self.catchup_per_token if self.catchup_per_token is not None else extra
+            self.catchup_per_token = old + 0.2 * (extra - old)
+            return  # a catch-up step says little about one decode
+        self.draft = per if self.draft is None else self.draft + 0.2 * (per - self.draft)
+
+    def verify_time(self, n: int) -> float | None:
+        """Verify seconds for a batch of n tokens: a weighted line through what was measured.
+
+        One line V(n) = a + b (n - 1) over every batch size seen, weighted by how
+        often each was seen, so that a rare size (the plain step, when drafting
+        usually wins) borrows strength from the common ones and one slow outlier
+        cannot make plain decoding look slower than it is.
+        """
+        known = [m for m in self.verify if self.verify_n.get(m, 0) > 0]
+        if not known:
+            return None
+        if self.verify_n.get(n, 0) >= MEASURED:
+            # Measured often enough, a batch size is its own number: verify time is not
+            # linear (one token takes the matrix-vector path; kernels change tiles at
+            # some batch sizes, e.g. 5 tokens cost 1.6x 4 tokens for an F16 target here).
+            return self.verify[n]
+        batches = [m for m in known if m >= 2]
+        if n >= 2 and len(batches) >= 2:
+            known = batches
+        if len(known) == 1:
+            m = known[0]
+            v1 = self.verify[m] / (1 + 0.5 * (m - 1))  # prior: k tokens ~ 1 + 0.5(k-1) steps
+            return v1 * (1 + 0.5 * (n - 1))
+        w = [min(self.verify_n[m], 20) for m in known]
+        x = [m - 1 for m in known]
+        y = [self.verify[m] for m in known]
+        sw = sum(w)
+        mx = sum(wi * xi for wi, xi in zip(w, x, strict=True)) / sw
+        my = sum(wi * yi for wi, yi in zip(w, y, strict=True)) / sw
+        sxx = sum(wi * (xi - mx) ** 2 for wi, xi in zip(w, x, strict=True))
+        sxy = sum(wi * (xi - mx) * (yi - my) for wi, xi, yi in zip(w, x, y, strict=True))
+        slope = max(sxy / sxx, 0.0) if sxx > 0 else 0.0
+        intercept = my - slope * mx
+        if intercept <= 0:  # a degenerate fit: fall back to the nearest measurement
+            nearest = min(known, key=lambda m: abs(m - n))
+            return self.verify[nearest]
+        return intercept + slope * (n - 1)
+
+    def catchup_time(self, tokens: int) -> float:
+        if tokens <= 1 or self.draft is None:
+            return 0.0
+        per = self.catchup_per_token if self.catchup_per_token is not None else 0.3 * self.draft
+        return per * (tokens - 1)
+
+
+
+def expected_tokens(a: float, k: int) -> float:
+    """Tokens per step with per-token acceptance a and k drafted: (1 - a^(k+1)) / (1 - a)."""
+    if a >= 1.0:
+        return float(k + 1)
+    return (1.0 - a ** (k + 1)) / (1.0 - a)
+

@@ -1,0 +1,121 @@
+"""A fake machine for the adaptive policy: scripted costs and scripted acceptance.
+
+The policy is driven exactly as the generator drives it (sync at prefill, a first
+step that is the target's alone, then plan -> keep_drafting per token -> observe),
+but time comes from a cost table and acceptance from a fixed per-position script,
+so a policy and a fixed chain can be compared on the same "text" without a model
+and without a clock. The reference it is judged against, the best fixed chain on
+that script, runs through the same simulator with the product's FixedPolicy,
+which knows nothing of costs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from specula.core.engine.calibration import Calibration
+from specula.core.engine.drafters.base import DraftSource
+from specula.core.engine.policy import DraftPolicy, Outcome, PlanInput
+from specula.core.engine.stats import StepRecord
+
+ALL = frozenset({DraftSource.DRAFT, DraftSource.TREE, DraftSource.LOOKUP})
+
+
+@dataclass
+class Machine:
+    """Seconds per target verify of n tokens, per draft decode, per extra catch-up token."""
+
+    verify: Callable[[int], float]
+    draft: float
+    catchup_per_token: float
+    prompt: int = 40  # prompt tokens the draft catches up on after the first token
+    prompt_s: float = 0.0  # what that catch-up costs (one batched feed)
+
+    def calibration(self) -> Calibration:
+        """What the engine's calibration at load would have measured on this machine."""
+        return Calibration(verify={n: self.verify(n) for n in (*range(1, 9), 13)}, draft=self.draft,
+                           catchup_per_token=self.catchup_per_token)
+
+
+def script(rate: float, n: int, seed: int = 0, informative: float = 0.8,
+           bursty: bool = False) -> tuple[list[bool], list[float]]:
+    """Per position: does the draft's token equal the target's (probability ``rate``), and
+    the draft's top probability there (high where it is right, with ``informative`` odds).
+    ``bursty``: the draft is right in runs, as on real text (copied code, boilerplate): easy
+    spans at 97% and hard ones at 40%, in proportions that average ``rate``."""
+    rng = np.random.default_rng(seed)
+    if bursty:
+        easy_share = min(max((rate - 0.4) / 0.57, 0.0), 1.0)
+        easy, ok = True, []
+        for _ in range(n):
+            if rng.random() < 0.08:  # spans of about 12 tokens
+                easy = bool(rng.random() < easy_share)
+            ok.append(bool(rng.random() < (0.97 if easy else 0.4)))
+    else:
+        ok = [bool(x) for x in rng.random(n) < rate]
+    tell = rng.random(n) < informative
+    p_top = [(0.97 if o else 0.45) if t else 0.8 for o, t in zip(ok, tell, strict=True)]
+    return ok, p_top
+
+
+@dataclass
+class Reply:
+    seconds: float = 0.0
+    tokens: int = 0
+    steps: list[tuple[str, int, int]] = field(default_factory=list)  # (source, drafted, accepted)
+
+    @property
+    def rate(self) -> float:
+        return self.tokens / self.seconds
+
+
+def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float],
+              max_tokens: int = 64) -> Reply:
+    """One reply of ``max_tokens`` over the script, timed by the machine (after the first token)."""
+    out = Reply()
+    synced = policy.sync_draft_at_prefill()
+    pos = 1  # the first token is the target's alone (its time is TTFT, not counted)
+    lag = m.prompt + 1
+    if synced:  # the draft catches up on the prompt after the first token
+        out.seconds += m.prompt_s
+        lag = 1
+    while pos < max_tokens:
+        room = max_tokens - pos - 1
+        plan = policy.plan(PlanInput(room, ALL - {DraftSource.LOOKUP}, [], 0, lag))
+        drafted, draft_s, decodes = 0, 0.0, 0
+        if plan.source == DraftSource.DRAFT and plan.k > 0 and room > 0:
+            draft_s = m.draft + m.catchup_per_token * (lag - 1)  # the catch-up feed
+            decodes = 1
+            for i in range(min(plan.k, room)):
+                j = min(pos + i, len(ok) - 1)
+                keep, more = policy.keep_drafting(i, p_top[j], 0.3 if p_top[j] > 0.9 else 1.5)
+                if not keep:
+                    break
+                drafted += 1
+                if not more or drafted >= plan.k:
+                    break
+                draft_s += m.draft
+                decodes += 1
+        accepted = 0
+        while accepted < drafted and ok[min(pos + accepted, len(ok) - 1)]:
+            accepted += 1
+        verify_s = m.verify(drafted + 1)
+        emitted = min(accepted + 1, max_tokens - pos)
+        rec = StepRecord(len(out.steps), drafted, accepted, emitted, draft_s, verify_s, 0.0,
+                         draft_decodes=decodes, catchup=lag if decodes else 0)
+        j = min(pos, len(p_top) - 1)
+        policy.observe(Outcome(plan.source if drafted else DraftSource.NONE,
+                               p_top[j:j + drafted], [0.3] * drafted, accepted, 0, rec))
+        out.seconds += draft_s + verify_s
+        out.steps.append((plan.source.value if drafted else "none", drafted, accepted))
+        pos += emitted
+        if drafted:
+            lag = 2 if accepted == drafted else 1
+        else:
+            lag += 1
+    out.tokens = pos - 1
+    policy.finish()
+    return out
