@@ -21,6 +21,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("specula.commands.bench", "benchmark plain vs speculative decoding"),
     "models": ("specula.commands.models", "search, download and manage models"),
     "serve": ("specula.commands.serve", "OpenAI-compatible local server"),
+    "ngrams": ("specula.commands.ngrams", "list or clear the per-target n-gram caches of prompt lookup"),
 }
 
 

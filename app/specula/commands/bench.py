@@ -19,7 +19,7 @@ from specula.core.engine.engine import Engine, LoadError
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", required=True, help="target GGUF")
     p.add_argument("--draft", help="draft GGUF")
-    p.add_argument("--prompts", help="JSONL {id, category, prompt} (default: the packaged suite)")
+    p.add_argument("--prompts", help="JSONL {id, category, prompt[, turns]} (default: the packaged suite)")
     p.add_argument("--categories", help="only these categories (comma-separated)")
     p.add_argument("--limit", type=int, help="only the first N prompts")
     p.add_argument("--modes", default="plain,chain",
@@ -31,6 +31,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reuse-prefix", action="store_true",
                    help="keep the KV caches between runs (a prompt's later modes reuse its prefill); "
                         "by default every run starts from empty caches, like a new chat")
+    p.add_argument("--learn-ngrams", action="store_true",
+                   help="let the target's n-gram cache learn from the benchmark's replies, as chats do "
+                        "(then a later run of the same prompt may draft an earlier run's reply); by "
+                        "default it is used as it was and learns nothing")
     p.add_argument("--no-calibrate", action="store_true",
                    help="do not time verify batches at draft load (a new pair then learns its costs "
                         "inside its first replies)")
@@ -70,6 +74,8 @@ def run(a: argparse.Namespace) -> int:
     except LoadError as exc:
         return fail(str(exc))
     params = sampling_params(a)
+    if engine.ngrams is not None and engine.ngrams.notice:
+        print(engine.ngrams.notice, file=sys.stderr)
     print(f"target {a.target}\ndraft  {a.draft}\nbackend {engine.backend}, {engine.n_threads} threads, "
           f"{len(prompts)} prompts x {len(modes)} modes x {a.repeat}, max {params.max_tokens} tokens, "
           f"{params.acceptance_rule}", file=sys.stderr)
@@ -79,8 +85,8 @@ def run(a: argparse.Namespace) -> int:
               + ("" if r.identical in (None, True) else "  (diverged)"), file=sys.stderr)
 
     report = run_bench(engine, prompts, modes, params, repeat=a.repeat, on_run=progress, cold=a.cold,
-                       fresh=not a.reuse_prefix)
-    report.setup = {
+                       fresh=not a.reuse_prefix, learn_ngrams=a.learn_ngrams)
+    report.setup.update({
         "target": a.target, "draft": a.draft, "backend": engine.backend, "threads": engine.n_threads,
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
         "modes": {m.label: m.spec.to_dict() for m in modes}, "sampling": params.to_dict(), "repeat": a.repeat,
@@ -88,7 +94,7 @@ def run(a: argparse.Namespace) -> int:
         "fresh_caches": not a.reuse_prefix,
         "calibrated": not a.no_calibrate,
         "command": " ".join(sys.argv),
-    }
+    })
     print(format_report(report))
     if a.json_out:
         with open(a.json_out, "w", encoding="utf-8") as fh:

@@ -35,6 +35,27 @@ class BenchPrompt:
     response_format: dict[str, Any] | None = None
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
+    # Earlier messages of a multi-turn chat ({"role": "user" | "assistant" | "system",
+    # "content": text}), sent before ``prompt``: the reply can repeat what they hold.
+    turns: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def messages(self) -> list[dict[str, str]]:
+        return [*self.turns, {"role": "user", "content": self.prompt}]
+
+
+def _turns(raw: object) -> list[dict[str, str]]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise TypeError("'turns' must be a list of {role, content} messages")
+    out = []
+    for i, m in enumerate(raw, 1):
+        if not (isinstance(m, dict) and m.get("role") in ("system", "user", "assistant")
+                and isinstance(m.get("content"), str)):
+            raise TypeError(f"turn {i} must be {{\"role\": system|user|assistant, \"content\": text}}")
+        out.append({"role": str(m["role"]), "content": str(m["content"])})
+    return out
 
 
 @dataclass
@@ -81,8 +102,9 @@ class BenchReport:
 
 
 def load_prompts(path: str | Path | None = None) -> list[BenchPrompt]:
-    """JSONL lines ``{"id", "category", "prompt"}``, optionally with ``"response_format"``
-    or ``"tools"`` and ``"tool_choice"`` (a structured reply); the packaged suite by default."""
+    """JSONL lines ``{"id", "category", "prompt"}`` with optional ``"turns"`` (earlier
+    messages of the chat), ``"response_format"`` or ``"tools"`` and ``"tool_choice"`` (a
+    structured reply); the packaged suite by default."""
     if path is None:
         text = resources.files("specula.data").joinpath("prompts.jsonl").read_text("utf-8")
         name = "the default suite"
@@ -96,9 +118,10 @@ def load_prompts(path: str | Path | None = None) -> list[BenchPrompt]:
         try:
             d = json.loads(line)
             out.append(BenchPrompt(str(d["id"]), str(d.get("category", "")), str(d["prompt"]),
-                                   d.get("response_format"), d.get("tools"), d.get("tool_choice")))
+                                   response_format=d.get("response_format"), tools=d.get("tools"),
+                                   tool_choice=d.get("tool_choice"), turns=_turns(d.get("turns"))))
         except (ValueError, KeyError, TypeError) as exc:
-            raise ValueError(f"{name}, line {n}: expected {{id, category, prompt}} ({exc})") from exc
+            raise ValueError(f"{name}, line {n}: expected {{id, category, prompt[, turns]}} ({exc})") from exc
     return out
 
 
@@ -171,7 +194,7 @@ def _run_one(engine: Engine, prompt: BenchPrompt, params: SamplingParams, spec: 
     gen.gaps = gaps
     done = None
     shares: list[float] = []
-    messages = [{"role": "user", "content": prompt.prompt}]
+    messages = prompt.messages
     try:
         if prompt.response_format or prompt.tools:
             tokens, params = _structured(engine, prompt, messages, params)
@@ -222,13 +245,34 @@ def run_bench(
     on_run: Callable[[RunResult], None] | None = None,
     cold: bool = False,
     fresh: bool = True,
+    learn_ngrams: bool = False,
 ) -> BenchReport:
     """Every prompt in every mode, modes rotated per prompt; ``cold`` skips the
     learning warm-up (only plain warms caches and threads), so the first reply of a
     policy that learns starts from nothing, as for a new pair. ``fresh``: every run
     starts from empty KV caches (a new chat), so TTFT is a whole prefill in every
-    mode rather than whichever mode ran first on the prompt."""
+    mode rather than whichever mode ran first on the prompt. ``learn_ngrams``: let the
+    target's n-gram cache learn from the benchmark's replies as chats do; by default it
+    is read as it was and learns nothing, or a mode would draft a reply another mode
+    already wrote for the same prompt."""
     report = BenchReport()
+    store = engine.ngrams
+    learning = store.learning if store is not None else False
+    if store is not None:
+        store.learning = learn_ngrams
+        report.setup["ngram_cache"] = {"learned_tokens": store.cache.learned, "slots_used": store.cache.used,
+                                       "learning": learn_ngrams}
+    try:
+        _run_all(engine, prompts, modes, params, repeat, on_run, cold, fresh, report)
+    finally:
+        if store is not None:
+            store.learning = learning
+    return report
+
+
+def _run_all(engine: Engine, prompts: Sequence[BenchPrompt], modes: Sequence[BenchMode],
+             params: SamplingParams, repeat: int, on_run: Callable[[RunResult], None] | None,
+             cold: bool, fresh: bool, report: BenchReport) -> None:
     # Warm-up: caches, threads and allocations settle before anything is timed.
     warm = SamplingParams(max_tokens=8)
     for m in modes:
@@ -259,7 +303,6 @@ def run_bench(
                     on_run(res)
     report.summary = summarize(report.runs)
     report.oracle = oracle(report.runs, [m.label for m in modes if m.fixed_chain])
-    return report
 
 
 def _plain_gaps(engine: Engine, prompt: BenchPrompt, params: SamplingParams,

@@ -22,7 +22,8 @@ from specula.core.engine.adaptive import AdaptivePolicy
 from specula.core.engine.calibration import Calibration, measure
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.drafters import MAX_TREE_SEQS, DraftModel
-from specula.core.engine.events import Event
+from specula.core.engine.drafters.ngram_store import NgramStore, cache_dir
+from specula.core.engine.events import Done, Event
 from specula.core.engine.generator import Generator
 from specula.core.engine.ggml_devices import add_rpc_servers, local_gpu_handles
 from specula.core.engine.grammar import validate_grammar
@@ -100,6 +101,8 @@ class Engine:
         self._template: ChatTemplate | None = None
         self._policies: dict[str, DraftPolicy] = {}
         self.calibration: Calibration | None = None
+        # The target's persistent n-gram cache (lookup's fallback), learned from every reply.
+        self.ngrams: NgramStore | None = None
 
     # -- loading -------------------------------------------------------------
 
@@ -168,6 +171,8 @@ class Engine:
         self._template = template
         self._gen = Generator(model, ctx)
         self._policies = {}
+        self.ngrams = NgramStore(self._ngram_path(info), Path(info.source).name)
+        self._gen.lookup.cache = self.ngrams.cache
         return info
 
     def load_draft(self, path: str | Path, progress: Progress | None = None) -> CompatReport:
@@ -206,6 +211,9 @@ class Engine:
 
     def unload(self) -> None:
         self.unload_draft()
+        if self.ngrams is not None:
+            self.ngrams.flush()
+            self.ngrams = None
         if self._gen is not None:
             self._gen.ctx.close()
         if self._target is not None:
@@ -258,6 +266,12 @@ class Engine:
         digest = hashlib.sha256(raw.encode()).hexdigest()[:20]
         return paths.data_dir() / "adaptive" / f"{digest}.json"
 
+    @staticmethod
+    def _ngram_path(info: ModelInfo) -> Path:
+        """The target's n-gram cache file (per target: token ids mean nothing to another)."""
+        raw = f"{Path(info.source).name}:{info.file_size}"
+        return cache_dir() / f"{hashlib.sha256(raw.encode()).hexdigest()[:20]}.npz"
+
     def render(self, messages: Sequence[dict[str, str]]) -> str:
         if self._template is None:
             raise LoadError("No target model is loaded.")
@@ -299,9 +313,19 @@ class Engine:
             raise LoadError("No target model is loaded.")
         if sampling.grammar:
             validate_grammar(sampling.grammar, sampling.grammar_root, self._target.vocab)
-        return self._gen.generate(prompt, sampling, spec, self.policy_for(spec), cancel)
+        events = self._gen.generate(prompt, sampling, spec, self.policy_for(spec), cancel)
+        return events if self.ngrams is None else self._learning(prompt, events, self.ngrams)
 
     def validate_grammar(self, text: str, root: str = "root") -> None:
         """GrammarError (with llama.cpp's reason) unless ``text`` parses over the target's
         vocabulary (token references included); without a target, over none."""
         validate_grammar(text, root, self._target.vocab if self._target is not None else None)
+
+    @staticmethod
+    def _learning(prompt: Sequence[int], events: Iterator[Event], store: NgramStore) -> Iterator[Event]:
+        """Pass the events on; the finished reply (any mode) teaches the n-gram cache
+        before Done is handed over, and the cache is saved on its writer thread."""
+        for ev in events:
+            if isinstance(ev, Done):
+                store.learn_reply([*prompt, *ev.token_ids])
+            yield ev

@@ -1,8 +1,16 @@
-"""Prompt lookup: propose the continuation of the latest earlier match of the last n-gram.
+"""Prompt lookup: propose the continuation of the latest earlier match of the last n-gram,
+and failing that, what followed the same n-gram in earlier chats of this target.
 
 No model at all: when the reply quotes the prompt (edits, refactors, summaries
 that quote), the tokens after an earlier occurrence of the last n tokens are a
-good guess, and verifying them costs one target batch.
+good guess, and verifying them costs one target batch. The prompt holds every
+earlier turn of the chat, so this covers the whole conversation. Where it finds
+nothing better than a single-token match, the target's persistent n-gram cache
+(``ngram_cache.py``) is asked, as llama.cpp's lookup falls back from its context
+cache to its dynamic one. Both are one source (``DraftSource.LOOKUP``), weighed by
+the same cost model; the match length a proposal reports tells them apart
+(``CACHE_MATCH + n`` for the cache), so the adaptive policy learns their
+acceptance separately.
 """
 
 from __future__ import annotations
@@ -12,19 +20,32 @@ from collections.abc import Sequence
 import numpy as np
 
 from specula.core.engine.drafters.base import DrafterCounters, DraftRequest, DraftSource, Proposal
+from specula.core.engine.drafters.ngram_cache import NgramCache
+
+# A proposal from the n-gram cache reports match CACHE_MATCH + n (n: the n-gram length
+# behind its first token), a context match reports n alone: the policy's acceptance
+# table keeps the two apart.
+CACHE_MATCH = 10
+# A conversation match of the longest n-gram reports how far back the agreement goes:
+# a reply copying pasted text agrees with it for dozens of tokens, a stock phrase for
+# a few. Codes ngram_max .. ngram_max + 3 for 4-7, 8-15, 16-31 and 32+ tokens.
+EXTENT_BUCKETS = (8, 16, 32)
 
 
 class LookupDrafter:
-    """n-gram prompt lookup (llama.cpp's ngram-simple), a deterministic proposal."""
+    """n-gram prompt lookup (llama.cpp's ngram-simple) over the conversation, then the
+    target's n-gram cache (llama.cpp's ngram-cache, dynamic level); a deterministic proposal."""
 
     source = DraftSource.LOOKUP
     available = True
     stopped = ""
 
-    def __init__(self, ngram_max: int = 4, ngram_min: int = 1) -> None:
+    def __init__(self, ngram_max: int = 4, ngram_min: int = 1, cache: NgramCache | None = None) -> None:
         self.ngram_max = ngram_max
         self.ngram_min = ngram_min
+        self.cache = cache  # the engine attaches the target's persistent cache
         self.counters = DrafterCounters()
+        self._preview: tuple[int, list[int], int] = (-1, [], 0)  # (at length, tokens, match code)
 
     def begin(self, prompt: Sequence[int], *, sync: bool) -> None:
         return None
@@ -33,10 +54,26 @@ class LookupDrafter:
         return 0
 
     def preview(self, committed: Sequence[int], k: int) -> tuple[list[int], int]:
-        return self.match(committed, k)
+        tokens, n = self.match(committed, k)
+        self._preview = (len(committed), tokens, n)
+        return tokens, n
 
     def match(self, committed: Sequence[int], k: int) -> tuple[list[int], int]:
-        """(continuation of up to k tokens, matched n-gram length); ([], 0) when none."""
+        """(up to k tokens, match code): the conversation's match of 2+ tokens, else the
+        cache's prediction (code ``CACHE_MATCH + n``), else a single-token match; ([], 0)
+        when none."""
+        tokens, n = self.context_match(committed, k)
+        if n >= 2 or self.cache is None or k <= 0:
+            return tokens, n
+        cached, n_cache = self.cache.predict(committed, k)
+        if cached:
+            return cached, CACHE_MATCH + n_cache
+        return tokens, n
+
+    def context_match(self, committed: Sequence[int], k: int) -> tuple[list[int], int]:
+        """(continuation of up to k tokens, match code); ([], 0) when none. The code is
+        the matched n-gram length, and for the longest n-gram grows with how far back
+        the earlier occurrence agrees with the text before it (``EXTENT_BUCKETS``)."""
         n_tok = len(committed)
         if k <= 0 or n_tok < 2:
             return [], 0
@@ -49,12 +86,22 @@ class LookupDrafter:
                 if s + n <= n_tok - 1 and np.array_equal(arr[s : s + n], tail):
                     cont = arr[s + n : min(s + n + k, n_tok)]
                     if len(cont):
-                        return [int(t) for t in cont], n
+                        code = n
+                        if n == self.ngram_max:
+                            extent = n + _agree_before(arr, int(s), n_tok - n, EXTENT_BUCKETS[-1] - n)
+                            code += sum(1 for b in EXTENT_BUCKETS if extent >= b)
+                        return [int(t) for t in cont], code
         return [], 0
 
     def propose(self, req: DraftRequest) -> Proposal:
-        """The planned tokens (``req.lookup_tokens``), else a fresh match."""
-        tokens, n = (req.lookup_tokens, 0) if req.lookup_tokens else self.match(req.committed, req.k)
+        """The planned tokens (``req.lookup_tokens``, with the match code of the preview
+        they came from, so the policy learns acceptance per code), else a fresh match."""
+        if req.lookup_tokens:
+            tokens = req.lookup_tokens
+            at, previewed, code = self._preview
+            n = code if at == len(req.committed) and previewed[: len(tokens)] == tokens else 0
+        else:
+            tokens, n = self.match(req.committed, req.k)
         prop = Proposal(source=self.source, match_len=n)
         tokens = tokens[: req.k]
         if req.grammar is not None:  # stop before the first token the grammar forbids
@@ -72,3 +119,12 @@ class LookupDrafter:
 
     def accept(self, committed: Sequence[int], n_accepted: int) -> None:
         self.counters.accepted += n_accepted
+
+
+def _agree_before(arr: np.ndarray, a: int, b: int, limit: int) -> int:
+    """How many tokens before positions a and b (a < b) agree, up to ``limit``."""
+    n = min(limit, a)
+    if n <= 0:
+        return 0
+    diff = np.flatnonzero(arr[a - n : a][::-1] != arr[b - n : b][::-1])
+    return int(diff[0]) if len(diff) else n
