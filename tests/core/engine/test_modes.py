@@ -12,8 +12,8 @@ from specula.core import paths
 from specula.core.engine.adaptive import AdaptivePolicy
 from specula.core.engine.config import DEFAULT_MODE, Mode, SpecConfig
 from specula.core.engine.drafters import DraftSource, LookupDrafter
-from specula.core.engine.events import Source
-from specula.core.engine.policy import Outcome, PlanInput
+from specula.core.engine.events import Done, Source, TokenEvent
+from specula.core.engine.policy import Outcome, Plan, PlanInput, StaticPolicy
 from specula.core.engine.sampling import SamplingParams
 from specula.core.engine.stats import StepRecord
 from tests.core.engine.conftest import PLAIN, make_engine, run
@@ -46,11 +46,37 @@ def test_lookup_and_adaptive_are_exact(tiny: dict[str, Path]) -> None:
     target_only.close()
 
 
+class _AlwaysLookup(StaticPolicy):
+    """Propose every lookup match: what the drafter predicts, with no timing deciding."""
+
+    name = "lookup"
+    wants = frozenset({DraftSource.LOOKUP})
+
+    def plan(self, inp: PlanInput) -> Plan:
+        if not inp.lookup_tokens:
+            return Plan(DraftSource.NONE, 0)
+        return Plan(DraftSource.LOOKUP, len(inp.lookup_tokens), lookup_tokens=inp.lookup_tokens)
+
+
 def test_lookup_predicts_a_loop(tiny: dict[str, Path]) -> None:
-    """A random model loops; lookup predicts its own repetition (a fresh policy tries it)."""
+    """A random model loops; lookup predicts its own repetition, and output stays plain's.
+
+    The lookup mode's own policy weighs measured step times, so this drives the drafter
+    with a policy that always proposes (the mode's choice is tested with a fake clock in
+    test_speed_adaptive*.py)."""
     eng = make_engine(tiny["target"])
-    done, events = run(eng, PROMPTS[1], replace(GREEDY, max_tokens=200), SpecConfig(mode=Mode.LOOKUP))
-    assert done.stats.accepted > 20 and any(e.source is Source.LOOKUP for e in events)
+    gen = eng.generator
+    assert gen is not None
+    params = replace(GREEDY, max_tokens=200)
+    prompt = eng.tokenize_chat([{"role": "user", "content": PROMPTS[1]}])
+    spec = SpecConfig(mode=Mode.LOOKUP)
+    plain, _ = run(eng, prompt, params, PLAIN)
+    events = list(gen.generate(prompt, params, spec, _AlwaysLookup(spec)))
+    done = events[-1]
+    assert isinstance(done, Done)
+    assert done.token_ids == plain.token_ids
+    assert done.stats.accepted > 20
+    assert any(isinstance(e, TokenEvent) and e.source is Source.LOOKUP for e in events)
     eng.close()
 
 
