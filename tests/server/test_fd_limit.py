@@ -12,7 +12,6 @@ import resource
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -30,7 +29,10 @@ def test_idle_sockets_cannot_exhaust_descriptors(tiny: dict[str, Path]) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "specula.cli", "serve", "--model", str(tiny["target"]),
-         "--port", "0", "--ctx", "512", "--threads", "1", "--mode", "plain"],
+         "--port", "0", "--ctx", "512", "--threads", "1", "--mode", "plain",
+         # Idle connections are reaped only after 10 minutes here, so a reply within the
+         # client's 60 s proves the server made room by closing idle ones (no clock race).
+         "--head-timeout", "600"],
         stderr=subprocess.PIPE, text=True, env=env, preexec_fn=_lower_limit)
     idle: list[socket.socket] = []
     try:
@@ -44,12 +46,10 @@ def test_idle_sockets_cannot_exhaust_descriptors(tiny: dict[str, Path]) -> None:
         assert port, "the server did not start"
         for _ in range(140):
             idle.append(socket.create_connection(("127.0.0.1", port), timeout=20))
-        start = time.monotonic()
         reply = post(port, "/v1/chat/completions", {
             "model": "tiny-target", "max_tokens": 3,
             "messages": [{"role": "user", "content": "hi"}]})
         assert reply.status == 200, reply.body[:200]
-        assert time.monotonic() - start < 9.5  # before the 10 s head deadline: room was made
         child = psutil.Process(proc.pid)
         assert child.num_fds() < LIMIT
         assert proc.poll() is None

@@ -17,6 +17,7 @@ from specula.commands._engine_args import (
 )
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import LoadError
+from specula.server.connections import HEAD_TIMEOUT_S
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -33,6 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--api-key", default=None,
                    help="require 'Authorization: Bearer KEY' (default: $SPECULA_API_KEY)")
     g.add_argument("--verbose", action="store_true", help="log every request")
+    g.add_argument("--head-timeout", type=float, default=HEAD_TIMEOUT_S, metavar="S",
+                   help="seconds a new connection has to send its whole request head, "
+                        f"after which it is closed (default {HEAD_TIMEOUT_S:g})")
 
 
 def _spec(a: argparse.Namespace) -> SpecConfig | None:
@@ -70,7 +74,8 @@ def run(a: argparse.Namespace) -> int:
         return fail(str(exc))
     host = EngineThread(engine, ServedModel.from_engine(engine, a.target, a.draft))
     server = LocalServer(host, bind=a.host, port=a.port, api_key=api_key,
-                         allow_remote=a.allow_remote, sampling=sampling_params(a), spec=_spec(a))
+                         allow_remote=a.allow_remote, sampling=sampling_params(a), spec=_spec(a),
+                         head_timeout_s=a.head_timeout)
     served = host.served()
     assert served is not None
     try:

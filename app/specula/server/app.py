@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from specula.core.engine.events import Done, StopReason
 from specula.server import streaming as S
-from specula.server.connections import Connections, Phase, fd_limited_max
+from specula.server.connections import HEAD_TIMEOUT_S, Connections, Phase, fd_limited_max
 from specula.server.errors import OpenAIError
 from specula.server.jobs import Message, generation_job, render_chat
 from specula.server.limits import content_length, parse_json
@@ -57,10 +57,11 @@ class SpeculaHTTPServer(ThreadingHTTPServer):
     request_queue_size = BACKLOG
 
     def __init__(self, address: tuple[str, int], owner: LocalServer,
-                 max_connections: int | None = None) -> None:
+                 max_connections: int | None = None,
+                 head_timeout_s: float = HEAD_TIMEOUT_S) -> None:
         self.owner = owner
         super().__init__(address, Handler)
-        self.conns = Connections(max_connections or fd_limited_max())
+        self.conns = Connections(max_connections or fd_limited_max(), head_timeout_s)
 
     def get_request(self) -> tuple[socket.socket, Any]:
         # At the cap, new clients wait in the listen backlog (never reset) while the

@@ -12,7 +12,7 @@ from specula.core.engine.config import DEFAULT_MODE, SpecConfig
 from specula.core.engine.events import Done, StopReason
 from specula.core.engine.sampling import SamplingParams
 from specula.server.app import SpeculaHTTPServer
-from specula.server.connections import Connections
+from specula.server.connections import HEAD_TIMEOUT_S, Connections
 from specula.server.queue import EngineHost, ServedModel
 from specula.server.render import RENDER_TIMEOUT_S
 
@@ -96,7 +96,8 @@ class LocalServer:
                  api_key: str | None = None, allow_remote: bool = False,
                  sampling: SamplingParams | None = None, spec: SpecConfig | None = None,
                  max_connections: int | None = None,
-                 render_timeout_s: float = RENDER_TIMEOUT_S) -> None:
+                 render_timeout_s: float = RENDER_TIMEOUT_S,
+                 head_timeout_s: float = HEAD_TIMEOUT_S) -> None:
         check_api_key(api_key or None)
         check_binding(bind, allow_remote, api_key)
         self.host = host
@@ -105,6 +106,7 @@ class LocalServer:
         self.api_key = api_key or None
         self.sampling = sampling or SamplingParams()
         self.spec = spec
+        self.head_timeout_s = head_timeout_s
         self.max_connections = max_connections  # None: from the open-file limit
         self.render_timeout_s = render_timeout_s  # the chat template's time limit per request
         self.finished: deque[Finished] = deque(maxlen=100)
@@ -135,7 +137,8 @@ class LocalServer:
 
     def _bind(self) -> SpeculaHTTPServer:
         if self._httpd is None:
-            self._httpd = SpeculaHTTPServer((self.bind, self.port), self, self.max_connections)
+            self._httpd = SpeculaHTTPServer((self.bind, self.port), self, self.max_connections,
+                                            self.head_timeout_s)
             self.port = int(self._httpd.server_address[1])
         return self._httpd
 
