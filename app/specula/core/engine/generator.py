@@ -44,8 +44,7 @@ from specula.core.engine.reply import Reply
 from specula.core.engine.sampling import SamplingParams
 from specula.core.engine.stats import GenerationStats, StepRecord
 from specula.core.engine.text import StopFilter, Utf8Stream
-
-NewToken = tuple[int, Source, float | None, bool]  # token, source, draft probability, relaxed
+from specula.core.engine.tree_verify import NewToken, verify_tree
 
 
 def top2_gap(logits: np.ndarray) -> float:
@@ -366,48 +365,9 @@ class Generator:
         self, tree: TokenTree, committed: list[int], reply: Reply,
     ) -> tuple[float, list[NewToken], int]:
         """Pending token + whole tree in one decode; walk it; keep the winning branch."""
-        n_past = len(committed) - 1
         if self._tree_batch is None:
             self._tree_batch = Batch(MAX_TREE_SEQS * 4, MAX_TREE_SEQS + 1)
-        leaves = tree.leaves()
-        new: list[NewToken] = []
-        path: list[int] = []
-        with self.kv.branches(len(leaves)) as seqs:
-            leaf_seq = dict(zip(leaves, seqs, strict=True))
-            below: list[list[int]] = [[] for _ in tree.nodes]
-            for leaf, s in leaf_seq.items():
-                i = leaf
-                while i >= 0:
-                    below[i].append(s)
-                    i = tree.nodes[i].parent
-            self._tree_batch.fill_tree(
-                [committed[-1]] + [n.token for n in tree.nodes],
-                [n_past] + [n_past + n.depth for n in tree.nodes],
-                [[0, *seqs], *below],
-            )
-            verify_s = self.kv.decode(self._tree_batch, appended=[committed[-1]])
-            cur, out = -1, 0
-            history = list(committed) if reply.params.has_penalties else []
-            while True:
-                logits = self.ctx.logits(out)
-                if self.gaps is not None:
-                    self.gaps.append(top2_gap(logits))
-                # sample-and-match (or coupled) down the tree: exact for any tree
-                y = reply.choose(logits, history, len(committed) + len(path))
-                child = next((c for c in tree.children_of(cur) if tree.nodes[c].token == y), None)
-                reply.took(logits, y)
-                if child is None:
-                    new.append((y, Source.TARGET, None, False))
-                    break
-                new.append((y, Source.DRAFT, tree.nodes[child].prob, False))
-                if history:
-                    history.append(y)
-                path.append(child)
-                cur, out = child, child + 1
-            if path:
-                winner = next(s for leaf, s in leaf_seq.items() if tree.descends(leaf, path[-1]))
-                self.kv.commit_branch(winner, [tree.nodes[i].token for i in path])
-        return verify_s, new, len(path)
+        return verify_tree(self.kv, self._tree_batch, tree, committed, reply, self.gaps)
 
     # -- acceptance ----------------------------------------------------------
 
