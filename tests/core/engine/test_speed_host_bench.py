@@ -42,7 +42,7 @@ def test_plain_gaps_are_read_in_an_untimed_rerun_only_when_a_reply_diverges(
         tiny: dict[str, Path], monkeypatch) -> None:
     """Reading plain's top-2 gaps costs two passes over the vocabulary per token: the
     timed runs never read them; a divergence gets them from a rerun of plain."""
-    from specula.core import bench
+    from specula.core.bench import run as bench
     from specula.core.engine.config import Mode
 
     calls: list[tuple[str, bool]] = []

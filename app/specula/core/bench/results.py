@@ -1,0 +1,153 @@
+"""What one benchmark run records, and what the runs add up to: per-mode summaries and
+the per-prompt oracle of fixed chains (same-run ratios only)."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+
+from specula.core.engine.config import Mode
+
+
+@dataclass
+class RunResult:
+    prompt_id: str
+    category: str
+    mode: str
+    repeat: int
+    prompt_token_ids: list[int]
+    token_ids: list[int]
+    text: str
+    tok_per_s: float
+    ttft_s: float
+    drafted: int
+    accepted: int
+    steps: int
+    acceptance: float
+    mean_accepted_per_step: float
+    overhead_fraction: float
+    peak_rss_bytes: int
+    stop_reason: str
+    identical: bool | None = None  # greedy: same token ids as plain (None for plain itself)
+    total_s: float = 0.0  # the whole reply, prefill and the draft's catch-up included
+    divergence: dict[str, object] | None = None
+    # Host share: the steps' time outside llama_decode (target and draft decodes are not
+    # host work; the drafter's Python is), over the reply and per step (median, p90).
+    host_share: float = 0.0
+    host_share_step_median: float = 0.0
+    host_share_step_p90: float = 0.0
+    draft_host_share: float = 0.0  # of the steps' time: the drafter's own Python work
+    draft_prefill_s: float = 0.0  # the draft's catch-up on the prompt (inside the decode time)
+
+
+@dataclass
+class BenchReport:
+    runs: list[RunResult] = field(default_factory=list)
+    summary: dict[str, object] = field(default_factory=dict)
+    oracle: dict[str, object] = field(default_factory=dict)
+    setup: dict[str, object] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, object]:
+        return {"setup": self.setup, "runs": [asdict(r) for r in self.runs], "summary": self.summary,
+                "oracle": self.oracle}
+
+
+def _median(xs: Sequence[float]) -> float:
+    return float(statistics.median(xs)) if xs else 0.0
+
+
+def _quantile(xs: Sequence[float], q: float) -> float:
+    if not xs:
+        return 0.0
+    v = sorted(xs)
+    return float(v[min(len(v) - 1, int(q * len(v)))])
+
+
+def _per_prompt_median(runs: Sequence[RunResult], key: Callable[[RunResult], float]) -> dict[tuple[str, str], float]:
+    """(prompt, mode) -> the median over repeats: a per-prompt figure needs several runs here."""
+    groups: dict[tuple[str, str], list[float]] = {}
+    for r in runs:
+        groups.setdefault((r.prompt_id, r.mode), []).append(key(r))
+    return {k: _median(v) for k, v in groups.items()}
+
+
+def oracle(runs: Sequence[RunResult], fixed: Sequence[str]) -> dict[str, object]:
+    """Per prompt: the best of the fixed chains (by median tok/s over repeats), and how every
+    other mode compares with it. The best fixed length differs from prompt to prompt; an
+    adaptive policy is judged against that per-prompt best, not against one global length."""
+    if not fixed:
+        return {}
+    speed = _per_prompt_median(runs, lambda r: r.tok_per_s)
+    prompts = list(dict.fromkeys(r.prompt_id for r in runs))
+    modes = list(dict.fromkeys(r.mode for r in runs))
+    best: dict[str, dict[str, object]] = {}
+    ratios: dict[str, dict[str, float]] = {m: {} for m in modes}
+    for pid in prompts:
+        cands = [(speed[(pid, f)], f) for f in fixed if (pid, f) in speed]
+        if not cands:
+            continue
+        top, label = max(cands)
+        best[pid] = {"mode": label, "tok_per_s": top}
+        for m in modes:
+            if (pid, m) in speed and top > 0:
+                ratios[m][pid] = speed[(pid, m)] / top
+    return {
+        "best_fixed": best,
+        "vs_best_fixed": {
+            m: {"median": _median(list(v.values())), "min": min(v.values()), "per_prompt": v}
+            for m, v in ratios.items() if v
+        },
+    }
+
+
+def summarize(runs: Sequence[RunResult]) -> dict[str, object]:
+    """Per mode: speedup vs plain (median, min, max over prompt x repeat; the least per-prompt
+    median over repeats), per category, TTFT against plain's."""
+    plain = {(r.prompt_id, r.repeat): r for r in runs if r.mode == Mode.PLAIN.value}
+    modes = list(dict.fromkeys(r.mode for r in runs))
+    plain_ttft = _median([r.ttft_s for r in plain.values()])
+    per_prompt = _per_prompt_median(runs, lambda r: r.tok_per_s)
+    out: dict[str, object] = {}
+    for mode in modes:
+        rs = [r for r in runs if r.mode == mode]
+        ratios = [r.tok_per_s / plain[(r.prompt_id, r.repeat)].tok_per_s
+                  for r in rs if plain.get((r.prompt_id, r.repeat)) and plain[(r.prompt_id, r.repeat)].tok_per_s > 0]
+        cats: dict[str, list[float]] = {}
+        for r in rs:
+            p = plain.get((r.prompt_id, r.repeat))
+            if p and p.tok_per_s > 0:
+                cats.setdefault(r.category, []).append(r.tok_per_s / p.tok_per_s)
+        # Per prompt, medians over repeats first: the figure a per-prompt claim rests on.
+        prompt_ratios = [per_prompt[(pid, mode)] / per_prompt[(pid, "plain")]
+                         for pid in dict.fromkeys(r.prompt_id for r in rs)
+                         if per_prompt.get((pid, "plain"))]
+        drafted = sum(r.drafted for r in rs)
+        ident = [r.identical for r in rs if r.identical is not None]
+        ttft = _median([r.ttft_s for r in rs])
+        # whole-reply time against plain's, same prompt and repeat (a draft's catch-up counts)
+        totals = [r.total_s / plain[(r.prompt_id, r.repeat)].total_s for r in rs
+                  if plain.get((r.prompt_id, r.repeat)) and plain[(r.prompt_id, r.repeat)].total_s > 0]
+        out[mode] = {
+            "runs": len(rs),
+            "tok_per_s_median": _median([r.tok_per_s for r in rs]),
+            "speedup_median": _median(ratios),
+            "speedup_min": min(ratios) if ratios else 0.0,
+            "speedup_max": max(ratios) if ratios else 0.0,
+            "prompt_speedup_min": min(prompt_ratios) if prompt_ratios else 0.0,
+            "speedup_by_category": {c: _median(v) for c, v in sorted(cats.items())},
+            "ttft_s_median": ttft,
+            "ttft_vs_plain": ttft / plain_ttft if plain_ttft > 0 else 0.0,
+            "total_s_median": _median([r.total_s for r in rs]),
+            "total_vs_plain": _median(totals),
+            "acceptance": sum(r.accepted for r in rs) / drafted if drafted else 0.0,
+            "mean_accepted_per_step": _median([r.mean_accepted_per_step for r in rs]),
+            "overhead_fraction_median": _median([r.overhead_fraction for r in rs]),
+            "host_share_median": _median([r.host_share for r in rs]),
+            "host_share_step_median": _median([r.host_share_step_median for r in rs]),
+            "host_share_step_p90": _median([r.host_share_step_p90 for r in rs]),
+            "draft_host_share_median": _median([r.draft_host_share for r in rs]),
+            "peak_rss_mb": max((r.peak_rss_bytes for r in rs), default=0) / 2**20,
+            "identical": f"{sum(ident)}/{len(ident)}" if ident else "-",
+        }
+    return out
