@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.drafters.lookup import CACHE_MATCH
 from specula.core.engine.drafters.ngram_store import cache_dir
@@ -36,25 +38,17 @@ def teach(eng: Engine, params: SamplingParams) -> Done:
     return done
 
 
-def test_greedy_with_the_cache_equals_plain(tiny: dict[str, Path]) -> None:
+@pytest.mark.parametrize(("params", "same"), [(GREEDY, "token_ids"), (COUPLED, "text")],
+                         ids=["greedy-equals-plain", "seeded-coupled-same-text"])
+def test_replies_with_the_cache_are_plains(tiny: dict[str, Path], params: SamplingParams,
+                                           same: str) -> None:
+    """Greedy: plain's tokens; a seeded coupled reply: plain's text; while the cache proposes."""
     eng = make_engine(tiny["target"], tiny["draft"])
-    plain = teach(eng, GREEDY)
+    plain = teach(eng, params)
     for mode in (Mode.LOOKUP, Mode.ADAPTIVE):
         eng.generator.reset()  # type: ignore[union-attr]
-        done, _ = run(eng, PROMPT, GREEDY, SpecConfig(mode=mode, draft_max=4))
-        assert done.token_ids == plain.token_ids, mode
-        assert cache_codes(eng, mode), f"{mode}: the cache never proposed"
-    eng.close()
-
-
-def test_a_seeded_coupled_reply_is_the_same_text_with_the_cache(tiny: dict[str, Path]) -> None:
-    """Same seed, same text in every mode, while the cache proposes."""
-    eng = make_engine(tiny["target"], tiny["draft"])
-    plain = teach(eng, COUPLED)
-    for mode in (Mode.LOOKUP, Mode.ADAPTIVE):
-        eng.generator.reset()  # type: ignore[union-attr]
-        done, _ = run(eng, PROMPT, COUPLED, SpecConfig(mode=mode, draft_max=4))
-        assert done.text == plain.text, mode
+        done, _ = run(eng, PROMPT, params, SpecConfig(mode=mode, draft_max=4))
+        assert getattr(done, same) == getattr(plain, same), mode
         assert cache_codes(eng, mode), f"{mode}: the cache never proposed"
     eng.close()
 
