@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QSettings, QThreadPool
 
-from specula.gui import errors
+from specula.gui import errors, gui_thread_gc
 
 
 @pytest.fixture(autouse=True)
@@ -27,15 +27,19 @@ def usable_binding() -> None:
 
 @pytest.fixture(autouse=True)
 def qt_isolated(specula_home: Path, qapp) -> Iterator[None]:  # type: ignore[no-untyped-def]
-    """QSettings (window geometry) under the test's SPECULA_HOME; no leftover error texts."""
+    """QSettings (window geometry) under the test's SPECULA_HOME; no leftover error texts;
+    garbage collected on the GUI thread only, as in the app."""
     qapp.setOrganizationName("Specula")
     qapp.setApplicationName("Specula")
     QSettings.setDefaultFormat(QSettings.Format.IniFormat)
     QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope,
                       str(specula_home / "qsettings"))
     errors.shown_errors.clear()
+    collector = gui_thread_gc.install(qapp)  # as the app does (ensure_qapp)
     yield
     QThreadPool.globalInstance().waitForDone(10000)
+    collector.uninstall()  # the rest of the suite collects as Python does
+    collector.deleteLater()
 
 
 @pytest.fixture

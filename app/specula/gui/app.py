@@ -23,11 +23,16 @@ def binding_problem() -> str | None:
 
 
 def ensure_qapp() -> QApplication:
+    """The QApplication, with garbage collection moved to its thread (gui_thread_gc)."""
+    from specula.gui import gui_thread_gc
+
     QCoreApplication.setOrganizationName("Specula")
     QCoreApplication.setApplicationName("Specula")
     app = QApplication.instance()
     if not isinstance(app, QApplication):
         app = QApplication(sys.argv)
+    if app.findChild(gui_thread_gc.GuiThreadCollector) is None:
+        gui_thread_gc.install(app)
     return app
 
 

@@ -16,6 +16,7 @@ import logging
 import threading
 import time
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -184,6 +185,7 @@ class EngineWorker(QObject):
             return
         batch = ReplyBatch()
         last = time.monotonic()
+        events: Iterator[object] | None = None
         try:
             if prefix_ids:
                 prompt = [*self._engine.tokenize_chat(messages), *prefix_ids]
@@ -212,6 +214,13 @@ class EngineWorker(QObject):
             log.error("generation failed\n%s", traceback.format_exc())
             self.reply_failed.emit(request_id, f"Generation failed: {exc}")
             return
+        finally:
+            # An unfinished reply is closed here, on the engine thread: left to the
+            # garbage collector, its clean-up would run on the GUI thread (gui_thread_gc)
+            # while this thread goes on with the same contexts.
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()
         self.reply_failed.emit(request_id, "The engine ended the reply without a result.")
 
     @Slot()

@@ -183,6 +183,8 @@ class Model:
         self.n_ctx_train: int = int(L.llama_model_n_ctx_train(self._model))
         self._pieces: dict[int, bytes] = {}
         self._piece_buf = ctypes.create_string_buffer(256)
+        self._contexts = 0  # open Contexts over these weights (see close)
+        self._close_pending = False
 
     @property
     def ptr(self) -> Any:
@@ -235,9 +237,31 @@ class Model:
         return buf.value.decode("utf-8", errors="replace") if n >= 0 else None
 
     def close(self) -> None:
+        """Free the weights, or, while a Context over them is open, when the last closes.
+
+        A context must be freed before its model. Owners close in that order, but the
+        garbage collector finalizes a cycle's objects in no particular order (a reply
+        abandoned with its engine), and freeing the model first would leave llama.cpp
+        a context over freed weights.
+        """
+        if getattr(self, "_contexts", 0) > 0:
+            self._close_pending = True
+            return
         if getattr(self, "_model", None):
             L.llama_model_free(self._model)
             self._model = None
+
+    @property
+    def closed(self) -> bool:
+        return not getattr(self, "_model", None)
+
+    def _context_opened(self) -> None:
+        self._contexts += 1
+
+    def _context_closed(self) -> None:
+        self._contexts -= 1
+        if self._contexts == 0 and self._close_pending:
+            self.close()
 
     def __del__(self) -> None:
         try:
@@ -349,11 +373,14 @@ class Context:
         p.kv_unified = kv_unified
         p.no_perf = True
         p.flash_attn_type = -1  # LLAMA_FLASH_ATTN_TYPE_AUTO
+        if model.closed:
+            raise LoadError(f"{model.path}: the model is closed")
         self._ctx = L.llama_init_from_model(model.ptr, p)
         if not self._ctx:
             raise LoadError(
                 f"{model.path}: could not create a context of {n_ctx} tokens (not enough memory?)"
             )
+        model._context_opened()
         self.n_ctx: int = int(L.llama_n_ctx(self._ctx))
         # llama.cpp caps n_batch at n_ctx (and n_ubatch at n_batch): read back what it
         # uses, since a batch larger than that aborts the process (GGML_ASSERT).
@@ -369,6 +396,8 @@ class Context:
 
     def decode(self, batch: Batch) -> None:
         """Evaluate ``batch``; raises :class:`ContextFull` or :class:`DecodeError`."""
+        if not self._ctx:
+            raise DecodeError("decode on a closed context")
         if batch.n_outputs > self.n_outputs_max:
             # llama.cpp aborts the whole process past n_outputs_max: refuse in Python.
             raise DecodeError(f"batch asks for {batch.n_outputs} outputs, max {self.n_outputs_max}")
@@ -384,6 +413,8 @@ class Context:
 
     def logits(self, i: int) -> F32:
         """Zero-copy, read-only view of the i-th output's logits (valid until the next decode)."""
+        if not self._ctx:
+            raise DecodeError("logits of a closed context")
         ptr = L.llama_get_logits_ith(self._ctx, i)
         if not ptr:
             raise DecodeError(f"no logits for output {i}")
@@ -392,25 +423,39 @@ class Context:
         row.flags.writeable = False  # llama.cpp's buffer: only a decode writes it
         return row
 
+    # The memory calls check first: after close the pointer is dangling, and a clean-up
+    # that runs late (a reply's ``finally`` at garbage collection) must get an error,
+    # not a crash inside llama.cpp.
+    def _memory(self) -> Any:
+        if not self._ctx:
+            raise DecodeError("KV operation on a closed context")
+        return self._mem
+
     def seq_rm(self, seq: int, p0: int, p1: int = -1) -> bool:
-        return bool(L.llama_memory_seq_rm(self._mem, seq, p0, p1))
+        return bool(L.llama_memory_seq_rm(self._memory(), seq, p0, p1))
 
     def seq_cp(self, src: int, dst: int, p0: int = -1, p1: int = -1) -> None:
-        L.llama_memory_seq_cp(self._mem, src, dst, p0, p1)
+        L.llama_memory_seq_cp(self._memory(), src, dst, p0, p1)
 
     def seq_keep(self, seq: int) -> None:
-        L.llama_memory_seq_keep(self._mem, seq)
+        L.llama_memory_seq_keep(self._memory(), seq)
 
     def pos_max(self, seq: int = 0) -> int:
-        return int(L.llama_memory_seq_pos_max(self._mem, seq))
+        return int(L.llama_memory_seq_pos_max(self._memory(), seq))
 
     def clear(self) -> None:
-        L.llama_memory_clear(self._mem, True)
+        L.llama_memory_clear(self._memory(), True)
+
+    @property
+    def closed(self) -> bool:
+        return not getattr(self, "_ctx", None)
 
     def close(self) -> None:
         if getattr(self, "_ctx", None):
             L.llama_free(self._ctx)
             self._ctx = None
+            self._mem = None
+            self.model._context_closed()
 
     def __del__(self) -> None:
         try:
