@@ -27,15 +27,19 @@ def test_the_benchmark_reports_host_share_per_mode(tiny: dict[str, Path]) -> Non
         assert 0.0 < r.host_share < 1.0
         assert 0.0 < r.host_share_step_median < 1.0
         assert r.host_share_step_median <= r.host_share_step_p90 < 1.0
+        # the same host time in microseconds per step: share x step length
+        assert r.host_us_per_step > 0.0 and r.step_us > r.host_us_per_step
+        assert abs(r.host_us_per_step / r.step_us - r.host_share) < 1e-9
     assert by_mode["plain"].draft_host_share == 0.0  # nothing drafted
     assert 0.0 < by_mode["chain:2"].draft_host_share < by_mode["chain:2"].host_share
     summary = report.summary["chain:2"]
     assert isinstance(summary, dict)
     assert summary["host_share_median"] == by_mode["chain:2"].host_share
     text = format_report(report)
-    assert "host %" in text and "Host share" in text
+    assert "host %" in text and "Host share" in text and "host us/step" in text
     data = json.loads(json.dumps(report.to_json()))
-    assert {"host_share", "host_share_step_median", "draft_host_share"} <= set(data["runs"][0])
+    assert {"host_share", "host_share_step_median", "draft_host_share", "host_us_per_step",
+            "step_us"} <= set(data["runs"][0])
 
 
 def test_plain_gaps_are_read_in_an_untimed_rerun_only_when_a_reply_diverges(

@@ -36,12 +36,14 @@ def format_report(report: BenchReport) -> str:
         )
     lines.append("")
     lines.append("Host share (time outside llama_decode; the drafter's Python included), median")
-    lines.append(f"  {'mode':<10}{'reply %':>9}{'step %':>8}{'step p90 %':>12}{'drafter %':>11}")
+    lines.append(f"  {'mode':<10}{'reply %':>9}{'step %':>8}{'step p90 %':>12}{'drafter %':>11}"
+                 f"{'host us/step':>14}{'step us':>10}")
     for mode, s in report.summary.items():
         assert isinstance(s, dict)
         lines.append(
             f"  {mode:<10}{100 * s['host_share_median']:>9.1f}{100 * s['host_share_step_median']:>8.1f}"
             f"{100 * s['host_share_step_p90']:>12.1f}{100 * s['draft_host_share_median']:>11.1f}"
+            f"{s['host_us_per_step_median']:>14.1f}{s['step_us_median']:>10.1f}"
         )
     lines.append("")
     lines.append("Speedup by category (median)")

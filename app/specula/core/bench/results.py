@@ -38,6 +38,10 @@ class RunResult:
     host_share_step_median: float = 0.0
     host_share_step_p90: float = 0.0
     draft_host_share: float = 0.0  # of the steps' time: the drafter's own Python work
+    # The same host time in microseconds per step, and the step's length: the share
+    # depends on how long a decode takes on this machine, the microseconds do not.
+    host_us_per_step: float = 0.0
+    step_us: float = 0.0
     draft_prefill_s: float = 0.0  # the draft's catch-up on the prompt (inside the decode time)
 
 
@@ -147,6 +151,8 @@ def summarize(runs: Sequence[RunResult]) -> dict[str, object]:
             "host_share_step_median": _median([r.host_share_step_median for r in rs]),
             "host_share_step_p90": _median([r.host_share_step_p90 for r in rs]),
             "draft_host_share_median": _median([r.draft_host_share for r in rs]),
+            "host_us_per_step_median": _median([r.host_us_per_step for r in rs]),
+            "step_us_median": _median([r.step_us for r in rs]),
             "peak_rss_mb": max((r.peak_rss_bytes for r in rs), default=0) / 2**20,
             "identical": f"{sum(ident)}/{len(ident)}" if ident else "-",
         }

@@ -230,6 +230,8 @@ def _result(prompt: BenchPrompt, m: BenchMode, repeat: int, done: Done,
         host_share=s.host_share, host_share_step_median=_median(list(shares)),
         host_share_step_p90=_quantile(shares, 0.9),
         draft_host_share=s.draft_host_s / s.step_s if s.step_s > 0 else 0.0,
+        host_us_per_step=1e6 * s.overhead_s / s.steps if s.steps else 0.0,
+        step_us=1e6 * s.step_s / s.steps if s.steps else 0.0,
     )
 
 

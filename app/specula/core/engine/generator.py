@@ -46,6 +46,9 @@ from specula.core.engine.stats import GenerationStats, StepRecord
 from specula.core.engine.text import StopFilter, Utf8Stream
 from specula.core.engine.tree_verify import NewToken, verify_tree
 
+MEMORY_EVERY = 128  # steps between two reads of the process's RSS (~0.1 ms each after a decode)
+_REJECTION = sampling.Rule.REJECTION.value
+
 
 def top2_gap(logits: np.ndarray) -> float:
     """Difference between the two largest logits (small = a near-tie)."""
@@ -162,6 +165,7 @@ class Generator:
 
         utf8 = Utf8Stream()
         stops = StopFilter(params.stop)
+        is_eog, piece = self.model.is_eog, self.model.piece
         step = 0
         reason: StopReason | None = None
         # Steps are timed back to back (the consumer's time between them left out), and
@@ -216,20 +220,23 @@ class Generator:
                                          if reply.chain_verified else reply.tree_rule)
 
             events: list[Event] = []
+            from_draft = 0  # released token events a drafter proposed
             for (tok, src, dprob, relaxed), lp in zip(new, reply.logprobs, strict=True):
-                if self.model.is_eog(tok):
+                if is_eog(tok):
                     reason = StopReason.EOS
                     break
                 committed.append(tok)
                 generated.append(tok)
                 if stats.ttft_s == 0.0:
                     stats.ttft_s = time.perf_counter() - t_start
-                ev = TokenEvent(tok, utf8.feed(self.model.piece(tok)), src, dprob, step, relaxed=relaxed)
+                ev = TokenEvent(tok, utf8.feed(piece(tok)), src, dprob, step, relaxed=relaxed)
                 if lp is not None:
                     ev.logprob, ev.top_logprobs = lp
                 for out in stops.push(ev):
                     released_text.append(out.text)
                     events.append(out)
+                    if out.source is not Source.TARGET:
+                        from_draft += 1
                 if stops.stopped:
                     reason = StopReason.STOP_STRING
                     break
@@ -251,14 +258,13 @@ class Generator:
                 relaxed_accepted=n_relaxed, step_s=wall, draft_host_s=prop.host_s,
             )
             stats.add_step(rec)
-            if step % 16 == 0:
+            if step % MEMORY_EVERY == 0:  # and at the end (finish)
                 stats.sample_memory()
-            stats.draft_tokens_emitted += sum(
-                1 for e in events if isinstance(e, TokenEvent) and e.source is not Source.TARGET
-            )
+            stats.draft_tokens_emitted += from_draft
             stats.tokens = len(generated)
             stats.total_s = time.perf_counter() - t_start
-            stats.draft_stopped = next((d.stopped for d in active.values() if d.stopped), "")
+            if active:
+                stats.draft_stopped = next((d.stopped for d in active.values() if d.stopped), "")
             policy.observe(Outcome(prop.source, prop.top_probs, prop.entropies, m, prop.match_len, rec))
             events.append(StepEvent(rec, stats))
             step += 1
@@ -303,7 +309,7 @@ class Generator:
         shown before any drafter spends time (the drafters' catch-up comes after it).
         """
         room = min(cells, left)
-        if room <= 0 or not ready:
+        if room <= 0 or not ready or not active:  # no drafter: nothing a plan could pick
             return Proposal(), None
         spec = reply.spec
         look: list[int] = []
@@ -384,11 +390,12 @@ class Generator:
         spec, params, rule = reply.spec, reply.params, reply.rule
         n_relaxed = 0
         history = list(committed) if params.has_penalties else []
+        ctx = self.ctx
         for i, d in enumerate(prop.tokens):
-            logits = self.ctx.logits(i)
+            logits = ctx.logits(i)
             if self.gaps is not None:
                 self.gaps.append(top2_gap(logits))
-            if rule == sampling.Rule.REJECTION.value:
+            if rule == _REJECTION:
                 p = reply.target_probs(logits, drafted=True)
                 q = prop.q[i]  # None: a deterministic (lookup) proposal
                 ok = sampling.accept_draft_token(p, q, d, reply.rng)
@@ -413,10 +420,10 @@ class Generator:
             reply.took(logits, y)
             new.append((y, Source.TARGET, None, False))
             return new, len(new) - 1, n_relaxed
-        logits = self.ctx.logits(len(prop))
+        logits = ctx.logits(len(prop))
         if self.gaps is not None:
             self.gaps.append(top2_gap(logits))
-        if rule == sampling.Rule.REJECTION.value:
+        if rule == _REJECTION:
             p_next = sampling.bonus_probs(reply.target_probs(logits), None)
             y = sampling.sample(p_next, reply.rng)
         else:

@@ -182,6 +182,7 @@ class Model:
         self.size_bytes: int = int(L.llama_model_size(self._model))
         self.n_ctx_train: int = int(L.llama_model_n_ctx_train(self._model))
         self._pieces: dict[int, bytes] = {}
+        self._eog: dict[int, bool] = {}  # is_eog per token, asked once per emitted token
         self._piece_buf = ctypes.create_string_buffer(256)
         self._contexts = 0  # open Contexts over these weights (see close)
         self._close_pending = False
@@ -222,7 +223,10 @@ class Model:
         return out
 
     def is_eog(self, token: int) -> bool:
-        return bool(L.llama_vocab_is_eog(self._vocab, token))
+        known = self._eog.get(token)
+        if known is None:
+            known = self._eog[token] = bool(L.llama_vocab_is_eog(self._vocab, token))
+        return known
 
     def token_text(self, token: int) -> str:
         return str(L.llama_vocab_get_text(self._vocab, token).decode("utf-8", errors="replace"))
@@ -270,6 +274,16 @@ class Model:
             pass
 
 
+# llama_get_logits_ith returning the address as an int: a view of the row is then made
+# once per address (ctypes' pointer, .contents and from_address cost ~5 us per call right
+# after a decode). A private function object, so llama_cpp's own binding is unchanged.
+_logits_address = L.llama_cpp._lib["llama_get_logits_ith"]
+_logits_address.argtypes = [ctypes.c_void_p, ctypes.c_int32]
+_logits_address.restype = ctypes.c_void_p
+
+_SMALL_BATCH = 8  # batches up to this many tokens are filled element by element
+
+
 class Batch:
     """A reusable llama_batch with numpy views over its arrays."""
 
@@ -299,6 +313,9 @@ class Batch:
         n = len(tokens)
         if n > self.capacity:
             raise ValueError(f"batch of {n} tokens exceeds capacity {self.capacity}")
+        if n <= _SMALL_BATCH and seq == 0 and not self._dirty_seq:
+            self._fill_small(tokens, start_pos, outputs)
+            return
         self.token[:n] = tokens
         self.pos[:n] = np.arange(start_pos, start_pos + n, dtype=np.int32)
         self.n_seq_id[:n] = 1
@@ -311,6 +328,23 @@ class Batch:
             self.logits[n - 1] = 1
         self.n_outputs = n if outputs == "all" else (1 if outputs == "last" and n else 0)
         self._b.n_tokens = n
+
+    def _fill_small(self, tokens: Sequence[int], start_pos: int, outputs: str) -> None:
+        """:meth:`fill` for a verify-sized batch: element stores through ctypes cost less
+        than numpy's slice assignments (each a conversion of a Python list) at this size."""
+        b = self._b
+        tok, pos, nsi, lg = b.token, b.pos, b.n_seq_id, b.logits
+        out = 1 if outputs == "all" else 0
+        for j, t in enumerate(tokens):
+            tok[j] = t
+            pos[j] = start_pos + j
+            nsi[j] = 1
+            lg[j] = out
+        n = len(tokens)
+        if outputs == "last" and n:
+            lg[n - 1] = 1
+        self.n_outputs = n if outputs == "all" else (1 if outputs == "last" and n else 0)
+        b.n_tokens = n
 
     def fill_tree(
         self, tokens: Sequence[int], positions: Sequence[int], seq_sets: Sequence[Sequence[int]]
@@ -389,6 +423,7 @@ class Context:
         self.n_outputs_max = n_outputs_max
         self.n_vocab = model.n_vocab
         self._row_type = ctypes.c_float * self.n_vocab  # one logits row, made once
+        self._rows: dict[int, F32] = {}  # address -> read-only view of the row there
         self._mem = L.llama_get_memory(self._ctx)
         # Seconds inside llama_decode over the context's life: every decode passes here,
         # so the time outside it (the host's share of a step) is measured in one place.
@@ -415,13 +450,21 @@ class Context:
         """Zero-copy, read-only view of the i-th output's logits (valid until the next decode)."""
         if not self._ctx:
             raise DecodeError("logits of a closed context")
-        ptr = L.llama_get_logits_ith(self._ctx, i)
-        if not ptr:
+        addr = _logits_address(self._ctx, i)
+        if not addr:
             raise DecodeError(f"no logits for output {i}")
-        buf: Any = self._row_type.from_address(ctypes.addressof(ptr.contents))
-        row: F32 = np.frombuffer(buf, dtype=np.float32)
-        row.flags.writeable = False  # llama.cpp's buffer: only a decode writes it
-        return row
+        row = self._rows.get(addr)
+        if row is None:  # a row of llama.cpp's output buffer not seen before
+            if len(self._rows) > 4 * self.n_outputs_max:  # the buffer moved (grew): forget
+                self._rows.clear()
+            buf: Any = self._row_type.from_address(addr)
+            row = np.frombuffer(buf, dtype=np.float32)
+            row.flags.writeable = False  # llama.cpp's buffer: only a decode writes it
+            self._rows[addr] = row
+        # a new array object per call (a view, no copy): a selection remembered for one
+        # row object (topk.top_k_ids) must not be handed out for the next decode's row
+        out: F32 = row.view()
+        return out
 
     # The memory calls check first: after close the pointer is dangling, and a clean-up
     # that runs late (a reply's ``finally`` at garbage collection) must get an error,

@@ -19,11 +19,20 @@ class Utf8Stream:
 
     def __init__(self) -> None:
         self._dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._empty = True  # the decoder holds no bytes of a split character
 
     def feed(self, data: bytes) -> str:
-        return str(self._dec.decode(data))
+        if self._empty:  # the usual token: whole characters, decoded as the decoder would
+            try:
+                return data.decode("utf-8")
+            except UnicodeDecodeError:
+                pass
+        out = str(self._dec.decode(data))
+        self._empty = not self._dec.getstate()[0]
+        return out
 
     def flush(self) -> str:
+        self._empty = True
         return str(self._dec.decode(b"", final=True))
 
 
