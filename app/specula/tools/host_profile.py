@@ -8,6 +8,7 @@ every ``llama_decode``). What no wrapper covers is "the loop itself" (the genera
 lines: the zip over new tokens, list appends, comparisons, cancel checks).
 
     python -m specula.tools.host_profile [--mode plain|chain:K] [--temp 0.8] [--tokens 256]
+    python -m specula.tools.host_profile --floor    # the least loop: decode, row, argmax
 
 Run it on the benchmark core (``taskset -c 1``); the wrappers cost time themselves, so the
 parts are for finding where time goes, the bench's host share is the figure.
@@ -136,6 +137,36 @@ def _install() -> None:
         setattr(owner, attr, type(cls.__name__, (cls,), {"__init__": _timed(name, cls.__init__)}))
 
 
+def floor(target: str, steps: int = 600) -> None:
+    """The least a greedy step can cost on the host here: a loop that only fills a
+    one-token batch, decodes it, takes the row's view and its argmax (no events, no
+    stats, no policy), and the same loop without the argmax."""
+    import numpy as np
+
+    model = Model(target)
+    ctx = Context(model, n_ctx=2048, n_threads=1)
+    batch = Batch(8, 1)
+    try:
+        for name in ("decode only", "decode + row view", "decode + row view + argmax"):
+            for _ in range(2):
+                ctx.clear()
+                tok, d0, t0 = 5, ctx.decode_s, time.perf_counter()
+                for i in range(steps):
+                    batch.fill([tok], i, outputs="last")
+                    ctx.decode(batch)
+                    if name != "decode only":
+                        row = ctx.logits(-1)
+                        if name.endswith("argmax"):
+                            tok = int(np.argmax(row))
+                wall, dec = time.perf_counter() - t0, ctx.decode_s - d0
+                print(f"{name:<28} step {wall / steps * 1e6:7.1f} us, host "
+                      f"{(wall - dec) / steps * 1e6:6.1f} us, share {(wall - dec) / wall:.1%}")
+    finally:
+        batch.close()
+        ctx.close()
+        model.close()
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--folder", default=str(DEFAULT_FOLDER))
@@ -144,8 +175,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--tokens", type=int, default=256)
     ap.add_argument("--replies", type=int, default=3)
     ap.add_argument("--no-wrappers", action="store_true", help="only the whole host time")
+    ap.add_argument("--floor", action="store_true", help="only the least loop (see floor())")
     a = ap.parse_args(argv)
     target, draft = build_proxy(a.folder)
+    if a.floor:
+        floor(str(target))
+        return
     engine = Engine(EngineOptions(n_threads=1, calibrate=False, n_ctx=2048))
     engine.load_target(target)
     if a.mode != "plain":
