@@ -252,3 +252,42 @@ def test_common_prefix_equals_a_token_by_token_walk(a, b):
     assert common_prefix(a, b) == i
     assert common_prefix(a, a + b) == len(a)
     assert common_prefix([*a, 9, *b], [*a, 8, *b]) == len(a)  # a long equal run, then one change
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), min_size=0, max_size=40))
+def test_the_vectorised_mix_equals_python_integers_without_warnings(xs):
+    """splitmix64 over uint64 arrays (no np.errstate: arrays wrap silently) and over a
+    numpy scalar (which needs it) is, bit for bit, the mix in Python integers."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an overflow warning would fail the test
+        got = sampling._splitmix64(np.array(xs, dtype=np.uint64))
+        for x in xs[:3]:
+            assert int(sampling._splitmix64(np.uint64(x))) == sampling._splitmix64_int(x)
+            assert int(sampling._splitmix64(np.array(x, dtype=np.uint64))) == sampling._splitmix64_int(x)
+    assert [int(v) for v in got] == [sampling._splitmix64_int(x) for x in xs]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 1e-300, 0.01, 0.2, 0.5, 1.0]), min_size=2, max_size=30),
+       st.integers(0, 2**31 - 1), st.integers(0, 10**6))
+def test_coupled_choice_is_the_gumbel_max_with_zero_probabilities_never_chosen(ps, seed, position):
+    """The Gumbel-max choice, written plainly: log p (minus infinity at p = 0) plus the
+    noise, the first of the largest scores; zero-probability candidates (an underflow of
+    the transform) are never chosen."""
+    import math
+    import warnings
+
+    if not any(ps):
+        ps[0] = 1.0
+    p = np.array(ps) / sum(ps)
+    ids = np.arange(100, 100 + len(ps), dtype=np.int64)
+    g = sampling.gumbel_noise(seed, position, ids)
+    scores = [(math.log(v) if v > 0 else -math.inf) + float(n) for v, n in zip(p, g, strict=True)]
+    want = int(ids[scores.index(max(scores))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = sampling.coupled_choice(ids, p, seed, position)
+    assert got == want and p[got - 100] > 0

@@ -245,13 +245,23 @@ _MIX2 = np.uint64(0x94D049BB133111EB)
 
 
 def _splitmix64(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
-    """splitmix64's finaliser: a bijective 64-bit mix (Steele, Lea & Flood 2014)."""
+    """splitmix64's finaliser: a bijective 64-bit mix (Steele, Lea & Flood 2014).
+
+    Arithmetic on integer arrays wraps around without a warning; numpy scalars (and
+    0-d arrays, whose results are scalars) warn, so only they pay for ``np.errstate``
+    (~14 us right after a decode, more than the mix itself)."""
+    if isinstance(x, np.ndarray) and x.ndim > 0:
+        return _mix64(x)
     with np.errstate(over="ignore"):
-        z = x + _GOLDEN
-        z = (z ^ (z >> np.uint64(30))) * _MIX1
-        z = (z ^ (z >> np.uint64(27))) * _MIX2
-        out: npt.NDArray[np.uint64] = z ^ (z >> np.uint64(31))
-        return out
+        return _mix64(x)
+
+
+def _mix64(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    z = x + _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    out: npt.NDArray[np.uint64] = z ^ (z >> np.uint64(31))
+    return out
 
 
 _M64_INT = 0xFFFFFFFFFFFFFFFF
@@ -286,6 +296,12 @@ def coupled_choice(ids: I64, p: F64, seed: int, position: int) -> int:
     if ids.shape[0] == 1:
         return int(ids[0])
     g = gumbel_noise(seed, position, ids)
-    with np.errstate(divide="ignore"):
-        score = np.log(p) + g
+    # log(0) would be -inf (and a warning that np.errstate costs ~14 us to silence right
+    # after a decode): a zero probability is raised to the smallest double instead, whose
+    # log (-744.4) plus any noise (below 38) stays under every positive candidate's score
+    # (log p >= log(1 / n) > -12, noise > -4): the same argmax.
+    score = np.log(np.maximum(p, _TINY)) + g
     return int(ids[int(np.argmax(score))])
+
+
+_TINY = float(np.finfo(np.float64).smallest_subnormal)
