@@ -35,7 +35,7 @@ class Reply:
         """The target's own token at ``position`` (greedy, coupled, or a sample of p)."""
         g = self.grammar
         if self.rule == "greedy":
-            return int(np.argmax(logits)) if g is None else int(
+            return int(logits.argmax()) if g is None else int(
                 grammar.target_candidates(g, logits, self.params)[0][0])
         lg = sampling.apply_penalties(logits, history, self.params)
         if self.rule == sampling.Rule.COUPLED.value:

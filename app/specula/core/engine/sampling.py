@@ -141,12 +141,12 @@ def candidates(logits: F32, params: SamplingParams) -> tuple[I64, F64]:
     """
     n = logits.shape[0]
     if params.greedy:
-        return np.array([int(np.argmax(logits))], dtype=np.int64), np.ones(1)
+        return np.array([int(logits.argmax())], dtype=np.int64), np.ones(1)
     ordered = True  # idx best first: the largest logit is the first
     if 0 < params.top_k < n:
         idx = topk.top_k_ids(logits, params.top_k)
     elif params.top_p < 1.0:  # top-k off: top-p needs the whole vocabulary in order
-        idx = np.argsort(-logits, kind="stable").astype(np.int64)
+        idx = (-logits).argsort(kind="stable").astype(np.int64)
     else:
         idx, ordered = np.arange(n, dtype=np.int64), False
     xs = logits[idx].astype(np.float64)
@@ -154,8 +154,8 @@ def candidates(logits: F32, params: SamplingParams) -> tuple[I64, F64]:
     if params.top_p < 1.0 or params.min_p > 0.0:
         e = np.exp(xs - top)
         if params.top_p < 1.0:  # idx is in descending order here
-            c = np.cumsum(e)
-            cut = int(np.searchsorted(c, params.top_p * c[-1])) + 1
+            c = e.cumsum()
+            cut = int(c.searchsorted(params.top_p * c[-1])) + 1
             idx, xs, e = idx[:cut], xs[:cut], e[:cut]
         if params.min_p > 0.0:  # p >= min_p * p_max, and p_max is e = 1 before normalising
             if ordered:  # e descends: the kept tokens are a prefix
@@ -165,7 +165,7 @@ def candidates(logits: F32, params: SamplingParams) -> tuple[I64, F64]:
                 sel = e >= params.min_p
                 idx, xs = idx[sel], xs[sel]
     e = np.exp((xs - top) / params.temperature)
-    return idx, e / e.sum()
+    return idx, e / topk._SUM(e, axis=None)
 
 
 def densify(ids: I64, p: F64, n: int) -> F32:
@@ -192,13 +192,13 @@ def draft_candidates(logits: F32, params: SamplingParams) -> tuple[I64, F64]:
 
 def sample(p: F32, rng: np.random.Generator) -> int:
     """*Patch point*: one draw from ``p`` (inverse CDF; robust to float rounding)."""
-    nz = np.flatnonzero(p)  # the support: a few candidates, not the vocabulary
+    nz = p.nonzero()[0]  # the support: a few candidates, not the vocabulary
     if nz.shape[0] == 0:
         return int(p.shape[0] - 1)
     # the same draw as over the dense cumulative sum (adding zeros changes no partial sum)
-    c = np.cumsum(p[nz], dtype=np.float64)
+    c = p[nz].cumsum(dtype=np.float64)
     u = rng.random() * c[-1]
-    return int(nz[min(int(np.searchsorted(c, u, side="right")), nz.shape[0] - 1)])
+    return int(nz[min(int(c.searchsorted(u, side="right")), nz.shape[0] - 1)])
 
 
 def residual(p: F32, q: F32 | None, token: int = -1) -> F32:
@@ -206,13 +206,13 @@ def residual(p: F32, q: F32 | None, token: int = -1) -> F32:
 
     ``q=None`` stands for a deterministic proposal (one-hot at ``token``).
     """
-    nz = np.flatnonzero(p)  # max(0, p - q) is 0 wherever p is: work on p's support
+    nz = p.nonzero()[0]  # max(0, p - q) is 0 wherever p is: work on p's support
     if q is None:
         r = p[nz].astype(np.float64)
         r[nz == token] = 0.0
     else:
         r = np.maximum(p[nz].astype(np.float64) - q[nz].astype(np.float64), 0.0)
-    s = r.sum()
+    s = topk._SUM(r, axis=None)
     if s <= 0.0:  # p == q: a rejection had probability 0; p itself is the answer
         return p
     res = np.zeros(p.shape[0], dtype=np.float32)
@@ -301,7 +301,7 @@ def coupled_choice(ids: I64, p: F64, seed: int, position: int) -> int:
     # log (-744.4) plus any noise (below 38) stays under every positive candidate's score
     # (log p >= log(1 / n) > -12, noise > -4): the same argmax.
     score = np.log(np.maximum(p, _TINY)) + g
-    return int(ids[int(np.argmax(score))])
+    return int(ids[int(score.argmax())])
 
 
 _TINY = float(np.finfo(np.float64).smallest_subnormal)

@@ -19,6 +19,12 @@ thousand values at most:
 * :func:`top_softmax_stats`: the same features from the top 64 tokens and a strided
   estimate of the rest, sharing the row's selection with the sampling transform.
 * :func:`top2_gap`: the gap between the two largest logits from two max reductions.
+
+Array methods (``a.argmax()``, ``a.nonzero()[0]``, ``a.cumsum()``, a copy's
+``partition``) rather than numpy's module functions, here and in sampling.py: the
+functions are Python wrappers around the same methods, and right after a decode each
+wrapper costs several microseconds of cache misses (``np.argmax`` of a 152k row ~64 us,
+``row.argmax()`` ~44 us; docs/benchmarks.md, "Where a step's host time goes").
 """
 
 from __future__ import annotations
@@ -29,6 +35,11 @@ import numpy.typing as npt
 F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
 
+# ndarray.max and .sum are Python functions (numpy/_core/_methods.py) around these
+# ufunc reductions: the reductions themselves skip a frame that is cold after a decode
+_MAX = np.maximum.reduce
+_SUM = np.add.reduce
+
 GROUP_ROWS = 32  # B: rows of the strided group layout (G = n // B groups of B tokens)
 _SMALL = 4096  # rows shorter than this are sorted whole
 
@@ -36,11 +47,13 @@ _SMALL = 4096  # rows shorter than this are sorted whole
 def _stable_top(ids: I64, vals: npt.NDArray[np.floating], k: int) -> I64:
     """The k best of (ids ascending, vals) by value, ties to the lower id."""
     if ids.shape[0] > 4 * k:  # many ties at the threshold: cut before sorting
-        kth = np.partition(vals, ids.shape[0] - k)[ids.shape[0] - k]
+        part = vals.copy()
+        part.partition(ids.shape[0] - k)
+        kth = part[ids.shape[0] - k]
         above = vals > kth
         n_above = int(np.count_nonzero(above))
-        ties = np.flatnonzero(vals == kth)[: k - n_above]
-        keep = np.flatnonzero(above)
+        ties = (vals == kth).nonzero()[0][: k - n_above]
+        keep = above.nonzero()[0]
         sel = np.concatenate((keep, ties)) if ties.shape[0] else keep
         ids, vals = ids[sel], vals[sel]
     order = np.lexsort((ids, -vals))[:k]  # last key first: by -value, then by id
@@ -92,13 +105,15 @@ def _layout(n: int) -> tuple[int, I64, I64]:
 def _top_k_ids(logits: F32, k: int) -> I64:
     n = logits.shape[0]
     if n <= _SMALL or k * GROUP_ROWS * 4 >= n:
-        order: I64 = np.argsort(-logits, kind="stable")[:k].astype(np.int64)
+        order: I64 = (-logits).argsort(kind="stable")[:k].astype(np.int64)
         return order
     groups, offsets, tail = _layout(n)
     head = logits[: groups * GROUP_ROWS].reshape(GROUP_ROWS, groups)  # row r: ids r*G .. r*G+G-1
-    gmax = head.max(axis=0)  # group g = {g, g + G, g + 2G, ...}
-    t = np.partition(gmax, groups - k)[groups - k]
-    ids = (np.flatnonzero(gmax >= t)[None, :] + offsets).ravel()
+    gmax = _MAX(head, axis=0)  # group g = {g, g + G, g + 2G, ...}
+    part = gmax.copy()  # gmax keeps its order: partition a copy
+    part.partition(groups - k)
+    t = part[groups - k]
+    ids = ((gmax >= t).nonzero()[0][None, :] + offsets).ravel()
     if tail.shape[0]:  # the last n mod B ids are always looked at
         ids = np.concatenate((ids, tail))
     vals = logits[ids]  # ids ascend: row r holds r*G + g, and the tail comes last
@@ -116,7 +131,7 @@ def softmax_stats(logits: F32) -> tuple[int, float, float]:
     Right after a decode this costs about what :func:`top_softmax_stats` does (both
     read the row about once); it is the one for greedy drafting, where no selection
     follows to share."""
-    top = int(np.argmax(logits))
+    top = int(logits.argmax())
     x = logits - logits[top]
     e = np.exp(x)
     z = float(np.dot(e, _ones(e.shape[0], e.dtype)))
@@ -158,7 +173,7 @@ def normaliser(logits: F32, ids: I64) -> tuple[float, float]:
         return float(e.sum()), float(np.dot(e, x))
     xt = logits[ids].astype(np.float64) - m
     et = np.exp(xt)
-    z, ex = float(et.sum()), float(np.dot(et, xt))
+    z, ex = float(_SUM(et, axis=None)), float(np.dot(et, xt))
     xs = logits[::FEATURE_STRIDE] - np.float32(m)  # a copy: the top tokens are zeroed in it
     pos = ids[ids % FEATURE_STRIDE == 0] // FEATURE_STRIDE  # top tokens the sample holds
     xs[pos] = np.float32(-1e30)  # counted exactly above: exp gives 0, and 0 * -1e30 is 0
@@ -172,7 +187,7 @@ def normaliser(logits: F32, ids: I64) -> tuple[float, float]:
 
 
 def _exact_stats(logits: F32) -> tuple[int, float, float]:
-    top = int(np.argmax(logits))
+    top = int(logits.argmax())
     x = logits.astype(np.float64) - float(logits[top])
     e = np.exp(x)
     z = float(e.sum())
@@ -194,7 +209,7 @@ def top2_gap(logits: F32) -> float:
     """Difference between the two largest logits (small = a near-tie)."""
     if logits.shape[0] < 2:
         return float("inf")
-    i = int(np.argmax(logits))
+    i = int(logits.argmax())
     rest = max(float(logits[:i].max()) if i else -np.inf,
                float(logits[i + 1 :].max()) if i + 1 < logits.shape[0] else -np.inf)
     return float(logits[i]) - rest

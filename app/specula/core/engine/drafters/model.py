@@ -207,7 +207,7 @@ class ChainDrafter(ModelDrafter):
                 ids, cq = (sampling.draft_candidates(lg, params) if g is None
                            else grammar.draft_candidates(g, lg, params))
                 tok = sampling.coupled_choice(ids, cq, req.seed, pos + i)
-                p_tok = float(cq[int(np.flatnonzero(ids == tok)[0])])
+                p_tok = float(cq[int((ids == tok).nonzero()[0][0])])
             else:
                 small = (sampling.draft_probs(logits, params) if g is None else
                          sampling.densify(*grammar.draft_candidates(g, logits, params), dm.n_shared))
