@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from specula.core.engine.calibration import Calibration
+from specula.core.engine.cost_model import SHORT_FEED
 from specula.core.engine.drafters.base import DraftSource
 from specula.core.engine.policy import DraftPolicy, Outcome, PlanInput
 from specula.core.engine.stats import StepRecord
@@ -26,7 +27,11 @@ ALL = frozenset({DraftSource.DRAFT, DraftSource.TREE, DraftSource.LOOKUP})
 
 @dataclass
 class Machine:
-    """Seconds per target verify of n tokens, per draft decode, per extra catch-up token."""
+    """Seconds per target verify of n tokens, per draft decode, per extra catch-up token.
+
+    A catch-up is one batched draft feed: its first SHORT_FEED tokens cost
+    ``catchup_per_token`` each past the first, the rest far less, so that feeding the
+    whole prompt costs ``prompt_s`` (as the real draft's batched feeds do)."""
 
     verify: Callable[[int], float]
     draft: float
@@ -34,10 +39,21 @@ class Machine:
     prompt: int = 40  # prompt tokens the draft catches up on after the first token
     prompt_s: float = 0.0  # what that catch-up costs (one batched feed)
 
+    @property
+    def long_per_token(self) -> float:
+        short = self.draft + self.catchup_per_token * (SHORT_FEED - 1)
+        return max(self.prompt_s - short, 0.0) / max(self.prompt - SHORT_FEED, 1)
+
+    def feed(self, n: int) -> float:
+        """Seconds of one batched draft feed of n tokens."""
+        extra = self.catchup_per_token * (min(n, SHORT_FEED) - 1)
+        return self.draft + extra + self.long_per_token * max(n - SHORT_FEED, 0)
+
     def calibration(self) -> Calibration:
         """What the engine's calibration at load would have measured on this machine."""
         return Calibration(verify={n: self.verify(n) for n in (*range(1, 9), 13)}, draft=self.draft,
-                           catchup_per_token=self.catchup_per_token)
+                           catchup_per_token=self.catchup_per_token,
+                           catchup_long_per_token=self.long_per_token)
 
 
 def script(rate: float, n: int, seed: int = 0, informative: float = 0.8,
@@ -87,7 +103,7 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
         plan = policy.plan(PlanInput(room, ALL - {DraftSource.LOOKUP}, [], 0, lag))
         drafted, draft_s, decodes = 0, 0.0, 0
         if plan.source == DraftSource.DRAFT and plan.k > 0 and room > 0:
-            draft_s = m.draft + m.catchup_per_token * (lag - 1)  # the catch-up feed
+            draft_s = m.feed(lag)  # the catch-up feed
             decodes = 1
             for i in range(min(plan.k, room)):
                 j = min(pos + i, len(ok) - 1)
