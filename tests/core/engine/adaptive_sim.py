@@ -88,10 +88,38 @@ class Reply:
         return self.tokens / self.seconds
 
 
+def edit_script(n: int, seed: int = 0) -> tuple[list[bool], list[float], list[int], list[bool]]:
+    """A reply that repeats an earlier turn with a few edits: spans of 12-30 copied tokens,
+    where prompt lookup has a long match (code 7) that is right and the draft is right 97%
+    of the time, then edited spots of 2-5 tokens where lookup has no match or a short
+    wrong one (code 1) and the draft is right 60% of the time. (draft ok, draft p_top,
+    lookup code, lookup ok) per position."""
+    rng = np.random.default_rng(seed)
+    ok: list[bool] = []
+    code: list[int] = []
+    lok: list[bool] = []
+    while len(ok) < n:
+        span = int(rng.integers(12, 31))
+        ok += [bool(x) for x in rng.random(span) < 0.97]
+        code += [7] * span
+        lok += [True] * span
+        edit = int(rng.integers(2, 6))
+        ok += [bool(x) for x in rng.random(edit) < 0.6]
+        code += [int(c) for c in rng.choice([0, 1], edit)]
+        lok += [False] * edit
+    p_top = [0.97 if o else 0.5 for o in ok[:n]]
+    return ok[:n], p_top, code[:n], lok[:n]
+
+
 def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float],
-              max_tokens: int = 64) -> Reply:
-    """One reply of ``max_tokens`` over the script, timed by the machine (after the first token)."""
+              max_tokens: int = 64, lookup: tuple[list[int], list[bool]] | None = None) -> Reply:
+    """One reply of ``max_tokens`` over the script, timed by the machine (after the first token).
+
+    ``lookup``: per position, prompt lookup's match code (0: no match) and whether its
+    token there is right; a lookup step proposes up to 8 tokens, accepted while right,
+    and the draft does not see them (its lag grows by what the step emitted)."""
     out = Reply()
+    available = ALL if lookup is not None else ALL - {DraftSource.LOOKUP}
     synced = policy.sync_draft_at_prefill()
     pos = 1  # the first token is the target's alone (its time is TTFT, not counted)
     lag = m.prompt + 1
@@ -100,9 +128,18 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
         lag = 1
     while pos < max_tokens:
         room = max_tokens - pos - 1
-        plan = policy.plan(PlanInput(room, ALL - {DraftSource.LOOKUP}, [], 0, lag))
+        look: list[int] = []
+        code = 0
+        if lookup is not None:
+            code = lookup[0][min(pos, len(lookup[0]) - 1)]
+            look = [0] * (min(8, room) if code else 0)
+        plan = policy.plan(PlanInput(room, available, look, code if look else 0, lag))
         drafted, draft_s, decodes = 0, 0.0, 0
-        if plan.source == DraftSource.DRAFT and plan.k > 0 and room > 0:
+        right = ok
+        if plan.source == DraftSource.LOOKUP and lookup is not None and plan.k > 0 and room > 0:
+            drafted = min(plan.k, room, len(look))
+            right = lookup[1]
+        elif plan.source == DraftSource.DRAFT and plan.k > 0 and room > 0:
             draft_s = m.feed(lag)  # the catch-up feed
             decodes = 1
             for i in range(min(plan.k, room)):
@@ -116,22 +153,25 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
                 draft_s += m.draft
                 decodes += 1
         accepted = 0
-        while accepted < drafted and ok[min(pos + accepted, len(ok) - 1)]:
+        while accepted < drafted and right[min(pos + accepted, len(right) - 1)]:
             accepted += 1
         verify_s = m.verify(drafted + 1)
         emitted = min(accepted + 1, max_tokens - pos)
         rec = StepRecord(len(out.steps), drafted, accepted, emitted, draft_s, verify_s, 0.0,
                          draft_decodes=decodes, catchup=lag if decodes else 0)
         j = min(pos, len(p_top) - 1)
-        policy.observe(Outcome(plan.source if drafted else DraftSource.NONE,
-                               p_top[j:j + drafted], [0.3] * drafted, accepted, 0, rec))
+        source = plan.source if drafted else DraftSource.NONE
+        if source == DraftSource.LOOKUP:
+            policy.observe(Outcome(source, [], [], accepted, code, rec))
+        else:
+            policy.observe(Outcome(source, p_top[j:j + drafted], [0.3] * drafted, accepted, 0, rec))
         out.seconds += draft_s + verify_s
-        out.steps.append((plan.source.value if drafted else "none", drafted, accepted))
+        out.steps.append((source.value, drafted, accepted))
         pos += emitted
-        if drafted:
+        if source == DraftSource.DRAFT:
             lag = 2 if accepted == drafted else 1
         else:
-            lag += 1
+            lag += emitted
     out.tokens = pos - 1
     policy.finish()
     return out
