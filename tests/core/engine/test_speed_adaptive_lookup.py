@@ -8,6 +8,7 @@ the conversation costs a quarter of a 64-token reply."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from specula.core.engine.adaptive import AdaptivePolicy
@@ -71,3 +72,31 @@ def test_on_code_without_lookup_matches_adaptive_still_drafts_from_its_first_ste
                      range(3), edits=False)
     for a, c in zip(replies, chain, strict=True):
         assert a.rate >= 0.95 * c.rate, (a.rate, c.rate)
+
+
+def _code_with_short_matches(seed: int) -> tuple[list[bool], list[float], list[int], list[bool]]:
+    """Fresh code: the draft is right in runs (bursty, 90%), and a third of the positions
+    have a short lookup match (code 3 or 4: a coincidence of a few tokens) that is wrong."""
+    ok, p_top = script(0.9, 200, seed, bursty=True)
+    rng = np.random.default_rng(100 + seed)
+    code = [int(rng.choice([3, 4])) if rng.random() < 0.33 else 0 for _ in range(200)]
+    return ok, p_top, code, [False] * 200
+
+
+def test_on_code_a_short_lookup_match_is_not_probed_while_the_draft_pays() -> None:
+    """A rejected lookup probe costs a draft step (a 5-token verify for one token); while the
+    draft is in sync and pays, short matches are left alone and the reply keeps the chain's
+    rate."""
+    pol = _policy(Mode.ADAPTIVE, F16_CODE, 6)
+    steps = []
+    for s in range(3):
+        ok, p_top, code, lok = _code_with_short_matches(s)
+        steps += run_reply(pol, F16_CODE, ok, p_top, lookup=(code, lok)).steps
+    assert [st for st in steps if st[0] == "lookup"] == []
+
+
+def test_a_long_copy_is_still_probed_while_the_draft_pays() -> None:
+    pol = _policy(Mode.ADAPTIVE, F16_CODE, 6)
+    ok, p_top, code, lok = edit_script(200, 0)
+    first = run_reply(pol, F16_CODE, ok, p_top, lookup=(code, lok))
+    assert any(src == "lookup" for src, _, _ in first.steps)

@@ -30,6 +30,7 @@ from specula.core.engine.acceptance_model import AcceptanceModel
 from specula.core.engine.config import SpecConfig
 from specula.core.engine.cost_model import MEASURED, SHORT_FEED, CostModel, expected_tokens
 from specula.core.engine.drafters.base import DraftSource
+from specula.core.engine.drafters.lookup import long_copy
 from specula.core.engine.policy import Outcome, Plan, PlanInput
 
 __all__ = ["AcceptanceModel", "AdaptivePolicy", "CostModel", "expected_tokens"]
@@ -175,9 +176,14 @@ class AdaptivePolicy:
         if self._lookup_untried(inp):
             # a match length not judged yet: probe it where it would pay clearly were it
             # right (on a flat verify curve several tokens; where each verified token costs
-            # a good part of a step, a probe that could gain 1% is a likely loss of 10%)
+            # a good part of a step, a probe that could gain 1% is a likely loss of 10%);
+            # while the draft is in sync and pays, only a long copy (a match that agrees
+            # with the text before it for 8+ tokens) is worth a probe: a short match in
+            # fresh code is mostly a coincidence, and a rejected probe costs a draft step
             o_rate, o_k = self._lookup_rate(inp, k_max, a=PROBE_RATE)
-            if o_rate > max(plain * (1.0 + COULD_PAY_MARGIN), d_rate):
+            draft_pays = inp.draft_lag <= 2 and d_rate > plain * (1.0 + MARGIN)
+            if (o_rate > max(plain * (1.0 + COULD_PAY_MARGIN), d_rate)
+                    and (not draft_pays or long_copy(inp.lookup_match))):
                 return self._decide(Plan(DraftSource.LOOKUP, o_k, inp.lookup_tokens[:o_k]), probe=True)
         bar = plain * (1.0 + MARGIN)
         if l_rate > max(bar, d_rate):
