@@ -25,8 +25,8 @@ from specula.core.engine.adaptive import AdaptivePolicy
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import Done, StepEvent
-from specula.core.engine.sampling import SamplingParams
 from specula.core.engine.policy import Plan, PlanInput
+from specula.core.engine.sampling import SamplingParams
 from specula.core.engine.stats import StepRecord
 
 
@@ -43,10 +43,10 @@ def _view(pol: AdaptivePolicy, inp: PlanInput, out: Plan) -> str:
 
 
 def _run(eng: Engine, messages: list[dict[str, str]], spec: SpecConfig,
-         max_tokens: int) -> tuple[Done, list[StepRecord]]:
+         max_tokens: int, recs: list[StepRecord] | None = None) -> tuple[Done, list[StepRecord]]:
     assert eng.generator is not None
     eng.generator.reset()
-    recs: list[StepRecord] = []
+    recs = [] if recs is None else recs
     done: Done | None = None
     for ev in eng.chat(messages, SamplingParams(temperature=0.0, max_tokens=max_tokens), spec):
         if isinstance(ev, StepEvent):
@@ -104,12 +104,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         _run(eng, hi, spec, 8)
     pol = eng.policy_for(adaptive)
     assert isinstance(pol, AdaptivePolicy)
-    views: list[str] = []
+    views: dict[int, str] = {}  # step -> what the policy saw when it planned it
+    live: list[StepRecord] = []  # the adaptive reply's steps so far
     plan = pol.plan
 
     def traced(inp: PlanInput) -> Plan:  # the policy's own view of each step
         out = plan(inp)
-        views.append(_view(pol, inp, out))
+        views[len(live)] = _view(pol, inp, out)
         return out
 
     pol.plan = traced  # type: ignore[method-assign]
@@ -122,7 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             modes.append(("lookup", SpecConfig(mode=Mode.LOOKUP, draft_max=adaptive.draft_max)))
         for label, spec in [*modes, ("adaptive", adaptive)]:
             views.clear()
-            done, recs = _run(eng, messages, spec, a.max_tokens)
+            live.clear()
+            done, recs = _run(eng, messages, spec, a.max_tokens, live)
             rates[label] = done.stats.tokens_per_s
         s = done.stats
         print(f"\n{pid}: " + "  ".join(f"{m} {r:.2f}" for m, r in rates.items()))
@@ -130,13 +132,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"  adaptive / best fixed ({best[1]}): {rates['adaptive'] / best[0]:.3f}")
         print("  step source  drafted accepted  draft_ms verify_ms  hindsight_k  | policy: "
               "lookup match/tokens, draft lag, tok/s plain/lookup/draft -> plan")
-        views = views[-len(recs):] if len(views) >= len(recs) else [""] * (len(recs) - len(views)) + views
         plain_s = draft_steps_s = wasted = 0.0
         for r in recs:
             hk, exact = hindsight_k(pol, r, max(ks))
             hs = "-" if hk < 0 else f"{hk}{'' if exact else '+'}"
             print(f"  {r.step:4d} {r.source:7s} {r.drafted:7d} {r.accepted:8d} {r.draft_s * 1000:9.1f} "
-                  f"{r.verify_s * 1000:9.1f}  {hs:11s}  | {views[r.step] if r.step < len(views) else ''}")
+                  f"{r.verify_s * 1000:9.1f}  {hs:11s}  | {views.get(r.step, '')}")
             if r.drafted == 0:
                 plain_s += r.verify_s
             else:
