@@ -100,3 +100,15 @@ def test_a_long_copy_is_still_probed_while_the_draft_pays() -> None:
     ok, p_top, code, lok = edit_script(200, 0)
     first = run_reply(pol, F16_CODE, ok, p_top, lookup=(code, lok))
     assert any(src == "lookup" for src, _, _ in first.steps)
+
+
+def test_a_long_catch_up_is_costed_per_token_of_a_long_feed() -> None:
+    """Catching the draft up on a 600-token conversation costs what the machine's batched
+    feed does (1.46 s here), not 600 times a short feed's per-token cost (6.8 s)."""
+    pol = _policy(Mode.ADAPTIVE, F16_EDIT)
+    assert pol.cost.catchup_time(600) == pytest.approx(F16_EDIT.feed(600) - F16_EDIT.draft)
+    assert pol.cost.catchup_time(5) == pytest.approx(4 * F16_EDIT.catchup_per_token)
+    # and it is learnt from a long catch-up step when the calibration had none
+    pol.cost.catchup_long_per_token = None
+    pol.cost.observe_draft(3, 600, F16_EDIT.feed(600) + 2 * F16_EDIT.draft)
+    assert pol.cost.catchup_time(600) == pytest.approx(F16_EDIT.feed(600) - F16_EDIT.draft)
