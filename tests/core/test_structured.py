@@ -58,6 +58,27 @@ def test_json_strings_refuse_bytes_that_are_not_utf8(model: Model) -> None:
     assert not _accepts(model, g, b'{"s": "a\xed\xa0\x80"}')  # a surrogate
 
 
+def test_four_byte_sequences_are_accepted_exactly_when_they_are_utf8(model: Model) -> None:
+    """Every lead byte F0-F7 with every second byte, against Python's own UTF-8 decoder:
+    plane 16 (F4 80-8F) in, F4 90-BF (past U+10FFFF) and F5-F7 out. F0 80-8F (overlong
+    encodings) are left out: a grammar over code points cannot see them (see structured.py)."""
+    g = schema_grammar({"type": "object", "properties": {"s": {"type": "string"}}}, "x")
+    wrong = []
+    for lead in range(0xF0, 0xF8):
+        for second in range(0x80, 0xC0):
+            if lead == 0xF0 and second < 0x90:
+                continue
+            seq = bytes([lead, second, 0x80, 0x80])
+            try:
+                seq.decode("utf-8")
+                valid = True
+            except UnicodeDecodeError:
+                valid = False
+            if _accepts(model, g, b'{"s": "' + seq + b'"}') != valid:
+                wrong.append(seq.hex(" "))
+    assert wrong == []
+
+
 def test_response_formats(model: Model) -> None:
     assert response_format_grammar(None) is None
     assert response_format_grammar({"type": "text"}) is None

@@ -36,3 +36,21 @@ def test_damaged_files_are_set_aside_and_the_user_told(make_window) -> None:  # 
 def test_a_clean_start_shows_nothing(make_window, specula_home: Path) -> None:  # type: ignore[no-untyped-def]
     make_window()
     assert errors.shown_errors == []
+
+
+def test_a_damaged_ngram_cache_is_set_aside_at_load_and_the_user_told(  # type: ignore[no-untyped-def]
+        make_window, tiny, qtbot) -> None:
+    from specula.core.engine.drafters.ngram_store import cache_dir
+    from specula.core.engine.engine import Engine
+    from specula.core.gguf.model_info import read_model_info
+
+    cache = Engine._ngram_path(read_model_info(tiny["target"]))
+    assert cache.parent == cache_dir()
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_bytes(b"not an npz file")
+    w = make_window(str(tiny["target"]))
+    qtbot.waitUntil(lambda: w.ctx.engine.has_target, timeout=60000)
+    qtbot.waitUntil(lambda: any("n-gram cache" in t for t in errors.shown_errors), timeout=10000)
+    (aside,) = cache.parent.glob(f"{cache.stem}.damaged-*")
+    assert aside.read_bytes() == b"not an npz file"
+    assert str(aside) in "\n".join(errors.shown_errors)

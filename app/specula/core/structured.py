@@ -29,15 +29,19 @@ class StructureError(ValueError):
 # llama-cpp-python's converter lets a JSON string hold raw control characters
 # (``char ::= [^"\\] | ...``), which no JSON parser accepts; llama.cpp's own converter
 # excludes them. Until the engine's converter does, the rule is tightened here, and
-# also against what is not UTF-8 at all: llama.cpp's grammar decodes a lead byte
-# F5-FF as a code point above U+13FFFF (up to U+3FFFFF) and ED A0-BF as a surrogate,
-# which a random model does write and which every JSON parser refuses (or reads as
-# U+FFFD each byte, breaking ``maxLength``). (F4 90-BF, also past U+10FFFF, stays allowed: llama.cpp
-# judges a lone lead byte F4 by the whole span it could start, so excluding it would
-# refuse plane 16 too.)
+# also against what is not UTF-8 at all: llama.cpp's grammar decodes F4 90-BF and a
+# lead byte F5-FF as code points past U+10FFFF (up to U+3FFFFF) and ED A0-BF as a surrogate, which a random
+# model does write and which every JSON parser refuses (or reads as U+FFFD each byte,
+# breaking ``maxLength``). Plane 16 (U+100000-U+10FFFF, lead byte F4 80-8F) is
+# admitted by its own positive class: llama.cpp judges an unfinished sequence by the
+# span of code points it could still become, and a negated class refuses it if any
+# excluded code point lies in that span, so a lone F4 would be refused with U+110000-
+# U+13FFFF excluded there; the positive class admits F4 and F4 80-8F but not F4 90-BF.
+# Overlong encodings (E0 82-9F, F0 80-8F) decode to ordinary code points and cannot be
+# told apart by a grammar over code points: llama.cpp's decoder would have to refuse them.
 _LOOSE_CHAR = 'char ::= [^"\\\\] |'
 _STRICT_CHAR = ('char ::= [^"\\\\\\x7F\\x00-\\x1F\\uD800-\\uDFFF'
-                '\\U00140000-\\U003FFFFF] |')
+                '\\U00100000-\\U003FFFFF] | [\\U00100000-\\U0010FFFF] |')
 
 
 def schema_grammar(schema: Any, param: str) -> str:

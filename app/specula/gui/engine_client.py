@@ -43,6 +43,8 @@ class EngineClient(QObject):
     """A draft was refused as incompatible (CompatReport); load_failed("draft", ...) follows."""
     busy_changed = Signal(bool)
     """A reply started (True) or the last one ended (False)."""
+    notice = Signal(str)
+    """A sentence about the user's data the engine had to set aside (the window shows it)."""
 
     _req_configure = Signal(object)
     _req_load_target = Signal(str, object)
@@ -87,6 +89,7 @@ class EngineClient(QObject):
         w.load_failed.connect(self._on_load_failed, q)
         w.load_cancelled.connect(self._on_load_cancelled, q)
         w.draft_refused.connect(self.draft_refused, q)
+        w.notice.connect(self.notice, q)
         w.batch_ready.connect(self._on_batch, q)
         w.reply_finished.connect(self._on_finished, q)
         w.reply_failed.connect(self._on_failed, q)

@@ -71,6 +71,9 @@ class EngineWorker(QObject):
     """The draft cannot serve the target (CompatReport); load_failed follows."""
     load_cancelled = Signal(str)
     """The user cancelled a load of ``kind``."""
+    notice = Signal(str)
+    """Something of the user's was set aside while loading (a damaged n-gram cache): one
+    sentence that says what and where it went; the load went on."""
     batch_ready = Signal(int, object)
     """Request id, ReplyBatch: tokens and statistics since the last batch."""
     reply_finished = Signal(int, object)
@@ -119,6 +122,9 @@ class EngineWorker(QObject):
         if had_draft:
             self.draft_unloaded.emit()
         self.target_loaded.emit(info, str(self._engine.backend), int(self._engine.n_threads))
+        store = self._engine.ngrams
+        if store is not None and store.notice:
+            self.notice.emit(store.notice)
 
     @Slot(str, object)
     def load_draft(self, path: str, cancel: threading.Event) -> None:

@@ -87,8 +87,15 @@ class MainWindow(QMainWindow):
             QShortcut(QKeySequence(keys), self, self.show_shortcuts)
         self.shortcuts_help: ShortcutsHelp | None = None
         ctx.page_requested.connect(self.show_page)
+        ctx.engine.notice.connect(self._show_data_notice)
         self.resize(1320, 840)
         self._restore_geometry()
+
+    def _show_data_notice(self, text: str) -> None:
+        """What the engine set aside while loading, as the startup notices are shown."""
+        from specula.gui import errors
+
+        errors.show_error(self, "Specula: your data", text)
 
     def show_page(self, key: str) -> QWidget:
         keys = [p.key for p in PAGES]

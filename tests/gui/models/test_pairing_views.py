@@ -251,3 +251,40 @@ def test_pane_rows_are_as_tall_as_their_contents(qtbot) -> None:  # type: ignore
     item = pane.list.item(0)
     assert pane.list.itemWidget(item) is row and label.isVisibleTo(pane)
     assert pane.list.visualItemRect(item).height() >= label.sizeHint().height()
+
+
+def test_a_rows_sentence_wraps_and_the_row_follows_the_panes_width(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """A suggestion's detail is a sentence: in a narrow pane it takes two lines and the row
+    grows to show them; in a wide pane it is one line again (before: cut in the middle)."""
+    from PySide6.QtWidgets import QLabel, QPushButton, QVBoxLayout
+
+    from specula.gui.models.widgets import SidePane
+
+    text = "the loaded target's best draft · 1.2 GB together"
+    pane = SidePane("TITLE", "status", "List")
+    qtbot.addWidget(pane)
+    pane.resize(700, 300)
+    pane.show()
+    row, lay = pane.add_row("data")
+    col = QVBoxLayout()
+    col.addWidget(ElidedLabel("Qwen2.5-Coder-7B-Instruct + Qwen2.5-Coder-0.5B-Instruct", row))
+    detail = QLabel(text, row)
+    detail.setWordWrap(True)
+    col.addWidget(detail)
+    lay.addLayout(col, 1)
+    lay.addWidget(QPushButton("Load pair", row))
+    pane.show_rows()
+    item = pane.list.item(0)
+
+    def shown_whole() -> bool:
+        return detail.height() >= detail.heightForWidth(detail.width())
+
+    qtbot.waitUntil(shown_whole, timeout=5000)
+    wide = pane.list.visualItemRect(item).height()
+    pane.resize(260, 300)
+    qtbot.waitUntil(lambda: pane.list.visualItemRect(item).height() > wide, timeout=5000)
+    line = detail.fontMetrics().lineSpacing()
+    assert detail.heightForWidth(detail.width()) >= 2 * line  # it did wrap
+    qtbot.waitUntil(shown_whole, timeout=5000)
+    pane.resize(700, 300)
+    qtbot.waitUntil(lambda: pane.list.visualItemRect(item).height() == wide, timeout=5000)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
+    QLabel,
     QPushButton,
     QVBoxLayout,
     QWidget,
@@ -114,7 +115,8 @@ class SuggestionsPanel(SidePane):
         label.setToolTip(f"Target: {p.target.source}\nDraft: {p.draft.source}\n"
                          f"{', '.join(p.reasons)}")
         text.addWidget(label)
-        detail = ElidedLabel(pair_detail(p), row)
+        detail = QLabel(pair_detail(p), row)  # a sentence: it wraps, it is never cut
+        detail.setWordWrap(True)
         detail.setObjectName("Muted")
         text.addWidget(detail)
         lay.addLayout(text, 1)

@@ -9,7 +9,7 @@ the chat page.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QObject, QSize, Qt
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -83,6 +83,7 @@ class SidePane(QFrame):
         self.list = side_list(list_name, self)
         lay.addWidget(self.list, 1)
         self._pending: list[tuple[QListWidgetItem, QWidget]] = []
+        self.list.viewport().installEventFilter(self)  # rows follow the list's width
 
     def add_row(self, data: object) -> tuple[QWidget, QHBoxLayout]:
         """A new row holding ``data``: fill the returned widget through its layout, then call
@@ -98,11 +99,30 @@ class SidePane(QFrame):
     def show_rows(self) -> None:
         """Put the filled rows in the list, each item as tall as its row."""
         for item, row in self._pending:
-            hint = row.sizeHint()
-            hint.setHeight(hint.height() + 14)  # the list's item padding
-            item.setSizeHint(hint)
             self.list.setItemWidget(item, row)
         self._pending.clear()
+        self._fit_rows()
+
+    def _fit_rows(self) -> None:
+        """Each item as tall as its row at the list's width: a row with wrapping text
+        (a sentence under a name) grows a line when the pane narrows, and shrinks back."""
+        width = max(self.list.viewport().width() - 8, 40)  # the item's own margin
+        for i in range(self.list.count()):
+            item = self.list.item(i)
+            row = self.list.itemWidget(item)
+            if row is None:
+                continue
+            hint = row.sizeHint()
+            if row.hasHeightForWidth():  # exactly the list's width, the height that needs
+                hint = QSize(width, row.heightForWidth(width))
+            hint.setHeight(hint.height() + 14)  # the list's item padding
+            if item.sizeHint() != hint:
+                item.setSizeHint(hint)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Resize and watched is self.list.viewport():
+            self._fit_rows()
+        return super().eventFilter(watched, event)
 
 
 def set_tone(label: QLabel, name: str) -> None:
