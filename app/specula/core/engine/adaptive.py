@@ -18,7 +18,9 @@ would lose at 100% acceptance is never probed, a tree is tried only where its
 best case beats the chain's measured rate (and used only while its own measured
 rate does), and a new lookup match length only where it would pay were it right. When plain wins, the draft is still probed now
 and then (exponential back-off over replies) so that a change of regime is
-noticed.
+noticed. The draft is fed the conversation only when the plan first drafts, and
+that catch-up is weighed like any other cost: where lookup serves an edit of a
+long conversation, the draft's prefill is never paid.
 """
 
 from __future__ import annotations
