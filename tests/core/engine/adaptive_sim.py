@@ -88,18 +88,19 @@ class Reply:
         return self.tokens / self.seconds
 
 
-def edit_script(n: int, seed: int = 0) -> tuple[list[bool], list[float], list[int], list[bool]]:
+def edit_script(n: int, seed: int = 0, *, edit_first: bool = False,
+                ) -> tuple[list[bool], list[float], list[int], list[bool]]:
     """A reply that repeats an earlier turn with a few edits: spans of 12-30 copied tokens,
     where prompt lookup has a long match (code 7) that is right and the draft is right 97%
     of the time, then edited spots of 2-5 tokens where lookup has no match or a short
-    wrong one (code 1) and the draft is right 60% of the time. (draft ok, draft p_top,
-    lookup code, lookup ok) per position."""
+    wrong one (code 1) and the draft is right 60% of the time (``edit_first``: the reply
+    starts with one). (draft ok, draft p_top, lookup code, lookup ok) per position."""
     rng = np.random.default_rng(seed)
     ok: list[bool] = []
     code: list[int] = []
     lok: list[bool] = []
     while len(ok) < n:
-        span = int(rng.integers(12, 31))
+        span = int(rng.integers(12, 31)) if ok or not edit_first else 0
         ok += [bool(x) for x in rng.random(span) < 0.97]
         code += [7] * span
         lok += [True] * span

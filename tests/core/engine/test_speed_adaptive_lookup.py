@@ -112,3 +112,24 @@ def test_a_long_catch_up_is_costed_per_token_of_a_long_feed() -> None:
     pol.cost.catchup_long_per_token = None
     pol.cost.observe_draft(3, 600, F16_EDIT.feed(600) + 2 * F16_EDIT.draft)
     assert pol.cost.catchup_time(600) == pytest.approx(F16_EDIT.feed(600) - F16_EDIT.draft)
+
+
+MID = Machine(verify=F16_EDIT.verify, draft=0.0184, catchup_per_token=0.0113, prompt=300, prompt_s=0.5)
+
+
+def test_in_an_edit_session_a_reply_that_starts_with_new_text_does_not_pay_the_catch_up() -> None:
+    """A 300-token conversation (its catch-up 0.5 s: short enough to be paid as exploration
+    in a session's first reply) whose replies start with an edited spot: once lookup has
+    served most steps, the next replies do not feed the draft for a few draft steps, and
+    keep lookup's rate. (The session's first reply still pays it: it knows nothing yet.)"""
+    def session(pol: DraftPolicy) -> list[Reply]:
+        out = []
+        for s in SEEDS:
+            ok, p_top, code, lok = edit_script(200, s, edit_first=True)
+            out.append(run_reply(pol, MID, ok, p_top, lookup=(code, lok)))
+        return out
+
+    adaptive = session(_policy(Mode.ADAPTIVE, MID))
+    lookup = session(_policy(Mode.LOOKUP, MID))
+    for i in range(1, len(SEEDS)):  # every reply after the session's first
+        assert adaptive[i].rate >= 0.95 * lookup[i].rate, (i, adaptive[i].rate, lookup[i].rate)

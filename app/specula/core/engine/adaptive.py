@@ -122,9 +122,11 @@ class AdaptivePolicy:
 
     def _sunk(self, lag: int) -> bool:
         """Whether this catch-up is the reply's first (the prompt) and short against the
-        reply (SUNK_SHARE): paid as exploration, as feeding the draft at prefill did."""
+        reply (SUNK_SHARE, less the share lookup has been serving): paid as exploration,
+        as feeding the draft at prefill did."""
         v1 = self.cost.verify_time(1) or 0.0
-        return self._fresh and self.cost.catchup_time(lag) <= SUNK_SHARE * self._room * v1
+        budget = SUNK_SHARE * self._room * v1 * (1.0 - self.lookup_cover)
+        return self._fresh and self.cost.catchup_time(lag) <= budget
 
     def _draft_rate(self, k_max: int, a: float | None = None) -> tuple[float, int]:
         """Best expected tokens/s of a draft chain (and its length) at per-token acceptance
