@@ -25,16 +25,30 @@ from specula.core.engine.adaptive import AdaptivePolicy
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import Done, StepEvent
+from specula.core.engine.policy import Plan, PlanInput
 from specula.core.engine.sampling import SamplingParams
 from specula.core.engine.stats import StepRecord
 
 
-def _run(eng: Engine, text: str, spec: SpecConfig, max_tokens: int) -> tuple[Done, list[StepRecord]]:
+def _view(pol: AdaptivePolicy, inp: PlanInput, out: Plan) -> str:
+    """What the policy saw when it planned: lookup's match and length, the draft's lag,
+    and its estimates of plain, lookup and draft-chain tokens/s (after the plan)."""
+    v1 = pol.cost.verify_time(1)
+    k_max = min(pol.cfg.draft_max, inp.room)
+    l_rate, l_k = pol._lookup_rate(inp, k_max)
+    d_rate, d_k = pol._draft_rate(k_max) if inp.has_draft else (0.0, 0)
+    plain = 1.0 / v1 if v1 else 0.0
+    return (f"m{inp.lookup_match}/{len(inp.lookup_tokens)} lag{inp.draft_lag} "
+            f"{plain:.1f}/{l_rate:.1f}@{l_k}/{d_rate:.1f}@{d_k} -> {out.source.value}:{out.k}")
+
+
+def _run(eng: Engine, messages: list[dict[str, str]], spec: SpecConfig,
+         max_tokens: int, recs: list[StepRecord] | None = None) -> tuple[Done, list[StepRecord]]:
     assert eng.generator is not None
     eng.generator.reset()
-    recs: list[StepRecord] = []
+    recs = [] if recs is None else recs
     done: Done | None = None
-    for ev in eng.chat([{"role": "user", "content": text}], SamplingParams(temperature=0.0, max_tokens=max_tokens), spec):
+    for ev in eng.chat(messages, SamplingParams(temperature=0.0, max_tokens=max_tokens), spec):
         if isinstance(ev, StepEvent):
             recs.append(ev.record)
         elif isinstance(ev, Done):
@@ -69,6 +83,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--chains", default="1-6", help="fixed chain lengths A-B")
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--lookup", action="store_true", help="also run lookup alone (multi-turn edits)")
+    ap.add_argument("--draft-max", type=int, default=None,
+                    help="adaptive's cap (default: the longest chain)")
     a = ap.parse_args(argv)
     lo, _, hi = a.chains.partition("-")
     ks = list(range(int(lo), int(hi or lo) + 1))
@@ -81,30 +98,46 @@ def main(argv: Sequence[str] | None = None) -> int:
               + f"  draft {1000 * (cal.draft or 0):.1f}  catch-up/token {1000 * (cal.catchup_per_token or 0):.1f}"
               + f"  ({cal.seconds:.2f} s)")
     suite = {p.id: p for p in load_prompts(None)}
-    adaptive = SpecConfig(mode=Mode.ADAPTIVE, draft_max=max(ks))
+    adaptive = SpecConfig(mode=Mode.ADAPTIVE, draft_max=a.draft_max or max(ks))
+    hi = [{"role": "user", "content": "hi"}]
     for spec in [SpecConfig(mode=Mode.PLAIN), adaptive]:  # warm-up
-        _run(eng, "hi", spec, 8)
+        _run(eng, hi, spec, 8)
+    pol = eng.policy_for(adaptive)
+    assert isinstance(pol, AdaptivePolicy)
+    views: dict[int, str] = {}  # step -> what the policy saw when it planned it
+    live: list[StepRecord] = []  # the adaptive reply's steps so far
+    plan = pol.plan
+
+    def traced(inp: PlanInput) -> Plan:  # the policy's own view of each step
+        out = plan(inp)
+        views[len(live)] = _view(pol, inp, out)
+        return out
+
+    pol.plan = traced  # type: ignore[method-assign]
     for pid in a.prompts.split(","):
-        text = suite[pid].prompt
+        messages = suite[pid].messages
         rates: dict[str, float] = {}
-        for label, spec in [("plain", SpecConfig(mode=Mode.PLAIN)),
-                            *[(f"chain:{k}", SpecConfig(mode=Mode.CHAIN, draft_max=k)) for k in ks],
-                            ("adaptive", adaptive)]:
-            done, recs = _run(eng, text, spec, a.max_tokens)
+        modes = [("plain", SpecConfig(mode=Mode.PLAIN)),
+                 *[(f"chain:{k}", SpecConfig(mode=Mode.CHAIN, draft_max=k)) for k in ks]]
+        if a.lookup:
+            modes.append(("lookup", SpecConfig(mode=Mode.LOOKUP, draft_max=adaptive.draft_max)))
+        for label, spec in [*modes, ("adaptive", adaptive)]:
+            views.clear()
+            live.clear()
+            done, recs = _run(eng, messages, spec, a.max_tokens, live)
             rates[label] = done.stats.tokens_per_s
-        pol = eng.policy_for(adaptive)
-        assert isinstance(pol, AdaptivePolicy)
         s = done.stats
         print(f"\n{pid}: " + "  ".join(f"{m} {r:.2f}" for m, r in rates.items()))
-        best = max((r, m) for m, r in rates.items() if m.startswith("chain"))
+        best = max((r, m) for m, r in rates.items() if m.startswith(("chain", "lookup")))
         print(f"  adaptive / best fixed ({best[1]}): {rates['adaptive'] / best[0]:.3f}")
-        print("  step source  drafted accepted  draft_ms verify_ms  hindsight_k")
+        print("  step source  drafted accepted  draft_ms verify_ms  hindsight_k  | policy: "
+              "lookup match/tokens, draft lag, tok/s plain/lookup/draft -> plan")
         plain_s = draft_steps_s = wasted = 0.0
         for r in recs:
             hk, exact = hindsight_k(pol, r, max(ks))
             hs = "-" if hk < 0 else f"{hk}{'' if exact else '+'}"
             print(f"  {r.step:4d} {r.source:7s} {r.drafted:7d} {r.accepted:8d} {r.draft_s * 1000:9.1f} "
-                  f"{r.verify_s * 1000:9.1f}  {hs}")
+                  f"{r.verify_s * 1000:9.1f}  {hs:11s}  | {views.get(r.step, '')}")
             if r.drafted == 0:
                 plain_s += r.verify_s
             else:

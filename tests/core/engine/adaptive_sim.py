@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from specula.core.engine.calibration import Calibration
+from specula.core.engine.cost_model import SHORT_FEED
 from specula.core.engine.drafters.base import DraftSource
 from specula.core.engine.policy import DraftPolicy, Outcome, PlanInput
 from specula.core.engine.stats import StepRecord
@@ -26,7 +27,11 @@ ALL = frozenset({DraftSource.DRAFT, DraftSource.TREE, DraftSource.LOOKUP})
 
 @dataclass
 class Machine:
-    """Seconds per target verify of n tokens, per draft decode, per extra catch-up token."""
+    """Seconds per target verify of n tokens, per draft decode, per extra catch-up token.
+
+    A catch-up is one batched draft feed: its first SHORT_FEED tokens cost
+    ``catchup_per_token`` each past the first, the rest far less, so that feeding the
+    whole prompt costs ``prompt_s`` (as the real draft's batched feeds do)."""
 
     verify: Callable[[int], float]
     draft: float
@@ -34,10 +39,21 @@ class Machine:
     prompt: int = 40  # prompt tokens the draft catches up on after the first token
     prompt_s: float = 0.0  # what that catch-up costs (one batched feed)
 
+    @property
+    def long_per_token(self) -> float:
+        short = self.draft + self.catchup_per_token * (SHORT_FEED - 1)
+        return max(self.prompt_s - short, 0.0) / max(self.prompt - SHORT_FEED, 1)
+
+    def feed(self, n: int) -> float:
+        """Seconds of one batched draft feed of n tokens."""
+        extra = self.catchup_per_token * (min(n, SHORT_FEED) - 1)
+        return self.draft + extra + self.long_per_token * max(n - SHORT_FEED, 0)
+
     def calibration(self) -> Calibration:
         """What the engine's calibration at load would have measured on this machine."""
         return Calibration(verify={n: self.verify(n) for n in (*range(1, 9), 13)}, draft=self.draft,
-                           catchup_per_token=self.catchup_per_token)
+                           catchup_per_token=self.catchup_per_token,
+                           catchup_long_per_token=self.long_per_token)
 
 
 def script(rate: float, n: int, seed: int = 0, informative: float = 0.8,
@@ -72,10 +88,39 @@ class Reply:
         return self.tokens / self.seconds
 
 
+def edit_script(n: int, seed: int = 0, *, edit_first: bool = False,
+                ) -> tuple[list[bool], list[float], list[int], list[bool]]:
+    """A reply that repeats an earlier turn with a few edits: spans of 12-30 copied tokens,
+    where prompt lookup has a long match (code 7) that is right and the draft is right 97%
+    of the time, then edited spots of 2-5 tokens where lookup has no match or a short
+    wrong one (code 1) and the draft is right 60% of the time (``edit_first``: the reply
+    starts with one). (draft ok, draft p_top, lookup code, lookup ok) per position."""
+    rng = np.random.default_rng(seed)
+    ok: list[bool] = []
+    code: list[int] = []
+    lok: list[bool] = []
+    while len(ok) < n:
+        span = int(rng.integers(12, 31)) if ok or not edit_first else 0
+        ok += [bool(x) for x in rng.random(span) < 0.97]
+        code += [7] * span
+        lok += [True] * span
+        edit = int(rng.integers(2, 6))
+        ok += [bool(x) for x in rng.random(edit) < 0.6]
+        code += [int(c) for c in rng.choice([0, 1], edit)]
+        lok += [False] * edit
+    p_top = [0.97 if o else 0.5 for o in ok[:n]]
+    return ok[:n], p_top, code[:n], lok[:n]
+
+
 def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float],
-              max_tokens: int = 64) -> Reply:
-    """One reply of ``max_tokens`` over the script, timed by the machine (after the first token)."""
+              max_tokens: int = 64, lookup: tuple[list[int], list[bool]] | None = None) -> Reply:
+    """One reply of ``max_tokens`` over the script, timed by the machine (after the first token).
+
+    ``lookup``: per position, prompt lookup's match code (0: no match) and whether its
+    token there is right; a lookup step proposes up to 8 tokens, accepted while right,
+    and the draft does not see them (its lag grows by what the step emitted)."""
     out = Reply()
+    available = ALL if lookup is not None else ALL - {DraftSource.LOOKUP}
     synced = policy.sync_draft_at_prefill()
     pos = 1  # the first token is the target's alone (its time is TTFT, not counted)
     lag = m.prompt + 1
@@ -84,10 +129,19 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
         lag = 1
     while pos < max_tokens:
         room = max_tokens - pos - 1
-        plan = policy.plan(PlanInput(room, ALL - {DraftSource.LOOKUP}, [], 0, lag))
+        look: list[int] = []
+        code = 0
+        if lookup is not None:
+            code = lookup[0][min(pos, len(lookup[0]) - 1)]
+            look = [0] * (min(8, room) if code else 0)
+        plan = policy.plan(PlanInput(room, available, look, code if look else 0, lag))
         drafted, draft_s, decodes = 0, 0.0, 0
-        if plan.source == DraftSource.DRAFT and plan.k > 0 and room > 0:
-            draft_s = m.draft + m.catchup_per_token * (lag - 1)  # the catch-up feed
+        right = ok
+        if plan.source == DraftSource.LOOKUP and lookup is not None and plan.k > 0 and room > 0:
+            drafted = min(plan.k, room, len(look))
+            right = lookup[1]
+        elif plan.source == DraftSource.DRAFT and plan.k > 0 and room > 0:
+            draft_s = m.feed(lag)  # the catch-up feed
             decodes = 1
             for i in range(min(plan.k, room)):
                 j = min(pos + i, len(ok) - 1)
@@ -100,22 +154,25 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
                 draft_s += m.draft
                 decodes += 1
         accepted = 0
-        while accepted < drafted and ok[min(pos + accepted, len(ok) - 1)]:
+        while accepted < drafted and right[min(pos + accepted, len(right) - 1)]:
             accepted += 1
         verify_s = m.verify(drafted + 1)
         emitted = min(accepted + 1, max_tokens - pos)
         rec = StepRecord(len(out.steps), drafted, accepted, emitted, draft_s, verify_s, 0.0,
                          draft_decodes=decodes, catchup=lag if decodes else 0)
         j = min(pos, len(p_top) - 1)
-        policy.observe(Outcome(plan.source if drafted else DraftSource.NONE,
-                               p_top[j:j + drafted], [0.3] * drafted, accepted, 0, rec))
+        source = plan.source if drafted else DraftSource.NONE
+        if source == DraftSource.LOOKUP:
+            policy.observe(Outcome(source, [], [], accepted, code, rec))
+        else:
+            policy.observe(Outcome(source, p_top[j:j + drafted], [0.3] * drafted, accepted, 0, rec))
         out.seconds += draft_s + verify_s
-        out.steps.append((plan.source.value if drafted else "none", drafted, accepted))
+        out.steps.append((source.value, drafted, accepted))
         pos += emitted
-        if drafted:
+        if source == DraftSource.DRAFT:
             lag = 2 if accepted == drafted else 1
         else:
-            lag += 1
+            lag += emitted
     out.tokens = pos - 1
     policy.finish()
     return out

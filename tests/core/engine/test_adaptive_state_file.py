@@ -23,6 +23,7 @@ def _good_state() -> dict[str, object]:
     policy.cost.verify = {1: 0.01, 4: 0.03}
     policy.cost.verify_n = {1: 3, 4: 3}
     policy.cost.draft = 0.004
+    policy.cost.catchup_long_per_token = 0.001
     policy.acc.first_rate = 0.8
     return policy.to_dict()
 
@@ -39,17 +40,19 @@ BAD = {
     "bad key": {**_good_state(), "acc": {"one": 1.0}},
     "more accepted than judged": {**_good_state(), "rate_acc": 5.0, "rate_judged": 2.0},
     "depths cut short": {**_good_state(), "depth_acc": [1.0, 2.0]},
+    "long catch-up is text": {**_good_state(), "catchup_long_per_token": "fast"},
     "a depth accepted more than judged": {**_good_state(), "depth_acc": [3.0] + [0.0] * 15},
 }
 
 
 def test_a_state_saved_before_the_per_token_rate_keeps_its_costs(tmp_path: Path) -> None:
     old = {k: v for k, v in _good_state().items()
-           if k not in ("rate_acc", "rate_judged", "depth_acc", "depth_judged")}
+           if k not in ("rate_acc", "rate_judged", "depth_acc", "depth_judged", "catchup_long_per_token")}
     path = tmp_path / "state.json"
     path.write_text(json.dumps(old))
     policy = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE), path)
     assert policy.cost.verify == {1: 0.01, 4: 0.03} and policy.acc.rate_judged == 0.0
+    assert policy.cost.catchup_long_per_token is None
 
 
 @pytest.mark.parametrize("name", sorted(BAD))

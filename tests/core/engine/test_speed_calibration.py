@@ -32,6 +32,7 @@ def test_loading_a_draft_times_every_verify_batch_and_leaves_both_caches_empty(
         assert cal is not None
         assert sorted(cal.verify) == [*range(1, MAX_BATCH + 1), TREE_BATCH]
         assert cal.catchup_per_token is not None and cal.catchup_per_token >= 0
+        assert cal.catchup_long_per_token is not None and cal.catchup_long_per_token >= 0
         assert all(s > 0 for s in cal.verify.values())
         assert cal.draft is not None and cal.draft > 0
         assert 0 < cal.seconds < 5

@@ -18,7 +18,9 @@ would lose at 100% acceptance is never probed, a tree is tried only where its
 best case beats the chain's measured rate (and used only while its own measured
 rate does), and a new lookup match length only where it would pay were it right. When plain wins, the draft is still probed now
 and then (exponential back-off over replies) so that a change of regime is
-noticed.
+noticed. The draft is fed the conversation only when the plan first drafts, and
+that catch-up is weighed like any other cost: where lookup serves an edit of a
+long conversation, the draft's prefill is never paid.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ from pathlib import Path
 from specula.core.engine import policy_state
 from specula.core.engine.acceptance_model import AcceptanceModel
 from specula.core.engine.config import SpecConfig
-from specula.core.engine.cost_model import MEASURED, CostModel, expected_tokens
+from specula.core.engine.cost_model import MEASURED, SHORT_FEED, CostModel, expected_tokens
 from specula.core.engine.drafters.base import DraftSource
+from specula.core.engine.drafters.lookup import long_copy
 from specula.core.engine.policy import Outcome, Plan, PlanInput
 
 __all__ = ["AcceptanceModel", "AdaptivePolicy", "CostModel", "expected_tokens"]
@@ -44,6 +47,18 @@ EXPLORE_SHARE = 0.05  # in a plain stretch, a draft probe may cost this share of
 TREE_TRIES = 2  # tree trials per session while its rate is unmeasured
 TREE_AFTER = 32  # chain steps in a session before a tree is tried (never in a first reply)
 TREE_RETRY = 64  # draft steps between re-trials of a tree measured slower than the chain
+# The share of steps prompt lookup serves (an edit that repeats the conversation: most),
+# followed over the session (COVER_FADE per step); a new session assumes COVER_PRIOR. A
+# one-time catch-up of the draft pays only over the steps it would then draft.
+COVER_PRIOR, COVER_FADE = 0.0, 0.1
+# The draft's first catch-up in a reply (the conversation) is paid as an exploration cost,
+# as feeding it at prefill did, while it is at most SUNK_SHARE of the reply's plain time; a
+# longer one is weighed like any other one-time catch-up.
+SUNK_SHARE = 0.1
+# Before a long one-time catch-up (more than SHORT_FEED tokens: the draft fed the
+# conversation, or what lookup and plain steps emitted) plain steps run until what they lost against drafting reaches WAIT_SHARE
+# of its cost (ski rental): lookup may take over meanwhile, and then nothing is paid.
+WAIT_SHARE = 0.1
 
 
 class AdaptivePolicy:
@@ -69,6 +84,9 @@ class AdaptivePolicy:
         self._room = 1  # tokens the reply may still draft (the plan's room)
         self._probe = False
         self._plain_streak = 0  # plain steps in a row in this reply
+        self.lookup_cover = COVER_PRIOR  # share of recent steps lookup served
+        self._waited = 0.0  # seconds plain steps lost while a catch-up waited
+        self._fresh = False  # the draft has not been fed this reply's prompt yet
         # Measured tokens/s of draft-model steps by shape (chain "draft", "tree").
         self.shape_rate: dict[str, float] = {}
         self.draft_steps = 0
@@ -86,11 +104,29 @@ class AdaptivePolicy:
     def _catch_share(self, e: float) -> float:
         """The catch-up this step pays. A lag of 1-2 tokens recurs every step (the bonus
         token, and the last drafted one the draft never fed) and is paid in full; a longer
-        one (the prompt after the first token, or after plain steps) is paid once and then
-        serves every later step, so each step bears its share over the steps left."""
+        one (the conversation, which the draft is fed only once drafting pays, or what
+        lookup and plain steps emitted) is paid once and then serves the draft steps left:
+        the steps left less the share lookup is expected to serve, so that a conversation
+        lookup copies from never pays the draft's prefill for a few draft steps."""
+        if self._sunk(self._lag):
+            return 0.0  # as if the draft had been fed the prompt at prefill
         recurring = self.cost.catchup_time(min(self._lag, 2))
-        once = self.cost.catchup_time(self._lag) - recurring
-        return recurring + once * min(1.0, e / max(self._room, 1))
+        draft_room = self._room * (1.0 - self.lookup_cover)
+        return recurring + self._once(self._lag) * min(1.0, e / max(draft_room, 1.0))
+
+    def _once(self, lag: int) -> float:
+        """The one-time part of a catch-up of ``lag`` tokens (0 when paid as exploration)."""
+        if self._sunk(lag):
+            return 0.0
+        return self.cost.catchup_time(lag) - self.cost.catchup_time(min(lag, 2))
+
+    def _sunk(self, lag: int) -> bool:
+        """Whether this catch-up is the reply's first (the prompt) and short against the
+        reply (SUNK_SHARE, less the share lookup has been serving): paid as exploration,
+        as feeding the draft at prefill did."""
+        v1 = self.cost.verify_time(1) or 0.0
+        budget = SUNK_SHARE * self._room * v1 * (1.0 - self.lookup_cover)
+        return self._fresh and self.cost.catchup_time(lag) <= budget
 
     def _draft_rate(self, k_max: int, a: float | None = None) -> tuple[float, int]:
         """Best expected tokens/s of a draft chain (and its length) at per-token acceptance
@@ -144,14 +180,24 @@ class AdaptivePolicy:
         if self._lookup_untried(inp):
             # a match length not judged yet: probe it where it would pay clearly were it
             # right (on a flat verify curve several tokens; where each verified token costs
-            # a good part of a step, a probe that could gain 1% is a likely loss of 10%)
+            # a good part of a step, a probe that could gain 1% is a likely loss of 10%);
+            # while the draft is in sync and pays, only a long copy (a match that agrees
+            # with the text before it for 8+ tokens) is worth a probe: a short match in
+            # fresh code is mostly a coincidence, and a rejected probe costs a draft step
             o_rate, o_k = self._lookup_rate(inp, k_max, a=PROBE_RATE)
-            if o_rate > max(plain * (1.0 + COULD_PAY_MARGIN), d_rate):
+            draft_pays = inp.draft_lag <= 2 and d_rate > plain * (1.0 + MARGIN)
+            if (o_rate > max(plain * (1.0 + COULD_PAY_MARGIN), d_rate)
+                    and (not draft_pays or long_copy(inp.lookup_match))):
                 return self._decide(Plan(DraftSource.LOOKUP, o_k, inp.lookup_tokens[:o_k]), probe=True)
         bar = plain * (1.0 + MARGIN)
         if l_rate > max(bar, d_rate):
             return self._decide(Plan(DraftSource.LOOKUP, l_k, inp.lookup_tokens[:l_k]))
         if d_rate > bar:
+            once = self._once(inp.draft_lag)
+            if inp.draft_lag > SHORT_FEED and self._waited < WAIT_SHARE * once:
+                self._waited += v1 - 1.0 / d_rate  # this plain step's loss per token
+                return self._decide(Plan(DraftSource.NONE, 0))
+            self._waited = 0.0
             return self._decide(self._shape(inp, k_max, plain))
         if inp.has_draft and self.allow_draft and self._explore_pays(inp, k_max, v1):
             return self._decide(Plan(DraftSource.DRAFT, k_max))
@@ -212,7 +258,8 @@ class AdaptivePolicy:
             return chain
         if self.draft_steps < TREE_AFTER:
             return chain
-        if (t_rate is None and self.tree_tries < TREE_TRIES) or self.draft_steps % TREE_RETRY == 0:
+        untried = t_rate is None and self.tree_tries < TREE_TRIES
+        if untried or (t_rate is not None and self.draft_steps % TREE_RETRY == 0):
             self.tree_tries += 1
             return tree
         return chain
@@ -234,9 +281,12 @@ class AdaptivePolicy:
 
     def _decide(self, plan: Plan, probe: bool = False) -> Plan:
         self._probe = probe
+        served = 1.0 if plan.source == DraftSource.LOOKUP else 0.0
+        self.lookup_cover += COVER_FADE * (served - self.lookup_cover)
         if plan.source != DraftSource.NONE:
             self._plain_streak = 0
         if plan.source == DraftSource.DRAFT:
+            self._fresh = False
             t_d = self.cost.draft or 0.0
             self._step = {"E": 1.0, "P": 1.0, "D": self.cost.catchup_time(self._lag) + t_d,
                           "k": float(plan.k)}
@@ -293,23 +343,32 @@ class AdaptivePolicy:
             self.acc.observe_lookup(outcome.lookup_match, rec.drafted, outcome.n_accepted)
 
     def sync_draft_at_prefill(self) -> bool:
-        """Feed the prompt to the draft for this reply while drafting pays, or to probe.
+        """Feed the prompt to the draft for this reply only to probe it.
 
-        Probing happens at the start of a reply, when the draft has just seen the
-        prompt: later in a reply, catching the draft up on everything it skipped
-        would cost more than the probe can tell. A probe that finds drafting
-        still does not pay doubles the number of replies until the next one.
+        While drafting pays, the draft is not fed at prefill: the first draft step the
+        plan chooses catches it up (the same batched feed, after the first token as
+        before), and the plan weighs that catch-up against lookup and plain steps
+        (paid as exploration when short, see SUNK_SHARE), so a long conversation that
+        lookup copies from does not pay the draft's prefill (1.5 s for 600 tokens
+        with the 0.5B draft on one core, a quarter of a 64-token reply). Probing happens at the start of a reply, when the draft
+        has just seen the prompt: later in a reply, catching the draft up on
+        everything it skipped would cost more than the probe can tell. A probe that
+        finds drafting still does not pay doubles the number of replies until the
+        next one.
         """
         if not self.allow_draft:
             return False
         v1 = self.cost.verify_time(1)
         self._lag = 1
         self._plain_streak = 0
+        self._waited = 0.0
+        self._fresh = False
         if v1 is None or self.cost.draft is None:
             self._probe_left = PROBE_STEPS
             return True
         if self._draft_rate(self.cfg.draft_max)[0] > (1.0 + MARGIN) / v1:
-            return True
+            self._fresh = True  # drafting pays: the plan catches the draft up when it drafts
+            return False
         if not self._could_pay(v1):
             return False  # a probe can only learn acceptance, and even 100% would lose
         self.replies_since_probe += 1

@@ -7,8 +7,9 @@ length in turn) inside the first replies, which cost a quarter of the first
 reply on a pair where drafting does not pay. Here the same decodes the steps
 would make are timed once, right after the draft is loaded, on a short made-up
 context: target batches of 1..8 tokens (logits for all, as a verify asks),
-single draft decodes, and one batched draft feed (what a catch-up costs per
-token). The numbers seed a policy that has no saved state; real steps then
+single draft decodes, and two batched draft feeds (what a catch-up costs per
+token: a short one, and a long one, far cheaper per token, for a conversation the
+draft has not seen). The numbers seed a policy that has no saved state; real steps then
 refine them as before.
 """
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from specula.core.engine.cost_model import MEASURED, CostModel
+from specula.core.engine.cost_model import MEASURED, SHORT_FEED, CostModel
 from specula.core.engine.kv import KVCache
 
 CONTEXT_TOKENS = 32  # a short context: verify cost at the start of a chat
@@ -25,7 +26,8 @@ MAX_BATCH = 8  # verify batches measured: 1..MAX_BATCH tokens (draft lengths 0..
 TREE_BATCH = 13  # and a default token tree's (12 nodes and the pending token): whether a
 # tree could ever beat the chain depends on it, and the line through 1..8 misses jumps
 DRAFT_DECODES = 4
-CATCHUP_BATCH = 8  # draft tokens fed at once to time a catch-up
+CATCHUP_BATCH = SHORT_FEED  # draft tokens fed at once to time a short catch-up
+LONG_BATCH = 64  # and a long one: the draft's catch-up on a conversation it has not seen
 
 
 @dataclass
@@ -35,6 +37,7 @@ class Calibration:
     verify: dict[int, float] = field(default_factory=dict)
     draft: float | None = None
     catchup_per_token: float | None = None  # extra draft seconds per token of a batched feed
+    catchup_long_per_token: float | None = None  # per token past CATCHUP_BATCH in a long feed
     seconds: float = 0.0  # wall time the measurement took
 
     def seed(self, cost: CostModel) -> bool:
@@ -48,6 +51,8 @@ class Calibration:
             cost.draft = self.draft
         if cost.catchup_per_token is None:
             cost.catchup_per_token = self.catchup_per_token
+        if cost.catchup_long_per_token is None:
+            cost.catchup_long_per_token = self.catchup_long_per_token
         return True
 
 
@@ -95,6 +100,10 @@ def measure(target: KVCache, draft: KVCache | None, n_vocab: int, *,
                 batch = draft.feed(_filler(n_vocab, CATCHUP_BATCH, 3), "last")
                 draft.cut(CONTEXT_TOKENS)
                 cal.catchup_per_token = max(batch - cal.draft, 0.0) / (CATCHUP_BATCH - 1)
+                if draft.fits(CONTEXT_TOKENS + LONG_BATCH):
+                    long = draft.feed(_filler(n_vocab, LONG_BATCH, 5), "last")
+                    draft.cut(CONTEXT_TOKENS)
+                    cal.catchup_long_per_token = max(long - batch, 0.0) / (LONG_BATCH - CATCHUP_BATCH)
     finally:
         target.clear()
         if draft is not None:

@@ -27,6 +27,7 @@ def state_dict(cost: CostModel, acc: AcceptanceModel, shape_rate: dict[str, floa
         "verify_n": {str(k): min(v, 20) for k, v in cost.verify_n.items()},
         "draft": cost.draft,
         "catchup_per_token": cost.catchup_per_token,
+        "catchup_long_per_token": cost.catchup_long_per_token,
         "acc": {str(k): v for k, v in acc.acc.items()},
         "tot": {str(k): v for k, v in acc.tot.items()},
         "lookup_acc": {str(k): v for k, v in acc.lookup_acc.items()},
@@ -54,7 +55,7 @@ def load_into(path: Path, cost: CostModel, acc: AcceptanceModel) -> dict[str, fl
         return None
     (cost.verify, cost.verify_n, cost.draft, cost.catchup_per_token,
      acc.acc, acc.tot, acc.lookup_acc, acc.lookup_tot, acc.first_rate, acc.rate_acc,
-     acc.rate_judged, acc.depth_acc, acc.depth_judged, shape_rate) = state
+     acc.rate_judged, acc.depth_acc, acc.depth_judged, shape_rate, cost.catchup_long_per_token) = state
     return shape_rate
 
 
@@ -71,7 +72,7 @@ def save(path: Path, state: dict[str, object]) -> None:
 
 _State = tuple[dict[int, float], dict[int, int], float | None, float | None, dict[int, float],
                dict[int, float], dict[int, float], dict[int, float], float, float, float,
-               list[float], list[float], dict[str, float]]
+               list[float], list[float], dict[str, float], float | None]
 
 
 def _checked_state(d: object) -> _State | None:
@@ -102,6 +103,9 @@ def _checked_state(d: object) -> _State | None:
     def optional(key: str) -> float | None:
         return None if d[key] is None else num(d[key], key)
 
+    # The long catch-up rate came later: a file without it keeps the rest.
+    long = None if d.get("catchup_long_per_token") is None else num(d["catchup_long_per_token"], "catchup_long_per_token")
+
     first_rate = num(d["first_rate"], "first_rate")
     if first_rate > 1.0:
         raise ValueError(f"first_rate = {first_rate} is not a probability")
@@ -119,4 +123,4 @@ def _checked_state(d: object) -> _State | None:
     return (table("verify"), {k: int(v) for k, v in table("verify_n").items()},
             optional("draft"), optional("catchup_per_token"), table("acc"), table("tot"),
             table("lookup_acc"), table("lookup_tot"), first_rate, rate_acc, rate_judged,
-            depth_acc, depth_judged, {str(k): num(v, "shape_rate") for k, v in shapes.items()})
+            depth_acc, depth_judged, {str(k): num(v, "shape_rate") for k, v in shapes.items()}, long)

@@ -32,6 +32,12 @@ CACHE_MATCH = 10
 EXTENT_BUCKETS = (8, 16, 32)
 
 
+def long_copy(code: int, ngram_max: int = 4) -> bool:
+    """Whether a match code says the reply is copying earlier text: the longest n-gram,
+    agreeing with the text before it for at least EXTENT_BUCKETS[0] tokens."""
+    return ngram_max < code < CACHE_MATCH
+
+
 class LookupDrafter:
     """n-gram prompt lookup (llama.cpp's ngram-simple) over the conversation, then the
     target's n-gram cache (llama.cpp's ngram-cache, dynamic level); a deterministic proposal."""
