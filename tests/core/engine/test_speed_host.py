@@ -291,3 +291,30 @@ def test_coupled_choice_is_the_gumbel_max_with_zero_probabilities_never_chosen(p
         warnings.simplefilter("error")
         got = sampling.coupled_choice(ids, p, seed, position)
     assert got == want and p[got - 100] > 0
+
+
+@pytest.mark.parametrize("spec, reads", [
+    (SpecConfig(mode=Mode.CHAIN, draft_max=3), False),
+    (SpecConfig(mode=Mode.CHAIN, draft_max=3, p_min=0.3), True),
+    (SpecConfig(mode=Mode.CHAIN, draft_max=3, relaxed_top_k=2), True),
+])
+def test_a_greedy_draft_computes_its_confidence_only_for_a_policy_that_reads_it(
+        pair, monkeypatch, spec, reads):
+    """A fixed greedy chain without a p_min cut or relaxed accepts reads no confidence: its
+    draft takes the argmax alone (the exact features are an exp over the whole row per
+    drafted token). The reply is the same either way (greedy identity, other tests)."""
+    from specula.core.engine.drafters import model as draft_model
+
+    calls = []
+    real = draft_model.softmax_stats
+    monkeypatch.setattr(draft_model, "softmax_stats",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    params = SamplingParams(temperature=0.0, max_tokens=24)
+    prompt = pair.target_model.tokenize("hello world")
+    (done,) = (ev for ev in pair.generate_tokens(prompt, params, spec) if isinstance(ev, Done))
+    assert done.stats.drafted > 0
+    assert bool(calls) is reads
+    if not spec.lossy:
+        (plain,) = (ev for ev in pair.generate_tokens(prompt, params, SpecConfig(mode=Mode.PLAIN))
+                    if isinstance(ev, Done))
+        assert done.token_ids == plain.token_ids

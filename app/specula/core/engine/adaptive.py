@@ -63,6 +63,7 @@ WAIT_SHARE = 0.1
 
 class AdaptivePolicy:
     name = "adaptive"
+    reads_confidence = True  # its stop rule and acceptance model are built on it
 
     def __init__(self, cfg: SpecConfig, state_path: Path | None = None, *,
                  allow_draft: bool = True) -> None:

@@ -329,7 +329,7 @@ class Generator:
             committed=committed, k=min(plan.k, spec.draft_max, room), params=reply.params,
             seed=reply.seed, rng=reply.rng, keep=policy.keep_drafting, draft_min=spec.draft_min,
             tree_budget=budget, tree_width=spec.tree_width, lookup_tokens=plan.lookup_tokens or [],
-            grammar=reply.grammar,
+            grammar=reply.grammar, confidence=policy.reads_confidence,
         )
         c0, t0 = self._decode_clock(), time.perf_counter()
         prop = drafter.propose(req)

@@ -59,6 +59,12 @@ class DraftPolicy(Protocol):
     name: str  # the mode's name, for the statistics
     wants: frozenset[DraftSource]  # the drafters this policy may plan with
 
+    @property
+    def reads_confidence(self) -> bool:
+        """Whether ``keep_drafting`` or ``observe`` look at the draft's confidence (its top
+        probability and entropy); when not, a greedy draft skips computing them (an exp over
+        the whole vocabulary per drafted token, most of a greedy chain's host work)."""
+
     def plan(self, inp: PlanInput) -> Plan:
         """What to draft this step."""
 
@@ -84,6 +90,10 @@ class StaticPolicy:
 
     def __init__(self, cfg: SpecConfig | None = None) -> None:
         self.cfg = cfg or SpecConfig()
+
+    @property
+    def reads_confidence(self) -> bool:
+        return False  # keep_drafting keeps everything; observe learns nothing
 
     def plan(self, inp: PlanInput) -> Plan:
         return Plan(DraftSource.NONE, 0)
@@ -117,6 +127,11 @@ class FixedPolicy(StaticPolicy):
     def plan(self, inp: PlanInput) -> Plan:
         k = min(self.cfg.draft_max, inp.room)
         return Plan(DraftSource.DRAFT, k) if k > 0 and inp.has_draft else Plan(DraftSource.NONE, 0)
+
+    @property
+    def reads_confidence(self) -> bool:
+        # the p_min cut reads p_top; a relaxed accept reads each drafted token's probability
+        return self.cfg.p_min > 0 or self.cfg.lossy
 
     def keep_drafting(self, i: int, p_top: float, entropy: float) -> tuple[bool, bool]:
         keep = p_top >= self.cfg.p_min

@@ -52,6 +52,7 @@ class DraftRequest:
     tree_width: int = 0  # children per node (trees)
     lookup_tokens: list[int] = field(default_factory=list)  # what the plan chose (lookup)
     grammar: GrammarState | None = None  # the reply's grammar at ``committed`` (clone it)
+    confidence: bool = True  # False: nothing reads the draft's p_top/entropy (greedy skips them)
 
     @property
     def want_q(self) -> bool:

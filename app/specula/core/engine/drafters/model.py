@@ -11,6 +11,7 @@ reply goes on without it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -190,12 +191,18 @@ class ChainDrafter(ModelDrafter):
         params = req.params
         history = list(committed) if params.has_penalties else []
         want_q = req.want_q
+        # Greedy with nobody reading the confidence: the argmax alone (one pass over the
+        # row instead of an exp over it); p_top and entropy are then NaN, never read.
+        argmax_only = params.greedy and not req.confidence
         for i in range(k):
             logits = dm.ctx.logits(-1)[: dm.n_shared]
-            top, p_top, entropy = softmax_stats(logits, shared=not params.greedy)
-            keep_it, more = req.keep(i, p_top, entropy)
-            if not keep_it:
-                break
+            if argmax_only:
+                top, p_top, entropy, more = int(logits.argmax()), math.nan, math.nan, True
+            else:
+                top, p_top, entropy = softmax_stats(logits, shared=not params.greedy)
+                keep_it, more = req.keep(i, p_top, entropy)
+                if not keep_it:
+                    break
             q: sampling.F32 | None = None
             if params.greedy:
                 tok, p_tok = top, p_top
