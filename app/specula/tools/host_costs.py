@@ -19,7 +19,8 @@ from collections.abc import Callable
 import numpy as np
 
 from specula.core.engine import sampling, topk
-from specula.core.engine.llama import Batch, Context, Model
+from specula.core.engine.batch import Batch
+from specula.core.engine.llama import Context, Model
 from specula.tools.vocab_proxy import DEFAULT_FOLDER, build_proxy
 
 SAMPLED = sampling.SamplingParams(temperature=0.8, top_k=40, top_p=0.95, min_p=0.05)

@@ -26,13 +26,14 @@ from typing import Any
 from specula.core.engine import generator as gen_mod
 from specula.core.engine import reply as reply_mod
 from specula.core.engine import sampling, text, topk
+from specula.core.engine.batch import Batch
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.drafters import base as drafters_base
 from specula.core.engine.drafters import model as drafters_model
 from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import Done, StepEvent
 from specula.core.engine.kv import KVCache
-from specula.core.engine.llama import Batch, Context, Model
+from specula.core.engine.llama import Context, Model
 from specula.core.engine.stats import GenerationStats
 from specula.tools.vocab_proxy import DEFAULT_FOLDER, build_proxy
 

@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from specula.core.engine.batch import Batch
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import Done, Event, TokenEvent
-from specula.core.engine.llama import Batch, Context, Model
+from specula.core.engine.llama import Context, Model
 from specula.core.engine.sampling import SamplingParams
 from tests.core.engine.reference import FreshTarget
 

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from specula.core.engine import llama as native
-from specula.core.engine.llama import Batch, Context, DecodeError, LoadError, Model
+from specula.core.engine.batch import Batch
+from specula.core.engine.llama import Context, DecodeError, LoadError, Model
 from specula.core.engine.sampling import SamplingParams
 from tests.core.engine.conftest import chain, make_engine
 

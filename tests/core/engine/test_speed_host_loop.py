@@ -14,8 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specula.core.engine import llama
-from specula.core.engine.llama import Batch, Context, Model
+from specula.core.engine import batch
+from specula.core.engine.batch import Batch
+from specula.core.engine.llama import Context, Model
 from specula.core.engine.text import Utf8Stream
 
 TEXT = st.text(alphabet=st.characters(codec="utf-8"), max_size=12)
@@ -61,7 +62,7 @@ def test_a_small_batch_is_filled_as_the_numpy_path_fills_it(
         b.fill(list(range(100, 116)), 40, outputs="all", seq=1)
         b.fill(list(range(100, 110)), 50, outputs="all")
     fast.fill(toks, 5, outputs=outputs)
-    monkeypatch.setattr(llama, "_SMALL_BATCH", -1)  # every fill takes the numpy path
+    monkeypatch.setattr(batch, "_SMALL_BATCH", -1)  # every fill takes the numpy path
     slow.fill(toks, 5, outputs=outputs)
     assert _arrays(fast, n) == _arrays(slow, n)
     assert fast.n_tokens == n

@@ -22,6 +22,7 @@ import numpy as np
 
 from specula.core.cancel import Cancelled
 from specula.core.engine import sampling, topk
+from specula.core.engine.batch import Batch
 from specula.core.engine.config import SpecConfig
 from specula.core.engine.drafters import (
     ChainDrafter,
@@ -38,7 +39,7 @@ from specula.core.engine.drafters.tree import MAX_TREE_SEQS
 from specula.core.engine.events import Done, Event, Source, StepEvent, StopReason, TokenEvent
 from specula.core.engine.grammar import GrammarError, GrammarState
 from specula.core.engine.kv import KVCache
-from specula.core.engine.llama import Batch, Context, ContextFull, DecodeError, Model
+from specula.core.engine.llama import Context, ContextFull, DecodeError, Model
 from specula.core.engine.policy import DraftPolicy, Outcome, PlanInput
 from specula.core.engine.reply import Reply
 from specula.core.engine.sampling import SamplingParams

@@ -16,7 +16,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from specula.core.cancel import Cancelled
-from specula.core.engine.llama import Batch, Context, ContextFull
+from specula.core.engine.batch import Batch
+from specula.core.engine.llama import Context, ContextFull
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:

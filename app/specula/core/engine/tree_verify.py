@@ -9,10 +9,10 @@ branch sequences in the KV cache (``KVCache.branches``) and a tree-shaped batch.
 from __future__ import annotations
 
 from specula.core.engine import topk
+from specula.core.engine.batch import Batch
 from specula.core.engine.drafters import TokenTree
 from specula.core.engine.events import Source
 from specula.core.engine.kv import KVCache
-from specula.core.engine.llama import Batch
 from specula.core.engine.reply import Reply
 
 NewToken = tuple[int, Source, float | None, bool]  # token, source, draft probability, relaxed

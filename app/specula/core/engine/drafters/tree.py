@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from specula.core.engine import grammar, sampling, topk
+from specula.core.engine.batch import Batch
 from specula.core.engine.drafters.base import DraftRequest, DraftSource, Proposal
 from specula.core.engine.drafters.model import DraftModel, ModelDrafter
-from specula.core.engine.llama import Batch, ContextFull, DecodeError
+from specula.core.engine.llama import ContextFull, DecodeError
 
 MAX_TREE_SEQS = 16  # sequences besides 0 that a tree may use (n_seq_max - 1)
 
