@@ -30,9 +30,9 @@ class StructureError(ValueError):
 # (``char ::= [^"\\] | ...``), which no JSON parser accepts; llama.cpp's own converter
 # excludes them. Until the engine's converter does, the rule is tightened here, and
 # also against what is not UTF-8 at all: llama.cpp's grammar decodes F4 90-BF and a
-# lead byte F5-FF as code points past U+10FFFF (up to U+3FFFFF) and ED A0-BF as a surrogate, which a random
-# model does write and which every JSON parser refuses (or reads as U+FFFD each byte,
-# breaking ``maxLength``). Plane 16 (U+100000-U+10FFFF, lead byte F4 80-8F) is
+# lead byte F5-FF as code points past U+10FFFF (up to U+3FFFFF) and ED A0-BF as a
+# surrogate, which a random model does write and which every JSON parser refuses (or
+# reads as U+FFFD each byte, breaking ``maxLength``). Plane 16 (U+100000-U+10FFFF, lead byte F4 80-8F) is
 # admitted by its own positive class: llama.cpp judges an unfinished sequence by the
 # span of code points it could still become, and a negated class refuses it if any
 # excluded code point lies in that span, so a lone F4 would be refused with U+110000-

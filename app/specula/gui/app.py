@@ -66,7 +66,7 @@ def show_startup_notices(window) -> None:  # type: ignore[no-untyped-def]
 
     notices = startup_notices(window.ctx)
     if notices:
-        errors.show_error(window, "Specula: your data", "\n\n".join(notices))
+        errors.show_data_notice(window, "\n\n".join(notices))
 
 
 def run_app(model: str | None = None, draft: str | None = None) -> int:

@@ -52,6 +52,12 @@ def show_error(parent: QWidget | None, title: str, text: str, details: str = "")
     box.open()
 
 
+def show_data_notice(parent: QWidget | None, text: str) -> None:
+    """What Specula had to do with the user's files (a damaged one set aside, and where),
+    at start or when a model loads: the same non-blocking dialog every time."""
+    show_error(parent, "Specula: your data", text)
+
+
 def _excepthook(
     exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None
 ) -> None:

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from specula.gui import errors
 from specula.gui.chat.page import ChatPage
 from specula.gui.compare.page import ComparePage
 from specula.gui.context import AppContext
@@ -92,10 +93,7 @@ class MainWindow(QMainWindow):
         self._restore_geometry()
 
     def _show_data_notice(self, text: str) -> None:
-        """What the engine set aside while loading, as the startup notices are shown."""
-        from specula.gui import errors
-
-        errors.show_error(self, "Specula: your data", text)
+        errors.show_data_notice(self, text)
 
     def show_page(self, key: str) -> QWidget:
         keys = [p.key for p in PAGES]

@@ -390,10 +390,6 @@ class Context:
     def clear(self) -> None:
         L.llama_memory_clear(self._memory(), True)
 
-    @property
-    def closed(self) -> bool:
-        return not getattr(self, "_ctx", None)
-
     def close(self) -> None:
         if getattr(self, "_ctx", None):
             L.llama_free(self._ctx)
