@@ -13,11 +13,9 @@ from typing import Any
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QFrame,
     QHBoxLayout,
     QLabel,
     QPushButton,
-    QScrollArea,
     QSplitter,
     QStackedWidget,
     QToolButton,
@@ -36,13 +34,12 @@ from specula.gui.chat.empty_state import EmptyState
 from specula.gui.chat.export_menu import ExportButton
 from specula.gui.chat.message import MessageWidget
 from specula.gui.chat.model_bar import ModelBar
-from specula.gui.chat.settings_panel import SettingsPanel
+from specula.gui.chat.side_column import SideColumn
 from specula.gui.chat.transcript import Transcript
 from specula.gui.context import AppContext
 from specula.gui.engine_worker import Reply, ReplyBatch
 from specula.gui.errors import show_error
 from specula.gui.stats.footer import footer_text
-from specula.gui.stats.panel import StatsPanel
 
 
 class ChatPage(QWidget):
@@ -181,24 +178,10 @@ class ChatPage(QWidget):
         return w
 
     def _side(self) -> QWidget:
-        scroll = QScrollArea(self)
-        scroll.setWidgetResizable(True)
-        scroll.setMinimumWidth(300)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        inner = QFrame()
-        inner.setObjectName("SidePanel")
-        lay = QVBoxLayout(inner)
-        lay.setContentsMargins(12, 10, 12, 10)
-        self.stats_panel = StatsPanel(inner)
-        lay.addWidget(self.stats_panel)
-        self.settings_panel = SettingsPanel(self.ctx, inner)
-        lay.addWidget(self.settings_panel)
-        lay.addStretch(1)
-        scroll.setWidget(inner)
-        bar = scroll.verticalScrollBar().sizeHint().width()
-        scroll.setMinimumWidth(inner.minimumSizeHint().width() + bar + 2)
-        self.side = scroll
-        return scroll
+        self.side = SideColumn(self.ctx, self)
+        self.stats_panel = self.side.stats_panel
+        self.settings_panel = self.side.settings_panel
+        return self.side
 
     # -- layout --------------------------------------------------------------
     @property
