@@ -57,7 +57,8 @@ def test_without_it_the_worker_collects_the_guis_garbage(qapp) -> None:  # type:
         _leave_garbage_then_allocate_elsewhere(freed_on)
     finally:
         gc.disable()
-    assert [t.name for t in freed_on] == ["busy-worker"]
+    # the worker, or any other thread that allocated meanwhile: never the GUI thread
+    assert len(freed_on) == 1 and freed_on[0] is not threading.main_thread()
 
 
 def test_only_generations_past_their_threshold_are_collected(qapp, monkeypatch) -> None:  # type: ignore[no-untyped-def]
