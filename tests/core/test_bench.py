@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 
 from specula.cli import main
-from specula.core.bench import BenchPrompt, RunResult, oracle, parse_modes, run_bench, summarize
+from specula.core.bench import (
+    BenchPrompt,
+    RunResult,
+    format_report,
+    oracle,
+    parse_modes,
+    run_bench,
+    summarize,
+)
 from specula.core.engine.config import Mode
 from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.sampling import SamplingParams
@@ -96,6 +104,10 @@ def test_a_run_with_a_range_of_chains_reports_the_oracle(tiny: dict[str, Path]) 
     assert set(report.oracle["vs_best_fixed"]) == {"plain", "chain:1", "chain:2", "adaptive"}  # type: ignore[arg-type]
     best = report.oracle["vs_best_fixed"]["chain:1"]["per_prompt"]  # type: ignore[index]
     assert max(best.values()) <= 1.0 + 1e-9  # no fixed chain beats the best fixed chain
+    # fresh caches: every drafting run catches the draft up on its prompt, and says so
+    chains = [r for r in report.runs if r.mode.startswith("chain")]
+    assert all(r.draft_catchup_tokens >= len(r.prompt_token_ids) - 1 and r.draft_catchup_s > 0 for r in chains)
+    assert "chain:1 " in format_report(report).split("Draft catch-up")[1].split("Speedup by")[0]
 
 
 def test_bench_cold_starts_from_an_empty_policy_state(tiny: dict[str, Path], tmp_path: Path,

@@ -8,9 +8,11 @@ For each prompt it runs plain, every fixed chain and adaptive from empty caches 
 how much was accepted, its time, and the draft length that would have been best for
 that step in hindsight (the accepted run is known once verified: a step that
 accepted m of k drafted had a run of exactly m; one that accepted all had at least
-k), timed by the policy's own cost model. The summary splits adaptive's time into
-the draft's prompt catch-up, plain steps, drafting steps and tokens drafted but
-rejected, and compares tok/s with the best fixed chain of the same run.
+k), timed by the policy's own cost model. The summary gives the draft's catch-up on
+tokens it had not seen (the prompt, sit-outs; ``GenerationStats.draft_catchup_s``)
+and splits the rest of adaptive's time into plain steps, drafting steps (their
+catch-ups left out) and tokens drafted but rejected, and compares tok/s with the
+best fixed chain of the same run.
 """
 
 from __future__ import annotations
@@ -141,9 +143,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if r.drafted == 0:
                 plain_s += r.verify_s
             else:
-                draft_steps_s += r.draft_s + r.verify_s
+                draft_steps_s += r.draft_s - r.catchup_s + r.verify_s  # the catch-up on its own
                 wasted += r.drafted - r.accepted
-        print(f"  time: draft prompt catch-up {s.draft_prefill_s:.2f} s, plain steps {plain_s:.2f} s, "
+        print(f"  time: draft catch-up {s.draft_catchup_s:.2f} s ({s.draft_catchup_tokens} tokens), "
+              f"plain steps {plain_s:.2f} s, "
               f"drafting steps {draft_steps_s:.2f} s; drafted and rejected {wasted:.0f} tokens; "
               f"pair rate {pol.acc.token_rate:.2f}, by depth "
               + " ".join(f"{pol.acc.hazard(j):.2f}" for j in range(max(ks))))

@@ -87,5 +87,5 @@ def test_deferred_catch_up_keeps_greedy_text_and_drafts_from_the_second_step(pai
         done, tokens = run(pair, PROMPT, GREEDY, spec)
         assert done.token_ids == plain.token_ids
         assert tokens[0].step == 0 and all(t.step > 0 for t in tokens[1:])  # step 0: one token
-        assert done.stats.draft_prefill_s > 0.0  # the catch-up ran, after the first token
+        assert done.stats.draft_catchup_s > 0.0  # the catch-up ran, after the first token
         assert done.stats.drafted > 0

@@ -46,6 +46,13 @@ def format_report(report: BenchReport) -> str:
             f"{s['host_us_per_step_median']:>14.1f}{s['step_us_median']:>10.1f}"
         )
     lines.append("")
+    lines.append("Draft catch-up on tokens it had not seen (the prompt, sit-outs), median per reply")
+    for mode, s in report.summary.items():
+        assert isinstance(s, dict)
+        if s.get("draft_catchup_s_median") or s.get("draft_catchup_tokens_median"):
+            lines.append(f"  {mode:<10}{s['draft_catchup_s_median']:>8.2f} s"
+                         f"{s['draft_catchup_tokens_median']:>8.0f} tokens")
+    lines.append("")
     lines.append("Speedup by category (median)")
     for mode, s in report.summary.items():
         assert isinstance(s, dict)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 from specula.core.engine.config import Mode
 
@@ -42,7 +42,28 @@ class RunResult:
     # depends on how long a decode takes on this machine, the microseconds do not.
     host_us_per_step: float = 0.0
     step_us: float = 0.0
-    draft_prefill_s: float = 0.0  # the draft's catch-up on the prompt (inside the decode time)
+    # The draft's catch-ups on tokens it had not seen (the prompt, sit-outs), wherever they
+    # ran (see GenerationStats.draft_catchup_s); after the first token, inside the decode
+    # time, unless the draft drafts the first token. Files from before the rename call the
+    # seconds draft_prefill_s, and theirs left out the catch-up an adaptive reply made in
+    # its first draft step (see from_json).
+    draft_catchup_s: float = 0.0
+    draft_catchup_tokens: int = 0
+
+    @classmethod
+    def from_json(cls, d: dict[str, object]) -> RunResult:
+        """A run as ``to_json`` wrote it, by this version or an older one: renamed fields
+        are read under their old names, fields it does not know are left out, and fields
+        it lacks take their defaults."""
+        d = dict(d)
+        for old, new in _RENAMED.items():
+            if old in d:
+                d.setdefault(new, d.pop(old))
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})  # type: ignore[arg-type]
+
+
+_RENAMED = {"draft_prefill_s": "draft_catchup_s"}  # old JSON name -> field
 
 
 @dataclass
@@ -152,6 +173,8 @@ def summarize(runs: Sequence[RunResult]) -> dict[str, object]:
             "host_share_step_p90": _median([r.host_share_step_p90 for r in rs]),
             "draft_host_share_median": _median([r.draft_host_share for r in rs]),
             "host_us_per_step_median": _median([r.host_us_per_step for r in rs]),
+            "draft_catchup_s_median": _median([r.draft_catchup_s for r in rs]),
+            "draft_catchup_tokens_median": _median([r.draft_catchup_tokens for r in rs]),
             "step_us_median": _median([r.step_us for r in rs]),
             "peak_rss_mb": max((r.peak_rss_bytes for r in rs), default=0) / 2**20,
             "identical": f"{sum(ident)}/{len(ident)}" if ident else "-",

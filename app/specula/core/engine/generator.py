@@ -154,7 +154,9 @@ class Generator:
             sync = policy.sync_draft_at_prefill()
             deferred = sync and not spec.draft_first_token
             for d in active.values():
-                d.begin(committed, sync=sync and not deferred)
+                d.begin(committed, sync=False)
+            if sync and not deferred:  # draft_first_token: the draft is fed the prompt now
+                stats.add_catchup(*self._catch_up_drafters(committed, active))
         except Cancelled:
             yield finish(StopReason.CANCELLED)
             return
@@ -182,7 +184,7 @@ class Generator:
             if deferred and step > 0:
                 deferred = False
                 c0, t0 = self._decode_clock(), time.perf_counter()
-                stats.draft_prefill_s = self._catch_up_drafters(committed, active)
+                stats.add_catchup(*self._catch_up_drafters(committed, active))
                 # the draft's prefill is reported on its own, not as a step's time
                 t_step += time.perf_counter() - t0
                 clock0 += self._decode_clock() - c0
@@ -255,7 +257,7 @@ class Generator:
                 draft_s=prop.draft_s, verify_s=verify_s,
                 overhead_s=max(wall - (self._decode_clock() - clock0), 0.0),
                 shape=prop.shape, source=prop.source.value,
-                draft_decodes=prop.n_decodes, catchup=prop.catchup,
+                draft_decodes=prop.n_decodes, catchup=prop.catchup, catchup_s=prop.catchup_s,
                 relaxed_accepted=n_relaxed, step_s=wall, draft_host_s=prop.host_s,
             )
             stats.add_step(rec)
@@ -288,15 +290,18 @@ class Generator:
     # -- proposals -----------------------------------------------------------
 
     @staticmethod
-    def _catch_up_drafters(committed: list[int], active: dict[DraftSource, Drafter]) -> float:
-        """Feed the drafters what they skipped at prefill (all but the pending token);
-        seconds spent. Runs once, after the first token was shown: TTFT is the
-        target's alone, and the work is the same as feeding the prompt up front."""
+    def _catch_up_drafters(committed: list[int], active: dict[DraftSource, Drafter]) -> tuple[int, float]:
+        """Feed the drafters all they have not seen but the pending token, once in a reply
+        the policy syncs the draft in: after the first token was shown (TTFT is the target's
+        alone), or in prefill with ``draft_first_token``; (tokens fed, seconds)."""
         t0 = time.perf_counter()
+        fed = 0
         for d in active.values():
-            if d.lag(committed) > 1:
+            lag = d.lag(committed)
+            if lag > 1:
                 d.begin(committed, sync=True)
-        return time.perf_counter() - t0
+                fed += lag - d.lag(committed)
+        return fed, time.perf_counter() - t0
 
     def _propose(
         self, committed: list[int], cells: int, left: int, reply: Reply, policy: DraftPolicy,

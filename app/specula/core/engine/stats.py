@@ -46,6 +46,9 @@ class StepRecord:
     # this one's (the consumer's time between steps excluded); 0 when not measured.
     step_s: float = 0.0
     draft_host_s: float = 0.0  # of overhead_s: the drafter's own Python work in propose
+    # Of draft_s: a catch-up on tokens the draft sat out for (the conversation at the first
+    # draft step of a lazily fed reply, plain or lookup steps), 0 for a step's own short feed.
+    catchup_s: float = 0.0
 
     @property
     def host_share(self) -> float:
@@ -66,7 +69,12 @@ class GenerationStats:
     prefill_tokens: int = 0  # prompt tokens actually evaluated (the rest came from the KV cache)
     prefill_s: float = 0.0
     ttft_s: float = 0.0
-    draft_prefill_s: float = 0.0  # the draft's catch-up on the prompt, after the first token
+    # The draft's catch-ups on tokens it had not seen, wherever they ran: the prompt (fed in
+    # prefill with draft_first_token, between the first two steps when deferred, or by the
+    # first draft step an adaptive plan makes, inside that step's draft_s) and any later
+    # catch-up after sitting out plain or lookup steps. Not a step's own 1-2 token feed.
+    draft_catchup_s: float = 0.0
+    draft_catchup_tokens: int = 0
     total_s: float = 0.0
     tokens: int = 0
     steps: int = 0
@@ -135,6 +143,13 @@ class GenerationStats:
         self.overhead_s += rec.overhead_s
         self.draft_host_s += rec.draft_host_s
         self.step_s += rec.step_s
+        if rec.catchup_s > 0:
+            self.add_catchup(rec.catchup, rec.catchup_s)
+
+    def add_catchup(self, tokens: int, seconds: float) -> None:
+        """Count a catch-up of the draft on tokens it had not seen (see draft_catchup_s)."""
+        self.draft_catchup_tokens += tokens
+        self.draft_catchup_s += seconds
 
     def sample_memory(self) -> None:
         rss = _process().memory_info().rss

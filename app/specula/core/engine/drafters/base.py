@@ -75,6 +75,7 @@ class Proposal:
     match_len: int = 0  # lookup: length of the matched n-gram
     n_decodes: int = 0  # draft llama_decode calls this step
     catchup: int = 0  # tokens the draft had to catch up on before drafting
+    catchup_s: float = 0.0  # of draft_s: that catch-up, when it fed tokens the draft sat out for
     tree: TokenTree | None = None  # set when the proposal is a token tree
 
     def __len__(self) -> int:

@@ -28,6 +28,12 @@ from specula.core.engine.drafters.base import (
 from specula.core.engine.kv import KVCache, common_prefix
 from specula.core.engine.llama import Context, ContextFull, DecodeError
 
+# What a draft step feeds before drafting when the draft drafted the step before: the
+# pending token and at most one drafted token it had not fed. A longer catch-up fed
+# tokens the draft sat out for (or, after a tree step, the accepted path: see
+# DraftModel.sat_out).
+STEP_FEED = 2
+
 
 class DraftModel:
     """A draft model's context, mirrored, shared by the chain and the tree drafters."""
@@ -38,6 +44,7 @@ class DraftModel:
         self.n_shared = min(ctx.n_vocab, n_target_vocab)  # ids both have
         self.n_target_vocab = n_target_vocab
         self.stopped = ""
+        self._owed = STEP_FEED  # what the draft's own last step left it to feed
 
     @property
     def ctx(self) -> Context:
@@ -59,6 +66,7 @@ class DraftModel:
 
         Idempotent (the chain and the tree drafters share this model and both begin)."""
         self.stopped = ""
+        self._owed = STEP_FEED
         if sync:
             self.catch_up(prompt, keep_last=False, room_after=1)
 
@@ -68,6 +76,13 @@ class DraftModel:
         if n <= len(committed) and self.kv.tokens == list(committed[:n]):
             return len(committed) - n  # the usual case, one C-speed comparison
         return len(committed) - common_prefix(self.kv.tokens, committed)
+
+    def sat_out(self, n_fed: int) -> bool:
+        """Whether a catch-up of ``n_fed`` tokens fed more than the draft's own last step
+        left it to feed (the pending token, the drafted token it did not feed, a tree's
+        accepted path): the rest are tokens it skipped, the prompt of a lazily fed reply
+        or plain and lookup steps, and the statistics report that cost on its own."""
+        return n_fed > max(self._owed, STEP_FEED)
 
     def catch_up(self, committed: Sequence[int], *, keep_last: bool = True,
                  room_after: int = 1) -> tuple[int, float]:
@@ -101,6 +116,9 @@ class DraftModel:
         """Cut the cache back to the committed tokens (proposals began at ``start``)."""
         start = min(start, len(self.kv), len(committed))
         keep = start + common_prefix(self.kv.tokens[start:], committed[start:])
+        # what the next step feeds first; a cache that could not be cut (recurrent) and
+        # starts over feeds more, and that counts as a catch-up
+        self._owed = len(committed) - keep
         self.kv.cut(keep)
 
 
@@ -142,6 +160,8 @@ class ModelDrafter:
             return False
         self._start = len(committed) - 1
         prop.catchup, prop.draft_s = dm.catch_up(committed, room_after=cells)
+        if dm.sat_out(prop.catchup):
+            prop.catchup_s = prop.draft_s  # drafting has fed nothing yet: all of it is catch-up
         prop.n_decodes = 1
         return self.available
 
