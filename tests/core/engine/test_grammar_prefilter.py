@@ -85,3 +85,28 @@ def test_a_wrong_table_is_caught(tiny: dict[str, Path], monkeypatch: pytest.Monk
             walk_and_compare(model, LETTERS.gbnf, 3, 0)
     finally:
         model.close()
+
+
+# (Not "!<[5]>" after a literal: llama.cpp's apply then admits a token whose text runs
+# from the literal into the reference, which its accept refuses by aborting.)
+TOKEN_REFS = 'root ::= "x" <|im_start|> "y" | <[5]> [<!]'
+
+
+def test_a_grammar_that_names_tokens_is_checked_by_id(tiny: dict[str, Path]) -> None:
+    """A token reference matches a token by id, not by its text: the first-byte table
+    would refuse <|im_start|> where only that token may come (its first byte '<' alone
+    is not allowed there), so such a grammar is checked over every token."""
+    model = Model(tiny["target"], vocab_only=True)
+    try:
+        compared = sum(walk_and_compare(model, TOKEN_REFS, 4, seed)[0] for seed in range(6))
+        assert compared >= 12
+    finally:
+        model.close()
+
+
+@pytest.mark.parametrize(("text", "refs"), [
+    (TOKEN_REFS, True), ('root ::= !<[5]>', True), ('root ::= "<|im_start|>" [!<]', False),
+    ('root ::= "a\\"<" # <[5]>\n  x\nx ::= [\\]<]', False), (G.JSON_OBJECT_GRAMMAR, False), (SCHEMA, False),
+])
+def test_token_references_are_found_as_llama_cpp_parses_them(text: str, refs: bool) -> None:
+    assert G.has_token_refs(text) is refs

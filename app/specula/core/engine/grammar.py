@@ -182,6 +182,27 @@ def validate_grammar(text: str, root: str = "root", vocab: Any = None) -> None:
     L.llama_sampler_free(_init_sampler(vocab, text, root))
 
 
+def has_token_refs(text: str) -> bool:
+    """Whether the GBNF ``text`` names tokens (``<[id]>``, ``<|name|>``, ``!<...>``): read as
+    llama.cpp's parser reads it (llama-grammar.cpp, parse_sequence), a ``<`` or ``!``
+    outside literals, character classes and comments starts one."""
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in "<!":
+            return True
+        if c in "\"[":
+            close = '"' if c == '"' else "]"
+            i += 1
+            while i < n and text[i] != close:
+                i += 2 if text[i] == "\\" else 1
+        elif c == "#":
+            while i < n and text[i] not in "\r\n":
+                i += 1
+        i += 1
+    return False
+
+
 # -- the state along a reply -------------------------------------------------------------
 
 
@@ -262,10 +283,12 @@ class GrammarState:
     def open(cls, vocab: Any, n_vocab: int, text: str, root: str = "root",
              owner: object = None) -> GrammarState:
         """A grammar over ``vocab``; ``owner`` (the Model that holds it) enables the
-        full-vocabulary prefilter, whose table lives as long as the owner."""
+        full-vocabulary prefilter, whose table lives as long as the owner (not for a
+        grammar with token references: those match a token by id, not by its text)."""
         if not text:
             raise GrammarError("The grammar is empty.")
-        return cls(_init_sampler(vocab, text, root), n_vocab, vocab, owner)
+        return cls(_init_sampler(vocab, text, root), n_vocab, vocab,
+                   None if has_token_refs(text) else owner)
 
     def clone(self) -> GrammarState:
         """An independent copy at the same position (a proposal branching off)."""
