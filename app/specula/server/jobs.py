@@ -22,7 +22,7 @@ from typing import Any
 from specula.core.chat.template import ChatTemplate
 from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done, TokenEvent
-from specula.core.engine.grammar import GrammarError
+from specula.core.engine.grammar import GrammarError, GrammarState
 from specula.core.engine.llama import Model
 from specula.server.errors import OpenAIError
 from specula.server.logprobs import TokenLogprob
@@ -94,14 +94,15 @@ def _check_length(engine: Engine, req: GenerationRequest, tokens: list[int]) -> 
             code="context_length_exceeded")
 
 
-def _check_grammar(engine: Engine, req: GenerationRequest) -> None:
-    """The grammar against the target's vocabulary (token references need it): a 400
-    before the reply starts, never a failure in the middle of it."""
+def _open_grammar(engine: Engine, req: GenerationRequest) -> GrammarState | None:
+    """The grammar parsed over the target's vocabulary (token references need it), the
+    one parse of the request (the reply uses this state): a 400 before the reply
+    starts, never a failure in the middle of it."""
     grammar = req.sampling.grammar
     if not grammar:
-        return
+        return None
     try:
-        engine.validate_grammar(grammar, req.sampling.grammar_root)
+        return engine.open_grammar(grammar, req.sampling.grammar_root)
     except GrammarError as exc:
         param = req.structure.grammar_param if req.structure.grammar else "tools"
         raise OpenAIError(400, f"'{param}': {exc}", param=param, code="invalid_grammar") from None
@@ -124,7 +125,7 @@ def generation_job(req: GenerationRequest, out: queue.Queue[Message], cancel: th
         try:
             tokens = _tokens(engine, req, template, render_timeout_s)
             _check_length(engine, req, tokens)
-            _check_grammar(engine, req)
+            grammar = _open_grammar(engine, req)
         except OpenAIError as exc:
             out.put(("error", exc))
             return
@@ -137,7 +138,7 @@ def generation_job(req: GenerationRequest, out: queue.Queue[Message], cancel: th
         assert model is not None
         pending: list[TokenLogprob] = []  # tokens whose text has not come out yet
         try:
-            for ev in engine.generate_tokens(tokens, req.sampling, req.spec, cancel):
+            for ev in engine.generate_tokens(tokens, req.sampling, req.spec, cancel, grammar):
                 if isinstance(ev, TokenEvent):
                     lp = _logprob(model, ev) if req.logprobs is not None else None
                     if lp is not None:
@@ -152,6 +153,9 @@ def generation_job(req: GenerationRequest, out: queue.Queue[Message], cancel: th
             log.exception("generation failed")
             out.put(("fail", f"Generation failed: {exc}"))
             return
+        finally:  # the reply closes it as it ends; this covers one that never started
+            if grammar is not None:
+                grammar.close()
         out.put(("fail", "The engine ended the reply without a result."))
 
     return job

@@ -26,7 +26,7 @@ from specula.core.engine.drafters.ngram_store import NgramStore, cache_dir
 from specula.core.engine.events import Done, Event
 from specula.core.engine.generator import Generator
 from specula.core.engine.ggml_devices import add_rpc_servers, local_gpu_handles
-from specula.core.engine.grammar import validate_grammar
+from specula.core.engine.grammar import GrammarState, validate_grammar
 from specula.core.engine.llama import (
     Context,
     LoadError,
@@ -306,15 +306,25 @@ class Engine:
         sampling: SamplingParams,
         spec: SpecConfig,
         cancel: threading.Event | None = None,
+        grammar: GrammarState | None = None,
     ) -> Iterator[Event]:
         """The reply's events. A grammar that does not parse raises GrammarError here,
-        before anything is generated (the engine stays usable)."""
+        before anything is generated (the engine stays usable). ``grammar``: the
+        request's grammar as :meth:`open_grammar` parsed it (a caller that checked it
+        first passes it on instead of having it parsed again); the reply closes it."""
         if self._gen is None or self._target is None:
             raise LoadError("No target model is loaded.")
-        if sampling.grammar:
-            validate_grammar(sampling.grammar, sampling.grammar_root, self._target.vocab)
-        events = self._gen.generate(prompt, sampling, spec, self.policy_for(spec), cancel)
+        if grammar is None and sampling.grammar:
+            grammar = self.open_grammar(sampling.grammar, sampling.grammar_root)
+        events = self._gen.generate(prompt, sampling, spec, self.policy_for(spec), cancel, grammar)
         return events if self.ngrams is None else self._learning(prompt, events, self.ngrams)
+
+    def open_grammar(self, text: str, root: str = "root") -> GrammarState:
+        """``text`` parsed once over the target's vocabulary, for :meth:`generate_tokens`
+        (GrammarError with llama.cpp's reason); close it if it is not passed on."""
+        if self._gen is None or self._target is None:
+            raise LoadError("No target model is loaded.")
+        return GrammarState.open(self._target.vocab, self._gen.ctx.n_vocab, text, root, owner=self._target)
 
     def validate_grammar(self, text: str, root: str = "root") -> None:
         """GrammarError (with llama.cpp's reason) unless ``text`` parses over the target's

@@ -102,10 +102,13 @@ class Generator:
         spec: SpecConfig,
         policy: DraftPolicy,
         cancel: threading.Event | None = None,
+        grammar: GrammarState | None = None,
     ) -> Iterator[Event]:
+        """``grammar``: ``params.grammar`` parsed by the caller (once per request); the reply closes it."""
         cancel = cancel or threading.Event()
         reply = Reply(params, spec, sampling.resolve_seed(params.seed))
-        if params.grammar:  # an invalid grammar raises GrammarError before anything happens
+        reply.grammar = grammar
+        if grammar is None and params.grammar:  # invalid: GrammarError before anything happens
             reply.grammar = GrammarState.open(self.model.vocab, self.ctx.n_vocab,
                                               params.grammar, params.grammar_root, owner=self.model)
         try:
