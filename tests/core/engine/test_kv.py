@@ -47,6 +47,30 @@ def test_common_prefix() -> None:
     assert common_prefix([1, 2, 3], [1, 2, 4, 5]) == 2
     assert common_prefix([], [1]) == 0
     assert common_prefix([1, 2], [1, 2]) == 2
+    assert common_prefix((1, 2, 3), [1, 2, 3]) == 3  # a tuple's slice is compared as a list
+    long = list(range(300))
+    assert common_prefix(long, [*long[:200], -1], start=130) == 200
+    assert common_prefix([9, 2, 3], [1, 2, 4], start=1) == 2  # the first ``start`` are trusted
+
+
+def test_agreement_compares_from_what_agreed_with_the_same_list(model: Model) -> None:
+    kv = _kv(model)
+    reply = list(TOKENS[:40])
+    assert kv.agreement(reply) == 0
+    kv.feed(reply[:30])  # fed from the list it agreed with: it still agrees, on 30 now
+    reply += [1, 2, 3]
+    assert kv.agreement(reply) == 30
+    kv.feed([*reply[30:40], 77])  # one token the list does not have (a drafted one)
+    assert kv.agreement(reply) == 40
+    kv.cut(35)
+    assert kv.agreement(reply) == 35
+    # a list changed in place at the boundary, or a new list, is compared afresh
+    reply[34] = 5
+    assert kv.agreement(reply) == 34
+    assert kv.agreement([*TOKENS[:10], 0]) == 10
+    kv.clear()
+    assert kv.agreement(reply) == 0
+    kv.ctx.close()
 
 
 def test_feed_cut_reuse_keep_the_mirror_true(model: Model) -> None:

@@ -20,20 +20,27 @@ from specula.core.engine.batch import Batch
 from specula.core.engine.llama import Context, ContextFull
 
 
-def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    """Length of the longest common prefix. Called every step on the whole conversation,
-    so it compares slices at C speed (chunks of 64, then within the first unequal one)
-    instead of stepping through every token in Python."""
+def common_prefix(a: Sequence[int], b: Sequence[int], start: int = 0) -> int:
+    """Length of the longest common prefix, given that the first ``start`` items agree
+    (they are not compared again). The rest is compared as slices at C speed (one
+    comparison, then chunks of 64 and the first unequal chunk item by item when they
+    differ): the work is proportional to ``len - start``, not to the whole sequence."""
     n = min(len(a), len(b))
-    la, lb = list(a[:n]), list(b[:n])
-    if la == lb:
+    i = min(max(start, 0), n)
+    if _span(a, i, n) == _span(b, i, n):
         return n
-    i = 0
-    while i + 64 <= n and la[i : i + 64] == lb[i : i + 64]:
+    while i + 64 <= n and _span(a, i, i + 64) == _span(b, i, i + 64):
         i += 64
-    while i < n and la[i] == lb[i]:
+    while i < n and a[i] == b[i]:
         i += 1
     return i
+
+
+def _span(x: Sequence[int], i: int, j: int) -> list[int]:
+    """``x[i:j]`` as a list (a list's slice already is one; a tuple's or an array's is not
+    equal to a list however alike)."""
+    part = x[i:j]
+    return part if isinstance(part, list) else list(part)
 
 
 class KVCache:
@@ -43,6 +50,10 @@ class KVCache:
         self.ctx = ctx
         self.tokens: list[int] = []
         self._batch = Batch(max(ctx.n_batch, 1), 1)
+        # The sequence :meth:`agreement` last compared with, and how many of its leading
+        # tokens ``tokens`` is known to hold (kept <= len(tokens) by every cut).
+        self._ref: Sequence[int] | None = None
+        self._agreed = 0
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -59,6 +70,7 @@ class KVCache:
     def clear(self) -> None:
         self.ctx.clear()
         self.tokens = []
+        self._ref, self._agreed = None, 0
 
     def cut(self, n: int) -> None:
         """Keep the first ``n`` tokens. A cache that cannot be cut (recurrent) starts over."""
@@ -68,12 +80,31 @@ class KVCache:
     def _drop_from(self, n: int) -> None:
         if self.ctx.seq_rm(0, n, -1):
             del self.tokens[n:]
+            self._agreed = min(self._agreed, n)
         else:
             self.clear()
 
+    def agreement(self, tokens: Sequence[int]) -> int:
+        """Length of the longest common prefix of the cache and ``tokens``.
+
+        A draft asks this every step with the reply's committed tokens, one list that
+        only grows by appending: when ``tokens`` is the sequence last compared with (the
+        same object, no shorter than what agreed, the last agreed token unchanged), the
+        prefix known to agree is not compared again, so a step's work is what changed
+        since, not the length of the chat. A sequence changed other than by appending
+        must come as a new object (a wrong answer would cost acceptance, not exactness:
+        the target verifies every drafted token)."""
+        k = self._agreed
+        start = 0
+        if tokens is self._ref and k <= len(tokens) and (k == 0 or tokens[k - 1] == self.tokens[k - 1]):
+            start = k
+        n = common_prefix(self.tokens, tokens, start)
+        self._ref, self._agreed = tokens, n
+        return n
+
     def reuse(self, tokens: Sequence[int], limit: int | None = None) -> int:
         """Keep the longest common prefix with ``tokens`` (at most ``limit``); returns its length."""
-        n = common_prefix(self.tokens, tokens)
+        n = self.agreement(tokens)
         if limit is not None:
             n = min(n, limit)
         self.cut(n)
@@ -117,6 +148,9 @@ class KVCache:
         except BaseException:
             self._drop_from(start)
             raise
+        if self._ref is not None and self._agreed == start \
+                and _span(self._ref, start, start + len(tokens)) == _span(tokens, 0, len(tokens)):
+            self._agreed += len(tokens)  # fed from the sequence it agreed with: still agrees
         return spent
 
     # -- branch sequences (token trees) -----------------------------------------------

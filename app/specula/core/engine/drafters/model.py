@@ -25,7 +25,7 @@ from specula.core.engine.drafters.base import (
     Proposal,
     softmax_stats,
 )
-from specula.core.engine.kv import KVCache, common_prefix
+from specula.core.engine.kv import KVCache
 from specula.core.engine.llama import Context, ContextFull, DecodeError
 
 # What a draft step feeds before drafting when the draft drafted the step before: the
@@ -71,11 +71,9 @@ class DraftModel:
             self.catch_up(prompt, keep_last=False, room_after=1)
 
     def lag(self, committed: Sequence[int]) -> int:
-        """Tokens of ``committed`` past the longest prefix the draft's cache holds."""
-        n = len(self.kv)
-        if n <= len(committed) and self.kv.tokens == list(committed[:n]):
-            return len(committed) - n  # the usual case, one C-speed comparison
-        return len(committed) - common_prefix(self.kv.tokens, committed)
+        """Tokens of ``committed`` past the longest prefix the draft's cache holds (the
+        work is what changed since the last step, see KVCache.agreement)."""
+        return len(committed) - self.kv.agreement(committed)
 
     def sat_out(self, n_fed: int) -> bool:
         """Whether a catch-up of ``n_fed`` tokens fed more than the draft's own last step
@@ -112,10 +110,10 @@ class DraftModel:
             self.stop(f"the draft's context window is full ({exc})")
             return None
 
-    def drop_rejected(self, start: int, committed: Sequence[int]) -> None:
-        """Cut the cache back to the committed tokens (proposals began at ``start``)."""
-        start = min(start, len(self.kv), len(committed))
-        keep = start + common_prefix(self.kv.tokens[start:], committed[start:])
+    def drop_rejected(self, committed: Sequence[int]) -> None:
+        """Cut the cache back to the committed tokens (compared from what agreed before
+        the proposal: the step's tokens, not the chat)."""
+        keep = self.kv.agreement(committed)
         # what the next step feeds first; a cache that could not be cut (recurrent) and
         # starts over feeds more, and that counts as a catch-up
         self._owed = len(committed) - keep
@@ -131,7 +129,6 @@ class ModelDrafter:
     def __init__(self, model: DraftModel) -> None:
         self.model = model
         self.counters = DrafterCounters()
-        self._start = 0  # where this step's proposal began in the draft's cache
 
     @property
     def available(self) -> bool:
@@ -158,7 +155,6 @@ class ModelDrafter:
             if dm.kv.n_ctx - len(committed) + 1 <= 0:
                 dm.stop(f"the draft's context window ({dm.kv.n_ctx} tokens) is full")
             return False
-        self._start = len(committed) - 1
         prop.catchup, prop.draft_s = dm.catch_up(committed, room_after=cells)
         if dm.sat_out(prop.catchup):
             prop.catchup_s = prop.draft_s  # drafting has fed nothing yet: all of it is catch-up
@@ -174,7 +170,7 @@ class ModelDrafter:
 
     def accept(self, committed: Sequence[int], n_accepted: int) -> None:
         self.counters.accepted += n_accepted
-        self.model.drop_rejected(self._start, committed)
+        self.model.drop_rejected(committed)
 
 
 class ChainDrafter(ModelDrafter):
