@@ -14,10 +14,12 @@ from typing import Any
 import llama_cpp as L
 import numpy as np
 
+from specula.core.engine.native_handle import NativeHandle
+
 _SMALL_BATCH = 8  # batches up to this many tokens are filled element by element
 
 
-class Batch:
+class Batch(NativeHandle):
     """A reusable llama_batch with numpy views over its arrays."""
 
     def __init__(self, capacity: int, n_seq_max: int = 1) -> None:
@@ -106,9 +108,3 @@ class Batch:
         if getattr(self, "_b", None) is not None:
             L.llama_batch_free(self._b)
             self._b = None
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass

@@ -36,6 +36,7 @@ from llama_cpp import llama_grammar as _lg
 
 from specula.core.engine import grammar_cut, sampling
 from specula.core.engine.llama import ensure_backend
+from specula.core.engine.native_handle import NativeHandle
 from specula.core.engine.sampling import F32, F64, I64, SamplingParams
 
 log = logging.getLogger("specula.engine")
@@ -255,7 +256,7 @@ _first_bytes: weakref.WeakKeyDictionary[object, FirstBytes] = weakref.WeakKeyDic
 _first_bytes_lock = threading.Lock()
 
 
-class GrammarState:
+class GrammarState(NativeHandle):
     """One llama grammar sampler: a position in the grammar. Free it with ``close``."""
 
     prefilter = True  # check a full vocabulary through FirstBytes (tests compare both)
@@ -301,12 +302,6 @@ class GrammarState:
         if self._smpl:
             L.llama_sampler_free(self._smpl)
             self._smpl = None
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def allowed(self, ids: I64 | list[int]) -> Bools:
         """Which of ``ids`` the grammar admits next (EOG only once it is complete)."""

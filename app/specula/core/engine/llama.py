@@ -24,6 +24,7 @@ import numpy.typing as npt
 
 from specula.core.cancel import Cancelled
 from specula.core.engine.batch import Batch
+from specula.core.engine.native_handle import NativeHandle
 
 log = logging.getLogger("specula.engine")
 
@@ -116,7 +117,7 @@ def default_threads() -> int:
     return max(1, psutil.cpu_count(logical=False) or os.cpu_count() or 1)
 
 
-class Model:
+class Model(NativeHandle):
     """Weights and vocabulary of one GGUF file."""
 
     def __init__(
@@ -268,12 +269,6 @@ class Model:
         if self._contexts == 0 and self._close_pending:
             self.close()
 
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
-
 
 # llama_get_logits_ith returning the address as an int: a view of the row is then made
 # once per address (ctypes' pointer, .contents and from_address cost ~5 us per call right
@@ -282,7 +277,7 @@ _logits_address = L.llama_cpp._lib["llama_get_logits_ith"]
 _logits_address.argtypes = [ctypes.c_void_p, ctypes.c_int32]
 _logits_address.restype = ctypes.c_void_p
 
-class Context:
+class Context(NativeHandle):
     """One KV cache over a :class:`Model`; decode, logits, sequence operations."""
 
     def __init__(
@@ -396,9 +391,3 @@ class Context:
             self._ctx = None
             self._mem = None
             self.model._context_closed()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
