@@ -241,6 +241,18 @@ def test_gumbel_noise_keys_equal_the_vectorised_mix(seed, position, ids):
     np.testing.assert_array_equal(sampling.gumbel_noise(seed, position, arr), -np.log(-np.log(u)))
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**63 - 1), st.integers(0, 10**7),
+       st.lists(st.integers(0, 2**31 - 1), min_size=1, max_size=50))
+def test_gumbel_noise_in_python_integers_equals_the_array_path(seed, position, ids):
+    """A list of ids (the few-candidate path, in Python integers) gets the noise the
+    array path gives (up to the last bit of a log: math.log against numpy's)."""
+    got = sampling.gumbel_noise(seed, position, list(ids))
+    want = sampling.gumbel_noise(seed, position, np.array(ids, dtype=np.int64))
+    assert isinstance(got, list)
+    np.testing.assert_allclose(got, want, rtol=1e-15, atol=1e-15)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(0, 3), max_size=300), st.lists(st.integers(0, 3), max_size=300))
 def test_common_prefix_equals_a_token_by_token_walk(a, b):
@@ -271,12 +283,13 @@ def test_the_vectorised_mix_equals_python_integers_without_warnings(xs):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from([0.0, 1e-300, 0.01, 0.2, 0.5, 1.0]), min_size=2, max_size=30),
+@given(st.lists(st.sampled_from([0.0, 1e-300, 0.01, 0.2, 0.5, 1.0]), min_size=2, max_size=60),
        st.integers(0, 2**31 - 1), st.integers(0, 10**6))
 def test_coupled_choice_is_the_gumbel_max_with_zero_probabilities_never_chosen(ps, seed, position):
     """The Gumbel-max choice, written plainly: log p (minus infinity at p = 0) plus the
     noise, the first of the largest scores; zero-probability candidates (an underflow of
-    the transform) are never chosen."""
+    the transform) are never chosen. Up to 60 candidates: both the Python path (up to
+    ``SMALL_CHOICE``) and the array path."""
     import math
     import warnings
 
