@@ -100,6 +100,62 @@ def test_top_k_ids_on_a_large_vocabulary(seed, k, scale, levels):
     np.testing.assert_array_equal(got, want)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 64), st.sampled_from([0.5, 2.5, 8.0]),
+       st.sampled_from([0, 3, 50, 2000]))
+def test_top_k_lists_on_a_large_vocabulary(seed, k, scale, levels):
+    """The selection as Python lists (the sampling transform's input) equals a stable
+    sort of the whole row, ids and logits, with ties and without."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(4097, 160_000))
+    if levels:
+        logits = rng.integers(0, levels, n).astype(np.float32)
+    else:
+        logits = (rng.standard_normal(n) * scale).astype(np.float32)
+    ids, vals = topk.top_k_lists(logits, k)
+    want = np.argsort(-logits, kind="stable")[:k]
+    assert ids == [int(i) for i in want]
+    assert vals == [float(logits[i]) for i in want]
+
+
+def _gumbel_max_plainly(want: dict[int, float], seed: int, position: int) -> int:
+    ids = list(want)
+    g = sampling.gumbel_noise(seed, position, np.array(ids, dtype=np.int64))
+    scores = [math.log(want[i]) + float(n) for i, n in zip(ids, g, strict=True)]
+    return ids[scores.index(max(scores))]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(tied, wide), st.integers(1, 80), st.sampled_from([1.0, 0.95, 0.5]),
+       st.sampled_from([0.0, 0.05]), st.sampled_from([0.3, 0.8, 1.7]),
+       st.integers(0, 2**31 - 1), st.integers(0, 10**6))
+def test_the_coupled_pick_is_the_gumbel_max_of_the_plain_transform(vals, top_k, top_p, min_p,
+                                                                    temp, seed, position):
+    """The reply's coupled choice (lists end to end for a small top-k) is the Gumbel-max
+    over the plainly computed distribution, and what the array functions choose."""
+    logits = np.array(vals, dtype=np.float32)
+    if _near_boundary(logits, top_p, min_p, top_k):
+        return
+    params = SamplingParams(temperature=temp, top_k=top_k, top_p=top_p, min_p=min_p)
+    want = _gumbel_max_plainly(plain_transform(logits, top_k, top_p, min_p, temp), seed, position)
+    assert sampling.coupled_pick(logits, params, seed, position) == want
+    assert sampling.coupled_choice(*sampling.candidates(logits, params), seed, position) == want
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([1, 7, 40, 64]), st.integers(0, 10**6))
+def test_the_coupled_pick_on_a_large_vocabulary(seed, top_k, position):
+    rng = np.random.default_rng(seed)
+    logits = (rng.standard_normal(int(rng.integers(4097, 160_000))) * 2.5).astype(np.float32)
+    order = np.argsort(-logits, kind="stable")[:top_k]
+    if _near_boundary(logits[order], 0.95, 0.05, 0):
+        return
+    params = SamplingParams(temperature=0.8, top_k=top_k, top_p=0.95, min_p=0.05)
+    local = plain_transform(logits[order], 0, 0.95, 0.05, 0.8)
+    want = _gumbel_max_plainly({int(order[i]): p for i, p in local.items()}, seed, position)
+    assert sampling.coupled_pick(logits, params, seed, position) == want
+
+
 def test_top_k_ids_with_minus_infinity():
     """A row with fewer finite values than k (a grammar masks tokens to -inf)."""
     logits = np.full(20_000, -np.inf, dtype=np.float32)
