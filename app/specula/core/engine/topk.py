@@ -151,8 +151,12 @@ def top_k_lists(logits: F32, k: int) -> tuple[list[int], list[float]]:
     if cand.shape[0] > LIST_SORT_MAX:  # many ties at the threshold
         ids = _stable_top(cand, vals, k)
         return ids.tolist(), logits[ids].tolist()
-    pairs = sorted(zip((-vals).tolist(), cand.tolist(), strict=True))[:k]  # by -value, then id
-    return [i for _, i in pairs], [-v for v, _ in pairs]
+    neg: list[float] = (-vals).tolist()
+    cl: list[int] = cand.tolist()
+    # Python's sort is stable and ``cand`` ascends, so equal logits keep the lower id
+    # first; a float key compares faster than (value, id) tuples
+    order = sorted(range(len(neg)), key=neg.__getitem__)[:k]
+    return [cl[i] for i in order], [-neg[i] for i in order]
 
 
 FEATURE_K = 64  # tokens whose probabilities the draft's confidence features take exactly
