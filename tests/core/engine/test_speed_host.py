@@ -100,6 +100,62 @@ def test_top_k_ids_on_a_large_vocabulary(seed, k, scale, levels):
     np.testing.assert_array_equal(got, want)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 64), st.sampled_from([0.5, 2.5, 8.0]),
+       st.sampled_from([0, 3, 50, 2000]))
+def test_top_k_lists_on_a_large_vocabulary(seed, k, scale, levels):
+    """The selection as Python lists (the sampling transform's input) equals a stable
+    sort of the whole row, ids and logits, with ties and without."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(4097, 160_000))
+    if levels:
+        logits = rng.integers(0, levels, n).astype(np.float32)
+    else:
+        logits = (rng.standard_normal(n) * scale).astype(np.float32)
+    ids, vals = topk.top_k_lists(logits, k)
+    want = np.argsort(-logits, kind="stable")[:k]
+    assert ids == [int(i) for i in want]
+    assert vals == [float(logits[i]) for i in want]
+
+
+def _gumbel_max_plainly(want: dict[int, float], seed: int, position: int) -> int:
+    ids = list(want)
+    g = sampling.gumbel_noise(seed, position, np.array(ids, dtype=np.int64))
+    scores = [math.log(want[i]) + float(n) for i, n in zip(ids, g, strict=True)]
+    return ids[scores.index(max(scores))]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(tied, wide), st.integers(1, 80), st.sampled_from([1.0, 0.95, 0.5]),
+       st.sampled_from([0.0, 0.05]), st.sampled_from([0.3, 0.8, 1.7]),
+       st.integers(0, 2**31 - 1), st.integers(0, 10**6))
+def test_the_coupled_pick_is_the_gumbel_max_of_the_plain_transform(vals, top_k, top_p, min_p,
+                                                                    temp, seed, position):
+    """The reply's coupled choice (lists end to end for a small top-k) is the Gumbel-max
+    over the plainly computed distribution, and what the array functions choose."""
+    logits = np.array(vals, dtype=np.float32)
+    if _near_boundary(logits, top_p, min_p, top_k):
+        return
+    params = SamplingParams(temperature=temp, top_k=top_k, top_p=top_p, min_p=min_p)
+    want = _gumbel_max_plainly(plain_transform(logits, top_k, top_p, min_p, temp), seed, position)
+    assert sampling.coupled_pick(logits, params, seed, position) == want
+    assert sampling.coupled_choice(*sampling.candidates(logits, params), seed, position) == want
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([1, 7, 40, 64]), st.integers(0, 10**6))
+def test_the_coupled_pick_on_a_large_vocabulary(seed, top_k, position):
+    rng = np.random.default_rng(seed)
+    logits = (rng.standard_normal(int(rng.integers(4097, 160_000))) * 2.5).astype(np.float32)
+    order = np.argsort(-logits, kind="stable")[:top_k]
+    if _near_boundary(logits[order], 0.95, 0.05, 0):
+        return
+    params = SamplingParams(temperature=0.8, top_k=top_k, top_p=0.95, min_p=0.05)
+    local = plain_transform(logits[order], 0, 0.95, 0.05, 0.8)
+    want = _gumbel_max_plainly({int(order[i]): p for i, p in local.items()}, seed, position)
+    assert sampling.coupled_pick(logits, params, seed, position) == want
+
+
 def test_top_k_ids_with_minus_infinity():
     """A row with fewer finite values than k (a grammar masks tokens to -inf)."""
     logits = np.full(20_000, -np.inf, dtype=np.float32)
@@ -241,6 +297,18 @@ def test_gumbel_noise_keys_equal_the_vectorised_mix(seed, position, ids):
     np.testing.assert_array_equal(sampling.gumbel_noise(seed, position, arr), -np.log(-np.log(u)))
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**63 - 1), st.integers(0, 10**7),
+       st.lists(st.integers(0, 2**31 - 1), min_size=1, max_size=50))
+def test_gumbel_noise_in_python_integers_equals_the_array_path(seed, position, ids):
+    """A list of ids (the few-candidate path, in Python integers) gets the noise the
+    array path gives (up to the last bit of a log: math.log against numpy's)."""
+    got = sampling.gumbel_noise(seed, position, list(ids))
+    want = sampling.gumbel_noise(seed, position, np.array(ids, dtype=np.int64))
+    assert isinstance(got, list)
+    np.testing.assert_allclose(got, want, rtol=1e-15, atol=1e-15)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(0, 3), max_size=300), st.lists(st.integers(0, 3), max_size=300))
 def test_common_prefix_equals_a_token_by_token_walk(a, b):
@@ -271,12 +339,13 @@ def test_the_vectorised_mix_equals_python_integers_without_warnings(xs):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from([0.0, 1e-300, 0.01, 0.2, 0.5, 1.0]), min_size=2, max_size=30),
+@given(st.lists(st.sampled_from([0.0, 1e-300, 0.01, 0.2, 0.5, 1.0]), min_size=2, max_size=60),
        st.integers(0, 2**31 - 1), st.integers(0, 10**6))
 def test_coupled_choice_is_the_gumbel_max_with_zero_probabilities_never_chosen(ps, seed, position):
     """The Gumbel-max choice, written plainly: log p (minus infinity at p = 0) plus the
     noise, the first of the largest scores; zero-probability candidates (an underflow of
-    the transform) are never chosen."""
+    the transform) are never chosen. Up to 60 candidates: both the Python path (up to
+    ``SMALL_CHOICE``) and the array path."""
     import math
     import warnings
 

@@ -39,8 +39,9 @@ class Reply:
                 grammar.target_candidates(g, logits, self.params)[0][0])
         lg = sampling.apply_penalties(logits, history, self.params)
         if self.rule == sampling.Rule.COUPLED.value:
-            ids, p = (sampling.candidates(lg, self.params) if g is None
-                      else grammar.target_candidates(g, lg, self.params))
+            if g is None:
+                return sampling.coupled_pick(lg, self.params, self.seed, position)
+            ids, p = grammar.target_candidates(g, lg, self.params)
             return sampling.coupled_choice(ids, p, self.seed, position)
         return sampling.sample(self.target_probs(lg), self.rng)
 

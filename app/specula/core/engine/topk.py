@@ -18,6 +18,8 @@ thousand values at most:
   several times slower than a dot with ones).
 * :func:`top_softmax_stats`: the same features from the top 64 tokens and a strided
   estimate of the rest, sharing the row's selection with the sampling transform.
+* :func:`top_k_lists`: the same selection as Python lists with the logits, for the
+  sampling transform on the candidates.
 * :func:`top2_gap`: the gap between the two largest logits from two max reductions.
 
 Array methods (``a.argmax()``, ``a.nonzero()[0]``, ``a.cumsum()``, a copy's
@@ -107,7 +109,14 @@ def _top_k_ids(logits: F32, k: int) -> I64:
     if n <= _SMALL or k * GROUP_ROWS * 4 >= n:
         order: I64 = (-logits).argsort(kind="stable")[:k].astype(np.int64)
         return order
-    groups, offsets, tail = _layout(n)
+    ids, vals = _at_or_above_kth_group_max(logits, k)
+    return _stable_top(ids, vals, k)
+
+
+def _at_or_above_kth_group_max(logits: F32, k: int) -> tuple[I64, F32]:
+    """(ids ascending, their logits): every token at or above the k-th largest group
+    maximum, a superset of the top k (see the module's docstring)."""
+    groups, offsets, tail = _layout(logits.shape[0])
     head = logits[: groups * GROUP_ROWS].reshape(GROUP_ROWS, groups)  # row r: ids r*G .. r*G+G-1
     gmax = _MAX(head, axis=0)  # group g = {g, g + G, g + 2G, ...}
     part = gmax.copy()  # gmax keeps its order: partition a copy
@@ -117,8 +126,37 @@ def _top_k_ids(logits: F32, k: int) -> I64:
     if tail.shape[0]:  # the last n mod B ids are always looked at
         ids = np.concatenate((ids, tail))
     vals = logits[ids]  # ids ascend: row r holds r*G + g, and the tail comes last
-    keep = vals >= t
-    return _stable_top(ids[keep], vals[keep], k)
+    keep = (vals >= t).nonzero()[0]
+    return ids[keep], vals[keep]
+
+
+LIST_SORT_MAX = 256  # candidates sorted as Python tuples up to this many (more: numpy)
+
+
+def top_k_lists(logits: F32, k: int) -> tuple[list[int], list[float]]:
+    """:func:`top_k_ids` and their logits as Python lists (ids best first, ties to the
+    lower id), for the sampling transform on a few candidates: right after a decode a
+    Python sort of some 40 (value, id) pairs and float arithmetic on them cost less than
+    the dozen small numpy calls that would do the same on arrays."""
+    n = logits.shape[0]
+    k = max(0, min(k, n))
+    last = _last
+    if k == 0:
+        return [], []
+    if (last is not None and last[0] is logits and k <= last[1]) or n <= _SMALL \
+            or k * GROUP_ROWS * 4 >= n:
+        ids = top_k_ids(logits, k)
+        return ids.tolist(), logits[ids].tolist()
+    cand, vals = _at_or_above_kth_group_max(logits, k)
+    if cand.shape[0] > LIST_SORT_MAX:  # many ties at the threshold
+        ids = _stable_top(cand, vals, k)
+        return ids.tolist(), logits[ids].tolist()
+    neg: list[float] = (-vals).tolist()
+    cl: list[int] = cand.tolist()
+    # Python's sort is stable and ``cand`` ascends, so equal logits keep the lower id
+    # first; a float key compares faster than (value, id) tuples
+    order = sorted(range(len(neg)), key=neg.__getitem__)[:k]
+    return [cl[i] for i in order], [-neg[i] for i in order]
 
 
 FEATURE_K = 64  # tokens whose probabilities the draft's confidence features take exactly

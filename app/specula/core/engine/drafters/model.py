@@ -207,13 +207,15 @@ class ChainDrafter(ModelDrafter):
         params = req.params
         history = list(committed) if params.has_penalties else []
         want_q = req.want_q
-        # Greedy with nobody reading the confidence: the argmax alone (one pass over the
-        # row instead of an exp over it); p_top and entropy are then NaN, never read.
-        argmax_only = params.greedy and not req.confidence
+        # Nobody reading the confidence: greedy takes the argmax alone (one pass over the
+        # row instead of an exp over it), sampling skips the features' estimate of the
+        # rest of the row; p_top and entropy are then NaN, never read.
+        blind = not req.confidence
         for i in range(k):
             logits = dm.ctx.logits(-1)[: dm.n_shared]
-            if argmax_only:
-                top, p_top, entropy, more = int(logits.argmax()), math.nan, math.nan, True
+            if blind:
+                top = int(logits.argmax()) if params.greedy else -1
+                p_top, entropy, more = math.nan, math.nan, True
             else:
                 top, p_top, entropy = softmax_stats(logits, shared=not params.greedy)
                 keep_it, more = req.keep(i, p_top, entropy)
