@@ -10,6 +10,7 @@ step with a 1,900-token history must equal the count with a 40-token one. The ol
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, SupportsIndex
 
@@ -52,7 +53,8 @@ def pair(tiny: dict[str, Path]) -> Iterator[Engine]:
     eng.close()
 
 
-def _work_per_step(dm: DraftModel, history: list[int], steps: int = 12) -> list[int]:
+def _work_per_step(dm: DraftModel, history: list[int], params: SamplingParams,
+                   steps: int = 12) -> list[int]:
     """Items touched per step of the generator's draft bookkeeping (the lag the policy
     reads, the drafter's catch-up and proposal, the cut after verification), with a
     target that accepts the first drafted token and adds one of its own."""
@@ -67,7 +69,7 @@ def _work_per_step(dm: DraftModel, history: list[int], steps: int = 12) -> list[
         Counting.touched = 0
         assert dm.lag(committed) >= 1
         drafter.lag(committed)  # the generator asks every active drafter (chain and tree)
-        req = DraftRequest(committed=committed, k=3, params=GREEDY, seed=0, rng=rng,
+        req = DraftRequest(committed=committed, k=3, params=params, seed=0, rng=rng,
                            keep=lambda i, p, e: (True, True), confidence=False)
         prop = drafter.propose(req)
         fed = list.__getitem__(dm.kv.tokens, slice(None))  # (not counted)
@@ -82,12 +84,15 @@ def _work_per_step(dm: DraftModel, history: list[int], steps: int = 12) -> list[
     return per_step
 
 
-def test_a_step_s_work_does_not_grow_with_the_history(pair: Engine) -> None:
+@pytest.mark.parametrize("params", [GREEDY, replace(GREEDY, repeat_penalty=1.1)],
+                         ids=["greedy", "penalties"])
+def test_a_step_s_work_does_not_grow_with_the_history(pair: Engine, params: SamplingParams) -> None:
+    """(With penalties the draft keeps the last repeat_last_n tokens, 64, for them.)"""
     gen = pair.generator
     assert gen is not None and gen.draft is not None
-    short = [1, *range(10, 50)]
+    short = [1, *range(10, 90)]
     long = [1, *((i * 7) % 90 + 10 for i in range(1900))]
-    work_short = _work_per_step(gen.draft, short)
-    work_long = _work_per_step(gen.draft, long)
+    work_short = _work_per_step(gen.draft, short, params)
+    work_long = _work_per_step(gen.draft, long, params)
     assert work_long == work_short, (work_short, work_long)
     assert max(work_long) < 200  # a few dozen items a step, not the 1,900 of the history
