@@ -70,6 +70,17 @@ def test_a_bad_grammar_is_still_a_400_from_its_one_parse(tool_server: LocalServe
     assert len(parses) == 1
 
 
+def test_a_negated_token_reference_is_a_400_not_an_abort(tool_server: LocalServer,
+                                                           parses: list[bytes]) -> None:
+    """llama.cpp admits "an" after "a" in this grammar, then aborts the process accepting
+    it; the request is refused by name before llama.cpp sees it."""
+    status, reply, _ = post(tool_server, "/v1/chat/completions", {
+        "model": "tiny-target", "messages": ASK, "max_tokens": 8,
+        "specula": {"grammar": 'root ::= "a" !<[5]> "z"'}})
+    assert status == 400 and reply["error"]["param"] == "specula.grammar", reply
+    assert "negated token references" in reply["error"]["message"] and not parses
+
+
 def test_a_grammar_may_name_the_vocabulary_s_tokens(tool_server: LocalServer) -> None:
     """Parsed over the target's vocabulary only, a token reference resolves (a parse without
     a vocabulary, as the request's first check was, refuses it)."""

@@ -19,6 +19,8 @@ from tests.core.engine.conftest import PLAIN, run
         ('root ::= root "a"', "root", "left recursion"),
         ("root ::= [a-", "root", "unexpected end of input"),
         ("", "root", "empty"),
+        # llama.cpp would admit "an" after "a" here and abort the process accepting it
+        ('root ::= "a" !<[5]> "z"', "root", "negated token references"),
     ],
 )
 def test_bad_grammar_says_why(text: str, root: str, reason: str) -> None:

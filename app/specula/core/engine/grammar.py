@@ -35,6 +35,8 @@ import numpy.typing as npt
 from llama_cpp import llama_grammar as _lg
 
 from specula.core.engine import grammar_cut, sampling
+from specula.core.engine.grammar_text import has_token_refs as has_token_refs  # re-exported
+from specula.core.engine.grammar_text import token_ref_marks
 from specula.core.engine.llama import ensure_backend
 from specula.core.engine.native_handle import NativeHandle
 from specula.core.engine.sampling import F32, F64, I64, SamplingParams
@@ -135,6 +137,11 @@ def _init_sampler(vocab: Any, text: str, root: str) -> Any:
     llama.cpp prints a parse error with fprintf(stderr) and the other reasons to its
     log, so both are caught for the message (stderr is restored and what was not
     about the grammar is written back)."""
+    if "!" in token_ref_marks(text):
+        # llama.cpp 0c1e57098 admits, after text, any token whose own text starts with that
+        # text and goes on ("an" for `"a" !<[5]>`), then throws accepting it: the process aborts
+        raise GrammarError(f"Invalid grammar (root '{root}'): negated token references (!<...>) "
+                           "are not supported")
     ensure_backend()
     handler = _LlamaLog()
     log.addHandler(handler)
@@ -181,27 +188,6 @@ def validate_grammar(text: str, root: str = "root", vocab: Any = None) -> None:
     if not text:
         raise GrammarError("The grammar is empty.")
     L.llama_sampler_free(_init_sampler(vocab, text, root))
-
-
-def has_token_refs(text: str) -> bool:
-    """Whether the GBNF ``text`` names tokens (``<[id]>``, ``<|name|>``, ``!<...>``): read as
-    llama.cpp's parser reads it (llama-grammar.cpp, parse_sequence), a ``<`` or ``!``
-    outside literals, character classes and comments starts one."""
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c in "<!":
-            return True
-        if c in "\"[":
-            close = '"' if c == '"' else "]"
-            i += 1
-            while i < n and text[i] != close:
-                i += 2 if text[i] == "\\" else 1
-        elif c == "#":
-            while i < n and text[i] not in "\r\n":
-                i += 1
-        i += 1
-    return False
 
 
 # -- the state along a reply -------------------------------------------------------------
@@ -289,7 +275,7 @@ class GrammarState(NativeHandle):
         if not text:
             raise GrammarError("The grammar is empty.")
         return cls(_init_sampler(vocab, text, root), n_vocab, vocab,
-                   None if has_token_refs(text) else owner)
+                   None if token_ref_marks(text) else owner)
 
     def clone(self) -> GrammarState:
         """An independent copy at the same position (a proposal branching off)."""

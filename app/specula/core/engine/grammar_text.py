@@ -1,0 +1,30 @@
+"""What a GBNF text holds, read without llama.cpp (which only parses it whole)."""
+
+from __future__ import annotations
+
+
+def has_token_refs(text: str) -> bool:
+    """Whether the GBNF ``text`` names tokens (``<[id]>``, ``<|name|>``, ``!<...>``)."""
+    return bool(token_ref_marks(text))
+
+
+def token_ref_marks(text: str) -> set[str]:
+    """Which of ``<`` (a token reference) and ``!`` (a negated one) start a token element
+    in ``text``, read as llama.cpp's parser reads it (llama-grammar.cpp, parse_sequence):
+    outside literals, character classes and comments."""
+    marks: set[str] = set()
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in "<!":
+            marks.add(c)
+        elif c in "\"[":
+            close = '"' if c == '"' else "]"
+            i += 1
+            while i < n and text[i] != close:
+                i += 2 if text[i] == "\\" else 1
+        elif c == "#":
+            while i < n and text[i] not in "\r\n":
+                i += 1
+        i += 1
+    return marks
