@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from specula.core.engine.config import DEFAULT_MODE, Mode, SpecConfig
+from specula.core.engine.config import DEFAULT_DRAFT_MAX, DEFAULT_MODE, Mode, SpecConfig
 from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.sampling import DEFAULT_RULE, Rule, SamplingParams
 
@@ -65,7 +65,8 @@ def add_spec_args(p: argparse.ArgumentParser, *, with_mode: bool = True) -> None
     if with_mode:
         g.add_argument("--mode", default=None, choices=[m.value for m in Mode],
                        help=f"drafting mode (default: {DEFAULT_MODE.value})")
-    g.add_argument("--draft-max", type=int, default=4, help="max draft tokens per step")
+    g.add_argument("--draft-max", type=int, default=DEFAULT_DRAFT_MAX,
+                   help=f"max draft tokens per step: a chain's length, adaptive's cap (default {DEFAULT_DRAFT_MAX})")
     g.add_argument("--draft-min", type=int, default=0, help="discard drafts shorter than this")
     g.add_argument("--p-min", type=float, default=0.0, help="stop drafting below this draft probability")
 

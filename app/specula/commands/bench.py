@@ -13,6 +13,7 @@ import tempfile
 from specula.commands._common import fail
 from specula.commands._engine_args import add_sampling_args, engine_options, sampling_params
 from specula.core.bench import RunResult, format_report, load_prompts, parse_modes, run_bench
+from specula.core.engine.config import DEFAULT_DRAFT_MAX
 from specula.core.engine.engine import Engine, LoadError
 
 
@@ -38,7 +39,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-calibrate", action="store_true",
                    help="do not time verify batches at draft load (a new pair then learns its costs "
                         "inside its first replies)")
-    p.add_argument("--draft-max", type=int, default=4)
+    p.add_argument("--draft-max", type=int, default=DEFAULT_DRAFT_MAX,
+                   help=f"a chain's length and adaptive's cap (default {DEFAULT_DRAFT_MAX})")
     p.add_argument("--draft-min", type=int, default=0)
     p.add_argument("--p-min", type=float, default=0.0)
     p.add_argument("--repeat", type=int, default=1)

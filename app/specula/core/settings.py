@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from specula.core import paths
-from specula.core.engine.config import DEFAULT_MODE, Mode, SpecConfig
+from specula.core.engine.config import DEFAULT_DRAFT_MAX, DEFAULT_MODE, Mode, SpecConfig
 from specula.core.engine.sampling import SamplingParams
 from specula.core.gpu_layers import AUTO as GPU_LAYERS_AUTO
 
@@ -72,7 +72,7 @@ class SpeculativeDefaults:
     """Speculative settings; ``mode`` is a :class:`Mode` value other than plain."""
 
     mode: str = DEFAULT_MODE.value  # the one default mode (core.engine.config)
-    draft_max: int = 4
+    draft_max: int = DEFAULT_DRAFT_MAX
     draft_min: int = 0
     p_min: float = 0.0
     tree_budget: int = 12

@@ -6,7 +6,7 @@ pair it used to learn those by probing (plain steps, two-token drafts, every
 length in turn) inside the first replies, which cost a quarter of the first
 reply on a pair where drafting does not pay. Here the same decodes the steps
 would make are timed once, right after the draft is loaded, on a short made-up
-context: target batches of 1..8 tokens (logits for all, as a verify asks),
+context: target batches of 1..9 tokens (logits for all, as a verify asks),
 single draft decodes, and two batched draft feeds (what a catch-up costs per
 token: a short one, and a long one, far cheaper per token, for a conversation the
 draft has not seen). The numbers seed a policy that has no saved state; real steps then
@@ -18,13 +18,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from specula.core.engine.config import DEFAULT_DRAFT_MAX
 from specula.core.engine.cost_model import MEASURED, SHORT_FEED, CostModel
 from specula.core.engine.kv import KVCache
 
 CONTEXT_TOKENS = 32  # a short context: verify cost at the start of a chat
-MAX_BATCH = 8  # verify batches measured: 1..MAX_BATCH tokens (draft lengths 0..7)
+MAX_BATCH = DEFAULT_DRAFT_MAX + 1  # verify batches measured: 1..9 tokens (draft lengths 0..8)
 TREE_BATCH = 13  # and a default token tree's (12 nodes and the pending token): whether a
-# tree could ever beat the chain depends on it, and the line through 1..8 misses jumps
+# tree could ever beat the chain depends on it, and the line through 1..9 misses jumps
 DRAFT_DECODES = 4
 CATCHUP_BATCH = SHORT_FEED  # draft tokens fed at once to time a short catch-up
 LONG_BATCH = 64  # and a long one: the draft's catch-up on a conversation it has not seen

@@ -15,6 +15,12 @@ class Mode(str, Enum):
 
 
 DEFAULT_MODE = Mode.ADAPTIVE  # the one default of core, CLI, server and GUI: drafts only where it pays
+# The default "Max draft": a fixed chain's length, and the cap under which the adaptive policy
+# picks its own. A cap that binds costs adaptive its best shape where verifying is cheap
+# (F16 code here: 1.22x of plain with a cap of 4, 1.33x with 7, docs/benchmarks.md; on a
+# GPU the verify curve stays flat for longer still), and the load-time calibration
+# measures every length up to it.
+DEFAULT_DRAFT_MAX = 8
 
 
 @dataclass
@@ -28,7 +34,7 @@ class SpecConfig:
     """
 
     mode: Mode = DEFAULT_MODE
-    draft_max: int = 4
+    draft_max: int = DEFAULT_DRAFT_MAX
     draft_min: int = 0
     p_min: float = 0.0
     tree_budget: int = 12  # nodes in a token tree
