@@ -387,3 +387,22 @@ def test_a_greedy_draft_computes_its_confidence_only_for_a_policy_that_reads_it(
         (plain,) = (ev for ev in pair.generate_tokens(prompt, params, SpecConfig(mode=Mode.PLAIN))
                     if isinstance(ev, Done))
         assert done.token_ids == plain.token_ids
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 9), max_size=120), st.sampled_from([-1, 0, 1, 5, 64]),
+       st.sampled_from([1.0, 1.3, 0.7]))
+def test_the_repetition_penalty_reads_llama_cpps_window(history, last_n, penalty):
+    """The last ``repeat_last_n`` tokens are penalised (0: none, -1: all of them), as
+    llama.cpp's penalty_last_n: positive logits divided by the penalty, negative ones
+    multiplied, each token once however often it came."""
+    logits = np.linspace(-2.0, 2.0, 10).astype(np.float32)
+    params = SamplingParams(temperature=0.8, repeat_penalty=penalty, repeat_last_n=last_n)
+    window = [] if last_n == 0 else history if last_n < 0 else history[max(len(history) - last_n, 0):]
+    want = [float(v) for v in logits]
+    for t in set(window) if penalty != 1.0 else ():
+        want[t] = want[t] / penalty if want[t] > 0 else want[t] * penalty
+    np.testing.assert_allclose(sampling.apply_penalties(logits, history, params), want, rtol=1e-6)
+    assert params.has_penalties == (penalty != 1.0 and last_n != 0)
+    assert sampling.penalty_window(list(range(200)), params) == (
+        [] if not params.has_penalties else list(range(200))[-last_n:] if last_n > 0 else list(range(200)))

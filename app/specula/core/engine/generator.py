@@ -398,7 +398,7 @@ class Generator:
         src = prop.token_source
         spec, params, rule = reply.spec, reply.params, reply.rule
         n_relaxed = 0
-        history = list(committed) if params.has_penalties else []
+        history = sampling.penalty_window(committed, params)  # the penalty's window, not the chat
         ctx = self.ctx
         for i, d in enumerate(prop.tokens):
             logits = ctx.logits(i)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import secrets
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 
@@ -65,7 +66,7 @@ class SamplingParams:
     top_p: float = 0.95  # 1 = off
     min_p: float = 0.05  # 0 = off
     repeat_penalty: float = 1.0  # 1 = off
-    repeat_last_n: int = 64
+    repeat_last_n: int = 64  # tokens the penalty looks back on; 0 = off, -1 = the whole context
     seed: int | None = None
     max_tokens: int = 512
     stop: list[str] = field(default_factory=list)
@@ -92,7 +93,7 @@ class SamplingParams:
     @property
     def has_penalties(self) -> bool:
         """Settings that depend on the history, which rejection sampling cannot express."""
-        return self.repeat_penalty != 1.0
+        return self.repeat_penalty != 1.0 and self.repeat_last_n != 0
 
     @property
     def acceptance_rule(self) -> str:
@@ -119,12 +120,22 @@ def resolve_seed(seed: int | None) -> int:
     return int(seed)
 
 
+def penalty_window(tokens: Sequence[int], params: SamplingParams) -> list[int]:
+    """A copy of the tokens the repetition penalty reads: the last ``repeat_last_n``
+    (llama.cpp's meaning: 0 turns the penalty off, -1 reads the whole context), so that a
+    step copies that many tokens, not the whole chat."""
+    if not params.has_penalties:
+        return []
+    n = params.repeat_last_n
+    return list(tokens) if n < 0 else list(tokens[-n:])
+
+
 def apply_penalties(logits: F32, history: list[int], params: SamplingParams) -> F32:
     """llama.cpp-style repetition penalty over the last ``repeat_last_n`` tokens (a copy)."""
     if not params.has_penalties or not history:
         return logits
     out: F32 = logits.copy()
-    recent = np.unique(np.asarray(history[-params.repeat_last_n :], dtype=np.int64))
+    recent = np.unique(np.asarray(penalty_window(history, params), dtype=np.int64))
     recent = recent[recent < out.shape[0]]
     vals = out[recent]
     out[recent] = np.where(vals > 0, vals / params.repeat_penalty, vals * params.repeat_penalty)

@@ -8,7 +8,7 @@ branch sequences in the KV cache (``KVCache.branches``) and a tree-shaped batch.
 
 from __future__ import annotations
 
-from specula.core.engine import topk
+from specula.core.engine import sampling, topk
 from specula.core.engine.batch import Batch
 from specula.core.engine.drafters import TokenTree
 from specula.core.engine.events import Source
@@ -43,7 +43,7 @@ def verify_tree(
         )
         verify_s = kv.decode(batch, appended=[committed[-1]])
         cur, out = -1, 0
-        history = list(committed) if reply.params.has_penalties else []
+        history = sampling.penalty_window(committed, reply.params)
         while True:
             logits = kv.ctx.logits(out)
             if gaps is not None:

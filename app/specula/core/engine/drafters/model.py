@@ -205,11 +205,9 @@ class ChainDrafter(ModelDrafter):
         committed = req.committed
         pos = len(committed)
         params = req.params
-        # the penalties read the last repeat_last_n tokens (sampling.apply_penalties): a
-        # copy of those, not of the chat, per drafted step
-        last = params.repeat_last_n
-        history = ((list(committed[-last:]) if last > 0 else list(committed))
-                   if params.has_penalties else [])
+        # the penalties read the last repeat_last_n tokens: a copy of those, not of the
+        # chat, per drafted step
+        history = sampling.penalty_window(committed, params)
         want_q = req.want_q
         # Nobody reading the confidence: greedy takes the argmax alone (one pass over the
         # row instead of an exp over it), sampling skips the features' estimate of the
