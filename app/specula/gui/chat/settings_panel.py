@@ -73,7 +73,8 @@ class SpecForm(QWidget):
         for mode, label in MODES:
             self.mode.addItem(label, mode.value)
         form.addRow("Mode", self.mode)
-        self.draft_max = spin(1, 32, spec.draft_max, "Max draft size: tokens proposed per step")
+        self.draft_max = spin(1, 32, spec.draft_max, "Max draft size: tokens proposed per step "
+                              "(a chain drafts this many; adaptive picks up to this many)")
         form.addRow("Max draft", self.draft_max)
         self.draft_min = spin(0, 32, spec.draft_min, "Min draft size: shorter drafts are discarded")
         form.addRow("Min draft", self.draft_min)
