@@ -175,3 +175,22 @@ def test_a_fixed_seed_under_the_coupled_rule_is_checked_for_plain_s_text(tiny: d
     chain_run = next(r for r in coupled.runs if r.mode == "chain:3")
     assert chain_run.identical is True  # same seed, coupled rule: plain's text in every mode
     assert next(r for r in rejection.runs if r.mode == "chain:3").identical is None  # not expected there
+
+
+def test_the_held_out_oracle_chooses_the_best_chain_on_the_other_repeats() -> None:
+    # Prompt a, three repeats. chain:2 wins repeat 0 by luck (20) and is slow otherwise;
+    # chain:1 is steady at 12. Held out, by hand:
+    #   repeat 0: the best on repeats 1, 2 is chain:1 (12, 12 against 8, 8): 11 / 12
+    #   repeat 1: on repeats 0, 2: chain:2 (20, 8: mean 14 against 12): 11 / 8
+    #   repeat 2: on repeats 0, 1: chain:2 (20, 8) again: 13 / 8
+    # median 11 / 8; the plain oracle (medians 12 against 8) says 11 / 12.
+    speeds = {("a", "chain:1"): [12, 12, 12], ("a", "chain:2"): [20, 8, 8],
+              ("a", "adaptive"): [11, 11, 13], ("a", "plain"): [9, 9, 9]}
+    runs = [_run(p, m, r, float(v)) for (p, m), vs in speeds.items() for r, v in enumerate(vs)]
+    orc = oracle(runs, ["chain:1", "chain:2"])
+    assert orc["vs_best_fixed"]["adaptive"]["per_prompt"]["a"] == pytest.approx(11 / 12)  # type: ignore[index]
+    held = orc["vs_best_fixed_held_out"]["adaptive"]  # type: ignore[index]
+    assert held["per_prompt"]["a"] == pytest.approx(11 / 8)
+    assert set(orc["vs_best_fixed_held_out"]) == {"adaptive", "plain"}  # type: ignore[arg-type]
+    one = [r for r in runs if r.repeat == 0]
+    assert "vs_best_fixed_held_out" not in oracle(one, ["chain:1", "chain:2"])  # needs two repeats

@@ -76,6 +76,11 @@ def _format_oracle(orc: dict[str, object]) -> list[str]:
         cells = "".join(f"{vs[m]['per_prompt'].get(pid, 0.0):>10.2f}x" for m in modes)
         lines.append(f"  {pid:<22}{b['mode']:>12}{b['tok_per_s']:>8.1f}{cells}")
     lines.append("  " + "  ".join(f"{m}: median {vs[m]['median']:.2f}x, min {vs[m]['min']:.2f}x" for m in modes))
+    held = orc.get("vs_best_fixed_held_out")
+    if isinstance(held, dict) and held:
+        lines.append("  held out (the best fixed chain chosen on the other repeats, judged on each): "
+                     + "  ".join(f"{m} median {h['median']:.2f}x, min {h['min']:.2f}x"
+                                 for m, h in held.items() if m in modes))
     return lines
 
 
