@@ -37,6 +37,7 @@ from llama_cpp import llama_grammar as _lg
 from specula.core.engine import grammar_cut, sampling
 from specula.core.engine.grammar_text import has_token_refs as has_token_refs  # re-exported
 from specula.core.engine.grammar_text import token_ref_marks
+from specula.core.engine.grammar_tokens import piece_text, referenced_ids, single_char_token
 from specula.core.engine.llama import ensure_backend
 from specula.core.engine.native_handle import NativeHandle
 from specula.core.engine.sampling import F32, F64, I64, SamplingParams
@@ -265,6 +266,7 @@ class GrammarState(NativeHandle):
         self.full_checks = 0  # positions that needed the whole vocabulary (host cost)
         self.settled = 0  # positions whose cut was decided without it (grammar_cut)
         self.checked = 0  # tokens checked against the grammar
+        self._refs: frozenset[int] = frozenset()  # ids the grammar names (<[id]>, <|name|>)
 
     @classmethod
     def open(cls, vocab: Any, n_vocab: int, text: str, root: str = "root",
@@ -274,15 +276,20 @@ class GrammarState(NativeHandle):
         grammar with token references: those match a token by id, not by its text)."""
         if not text:
             raise GrammarError("The grammar is empty.")
-        return cls(_init_sampler(vocab, text, root), n_vocab, vocab,
-                   None if token_ref_marks(text) else owner)
+        state = cls(_init_sampler(vocab, text, root), n_vocab, vocab,
+                    None if token_ref_marks(text) else owner)
+        if vocab is not None:
+            state._refs = referenced_ids(vocab, text)
+        return state
 
     def clone(self) -> GrammarState:
         """An independent copy at the same position (a proposal branching off)."""
         if not self._smpl:
             raise GrammarError("grammar state used after close")
-        return GrammarState(L.llama_sampler_clone(self._smpl), self.n_vocab, self._vocab,
+        twin = GrammarState(L.llama_sampler_clone(self._smpl), self.n_vocab, self._vocab,
                             self._owner, list(self._path), self._memo)
+        twin._refs = self._refs
+        return twin
 
     def close(self) -> None:
         if self._smpl:
@@ -305,7 +312,53 @@ class GrammarState(NativeHandle):
         L.llama_sampler_apply(self._smpl, ctypes.byref(self._arr))
         self.checked += n
         out: Bools = np.isfinite(buf["logit"])
+        if self._refs:
+            for i in np.flatnonzero(out & np.isin(ids, list(self._refs))):
+                out[i] = self._named_token_safe(int(ids[i]))
         return out
+
+    def _named_token_safe(self, token: int) -> bool:
+        """Whether accepting ``token``, a token the grammar names and admits here, is safe.
+
+        llama.cpp (0c1e57098) also admits a named token where the grammar expects the
+        first characters of its text and then the reference (``"<" <|im_start|>``: the
+        token's '<' taken by the literal, the rest matched by id), and its accept, which
+        consumes the text character by character, then throws through C: the process
+        aborts. Accepting is safe when the grammar takes the token as a whole (no path
+        here starts with its first character: the single-character token of that
+        character is refused) or takes its whole text as characters (a walk over the
+        single-character tokens of the text on a copy). Otherwise the two cannot be told
+        apart through llama.cpp's API, and the token is treated as forbidden here: a
+        grammar that allows both a named token and text starting with its first
+        character at one position loses the named token there, which is narrower than
+        llama.cpp's reading but never aborts."""
+        text = piece_text(self._vocab, token)
+        chars = [single_char_token(self._vocab, ch) for ch in text]
+        if not chars or chars[0] is None:
+            return False
+        first = chars[0]
+        if first == token or not self._admits(first):
+            return True
+        if any(c is None or c in self._refs for c in chars):
+            return False
+        walk = self.clone()
+        try:
+            for c in chars:
+                assert c is not None
+                if not walk._admits(c):
+                    return False
+                L.llama_sampler_accept(walk._smpl, c)
+            return True
+        finally:
+            walk.close()
+
+    def _admits(self, token: int) -> bool:
+        """llama.cpp's own answer for one token (no named-token check)."""
+        buf = np.zeros(1, dtype=_TOKEN_DTYPE)
+        buf["id"] = token
+        arr = L.llama_token_data_array(buf.ctypes.data_as(L.llama_token_data_p), 1, -1, False)
+        L.llama_sampler_apply(self._smpl, ctypes.byref(arr))
+        return bool(np.isfinite(buf["logit"][0]))
 
     def allows(self, token: int) -> bool:
         return bool(self.allowed([token])[0])

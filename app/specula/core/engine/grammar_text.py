@@ -28,3 +28,29 @@ def token_ref_marks(text: str) -> set[str]:
                 i += 1
         i += 1
     return marks
+
+
+def token_ref_spans(text: str) -> list[str]:
+    """The positive token references of ``text`` as written (``<[5]>``, ``<|im_start|>``),
+    found where :func:`token_ref_marks` finds them; llama.cpp resolves ``<[id]>`` to the
+    id and tokenizes any other span, brackets included, to exactly one token."""
+    spans: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "<" and (i == 0 or text[i - 1] != "!"):
+            j = text.find(">", i + 1)
+            if j < 0:
+                break
+            spans.append(text[i : j + 1])
+            i = j
+        elif c in "\"[":
+            close = '"' if c == '"' else "]"
+            i += 1
+            while i < n and text[i] != close:
+                i += 2 if text[i] == "\\" else 1
+        elif c == "#":
+            while i < n and text[i] not in "\r\n":
+                i += 1
+        i += 1
+    return spans
