@@ -83,3 +83,27 @@ def test_an_unjudged_lookup_match_is_probed_only_where_it_would_pay_clearly() ->
     # The F16 target: batches of 2..7 cost about two plain steps, so a long probe pays if right.
     f16 = {1: 0.099, 2: 0.207, 3: 0.210, 4: 0.196, 5: 0.215, 6: 0.226, 7: 0.250, 8: 0.304}
     assert _lookup_plan(f16) == "lookup"
+
+
+def test_after_an_unsure_token_the_next_is_judged_by_the_pairs_rate_at_its_depth() -> None:
+    """On a flat verify curve the question after a doubtful draft token is whether the
+    next one is worth a draft decode. Its confidence is not known yet: what the pair's
+    chains did at that depth once every token before was accepted decides (0.98 from the
+    third token on in the F16 code traces), not the doubtful token's own odds."""
+    pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=8, tree_budget=0))
+    for n in range(1, 10):  # F16 here: 1 token 119 ms, 2-7 tokens 190-265 ms
+        pol.cost.verify[n] = {1: .119, 2: .192, 3: .189, 4: .208, 5: .220, 6: .246, 7: .265,
+                              8: .333, 9: .356}[n]
+        pol.cost.verify_n[n] = 3
+    pol.cost.draft = 0.025
+    pol.acc.depth_judged = [20.0] * 16
+    pol.acc.depth_acc = [18.0, 16.0] + [19.6] * 14  # 0.90, 0.80, then 0.98
+    pol.acc.rate_judged, pol.acc.rate_acc = 100.0, 90.0
+    for b in range(18):  # the draft is calibrated: a 0.6 token is right 60% of the time
+        pol.acc.tot[b], pol.acc.acc[b] = 0.0, 0.0
+    plan = pol.plan(PlanInput(room=60, available=ALL, lookup_tokens=[], lookup_match=0, draft_lag=1))
+    assert plan.source == "draft"
+    assert pol.keep_drafting(0, 0.99, 0.05) == (True, True)
+    assert pol.keep_drafting(1, 0.99, 0.05) == (True, True)
+    keep, more = pol.keep_drafting(2, 0.6, 1.2)  # a doubtful third token
+    assert keep and more  # the fourth is drafted: at depth 3 the pair is right 98% of the time

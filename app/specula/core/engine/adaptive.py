@@ -311,7 +311,11 @@ class AdaptivePolicy:
         st["P"] = p_new
         if i + 1 >= st["k"]:
             return True, False
-        optimistic = (st["E"] + p_new * a) / (st["D"] + t_d + v(i + 3))
+        # the next token's acceptance, its confidence not known yet: the pair's rate at that
+        # depth once every token before it was accepted (runs of copied code: 0.98 from the
+        # third token on in the F16 traces), not this token's own (replayed on the F16 code
+        # traces: docs/benchmarks.md, "The stop rule, replayed on real traces")
+        optimistic = (st["E"] + p_new * self.acc.hazard(i + 1)) / (st["D"] + t_d + v(i + 3))
         more = optimistic > st["E"] / (st["D"] + v(i + 2))
         if more:
             st["D"] += t_d
