@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 from llama_cpp import llama_grammar as _lg
 
-from specula.core.engine import grammar_cut, sampling
+from specula.core.engine import grammar_cut, sampling, topk
 from specula.core.engine.grammar_text import has_token_refs as has_token_refs  # re-exported
 from specula.core.engine.grammar_text import token_ref_marks
 from specula.core.engine.grammar_tokens import piece_text, referenced_ids, single_char_token
@@ -386,7 +386,7 @@ class GrammarState(NativeHandle):
         n = logits.shape[0]
         m = max(1, need)
         while m < n // 4:
-            top = np.argpartition(logits, n - m)[n - m :] if m > 1 else np.array([int(np.argmax(logits))])
+            top = np.argpartition(logits, n - m)[n - m :] if m > 1 else np.array([topk.argmax(logits)])
             top = top.astype(np.int64)
             ok = self.allowed(top)
             if int(ok.sum()) >= need:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from specula.core.engine import grammar, sampling
+from specula.core.engine import grammar, sampling, topk
 from specula.core.engine.config import SpecConfig
 from specula.core.engine.grammar import GrammarState
 from specula.core.engine.logprobs import token_logprobs
@@ -35,7 +35,7 @@ class Reply:
         """The target's own token at ``position`` (greedy, coupled, or a sample of p)."""
         g = self.grammar
         if self.rule == "greedy":
-            return int(logits.argmax()) if g is None else int(
+            return topk.argmax(logits) if g is None else int(
                 grammar.target_candidates(g, logits, self.params)[0][0])
         lg = sampling.apply_penalties(logits, history, self.params)
         if self.rule == sampling.Rule.COUPLED.value:

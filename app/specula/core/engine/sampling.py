@@ -153,7 +153,7 @@ def candidates(logits: F32, params: SamplingParams) -> tuple[I64, F64]:
     """
     n = logits.shape[0]
     if params.greedy:
-        return np.array([int(logits.argmax())], dtype=np.int64), np.ones(1)
+        return np.array([topk.argmax(logits)], dtype=np.int64), np.ones(1)
     if 0 < params.top_k < n and params.top_k <= LIST_TOP_K:
         il, pl = _candidate_lists(logits, params)
         return np.array(il, dtype=np.int64), np.array(pl)

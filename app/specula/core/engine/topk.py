@@ -22,11 +22,12 @@ thousand values at most:
   sampling transform on the candidates.
 * :func:`top2_gap`: the gap between the two largest logits from two max reductions.
 
-Array methods (``a.argmax()``, ``a.nonzero()[0]``, ``a.cumsum()``, a copy's
-``partition``) rather than numpy's module functions, here and in sampling.py: the
-functions are Python wrappers around the same methods, and right after a decode each
-wrapper costs several microseconds of cache misses (``np.argmax`` of a 152k row ~64 us,
-``row.argmax()`` ~44 us; docs/benchmarks.md, "Where a step's host time goes").
+* :func:`argmax`: the row's argmax without the copy numpy makes of a read-only row.
+
+Array methods (``a.nonzero()[0]``, ``a.cumsum()``, a copy's ``partition``) rather than
+numpy's module functions, here and in sampling.py: the functions are Python wrappers
+around the same methods, and right after a decode each wrapper costs several
+microseconds of cache misses (docs/benchmarks.md, "Where a step's host time goes").
 """
 
 from __future__ import annotations
@@ -159,6 +160,26 @@ def top_k_lists(logits: F32, k: int) -> tuple[list[int], list[float]]:
     return [cl[i] for i in order], [-neg[i] for i in order]
 
 
+def argmax(row: F32) -> int:
+    """``int(row.argmax())``, without numpy copying a read-only row first.
+
+    numpy's argmax asks for a writeable array (``NPY_ARRAY_DEFAULT``), so on a read-only
+    one, which is what ``Context.logits`` hands out, it first copies the whole row:
+    with a 152k vocabulary right after a decode that copy is most of the time (28-32 us
+    against 12 us; docs/benchmarks.md, "The argmax of a read-only row"). A writeable
+    alias of the same memory, made here and only read, skips it; a row whose memory
+    may not be written (a frozen copy) takes numpy's own path.
+    """
+    if row.flags.writeable:
+        return int(row.argmax())
+    alias = row.view()
+    try:
+        alias.flags.writeable = True
+    except ValueError:
+        return int(row.argmax())
+    return int(alias.argmax())
+
+
 FEATURE_K = 64  # tokens whose probabilities the draft's confidence features take exactly
 FEATURE_STRIDE = 16  # the rest of the vocabulary is estimated from every 16th token
 
@@ -169,7 +190,7 @@ def softmax_stats(logits: F32) -> tuple[int, float, float]:
     Right after a decode this costs about what :func:`top_softmax_stats` does (both
     read the row about once); it is the one for greedy drafting, where no selection
     follows to share."""
-    top = int(logits.argmax())
+    top = argmax(logits)
     x = logits - logits[top]
     e = np.exp(x)
     z = float(np.dot(e, _ones(e.shape[0], e.dtype)))
@@ -225,7 +246,7 @@ def normaliser(logits: F32, ids: I64) -> tuple[float, float]:
 
 
 def _exact_stats(logits: F32) -> tuple[int, float, float]:
-    top = int(logits.argmax())
+    top = argmax(logits)
     x = logits.astype(np.float64) - float(logits[top])
     e = np.exp(x)
     z = float(e.sum())
@@ -247,7 +268,7 @@ def top2_gap(logits: F32) -> float:
     """Difference between the two largest logits (small = a near-tie)."""
     if logits.shape[0] < 2:
         return float("inf")
-    i = int(logits.argmax())
+    i = argmax(logits)
     rest = max(float(logits[:i].max()) if i else -np.inf,
                float(logits[i + 1 :].max()) if i + 1 < logits.shape[0] else -np.inf)
     return float(logits[i]) - rest

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from specula.core.engine import drafters as _drafters  # patch points, looked up at call time
-from specula.core.engine import grammar, sampling
+from specula.core.engine import grammar, sampling, topk
 from specula.core.engine.drafters.base import (
     DrafterCounters,
     DraftRequest,
@@ -216,7 +216,7 @@ class ChainDrafter(ModelDrafter):
         for i in range(k):
             logits = dm.ctx.logits(-1)[: dm.n_shared]
             if blind:
-                top = int(logits.argmax()) if params.greedy else -1
+                top = topk.argmax(logits) if params.greedy else -1
                 p_top, entropy, more = math.nan, math.nan, True
             else:
                 top, p_top, entropy = softmax_stats(logits, shared=not params.greedy)
