@@ -26,6 +26,7 @@ grep -qxF '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >>"$exclude"
 src=${LLAMA_SDIST:-}
 if [ -z "$src" ]; then
     dl=$(mktemp -d)
+    trap 'rm -rf "$dl"' EXIT
     "$PY" -m pip download -q --no-deps --no-binary llama-cpp-python -d "$dl" "llama-cpp-python==$VERSION"
     tar -xzf "$dl"/llama_cpp_python-"$VERSION".tar.gz -C "$dl"
     src=$dl/llama_cpp_python-$VERSION
@@ -71,7 +72,10 @@ rm -rf "$whl"
 echo "prepared $GPU:"
 for d in "$GPU" "$dst" "$whl"; do du -sb "$d"; done | sed 's/^/  /'
 ls "$whl" | sed 's/^/  /'
-tracked=$(git ls-files -z | du --files0-from=- -cb | tail -1 | cut -f1)
-total=$(( tracked + $(du -sb "$GPU" | cut -f1) ))
-echo "  tracked files $tracked bytes; with .gpu $total bytes of the 64 MiB (67108864) a call carries"
+# what a call sends: tracked files, untracked files git does not ignore, and .gpu
+tree=$( (git ls-files -z --cached --others --exclude-standard | du --files0-from=- -cb 2>/dev/null || true) \
+       | tail -1 | cut -f1)
+total=$(( tree + $(du -sb "$GPU" | cut -f1) ))
+echo "  the tree (tracked and untracked, not ignored) $tree bytes; with .gpu $total bytes" \
+     "of the 64 MiB (67108864) a call carries"
 [ "$total" -lt 50000000 ] || { echo "too large for one call: trim more" >&2; exit 1; }

@@ -63,7 +63,7 @@ def phases_text(path: Path) -> list[str]:
     lines, total = [], 0
     if path.is_file():
         for row in path.read_text().splitlines():
-            name, secs, status = (row.split("\t") + ["", ""])[:3]
+            name, secs, status = [*row.split("\t"), "", ""][:3]
             total += int(secs or 0)
             lines.append(f"  {name:<20} {secs:>5} s  {status}")
     return [*lines, f"  {'(phases together)':<20} {total:>5} s"]
@@ -85,6 +85,24 @@ def bench_table(path: Path) -> list[str]:
     return lines
 
 
+ERROR_MARKS = ("CMake Error", "error:", "Error ", "fatal", "No such file", "not found", "Killed")
+
+
+def build_failure(lines: list[str], first: int = 12, last: int = 15) -> list[str]:
+    """What a failed build said: its first error lines (pip and CMake bury them under
+    pages of output) and its last lines (a timeout shows only there)."""
+    errors = [ln[:300] for ln in lines if any(m in ln for m in ERROR_MARKS)][:first]
+    return ["build.log, first error lines:", *(errors or ["  (none matched)"]),
+            "build.log, last lines:", *(ln[:300] for ln in lines[-last:])]
+
+
+def run_order(path: Path) -> tuple[int, int, str]:
+    """bench-e64-greedy before bench-e64-sampled before bench-e160-greedy."""
+    parts = path.stem.split("-")
+    width = int(parts[1][1:]) if len(parts) > 2 and parts[1][1:].isdigit() else 1 << 30
+    return width, {"greedy": 0, "sampled": 1}.get(parts[-1], 2), path.stem
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, type=Path)
@@ -101,9 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     out.append("host = the reply's time outside llama_decode; host/step = per step (median, p90); "
                "drafter = the drafter's own Python share; medians over prompts x repeats")
     # in the order run.sh runs them: the issue's shape (n_embd 64) first, greedy before sampled
-    order = {"greedy": 0, "sampled": 1}
-    files = sorted(a.out.glob("bench-*.json"),
-                   key=lambda p: (len(p.stem), p.stem.split("-")[1], order.get(p.stem.split("-")[-1], 2)))
+    files = sorted(a.out.glob("bench-*.json"), key=run_order)
     for path in files:
         try:
             out += ["", *bench_table(path)]
@@ -111,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
             out += ["", f"{path.name}: unreadable ({exc})"]
     build_log = a.out / "build.log"
     if "build" in a.note and build_log.is_file():
-        out += ["", "build.log, last lines:", *build_log.read_text(errors="replace").splitlines()[-25:]]
+        out += ["", *build_failure(build_log.read_text(errors="replace").splitlines())]
     print("\n".join(out))
     return 0
 
