@@ -30,6 +30,11 @@ fi
 DEADLINE=$((T0 + BUDGET_S))
 ROOT=$(pwd)
 mkdir -p "$OUT" "$WORK"
+# Specula's data folder (the adaptive policy's learned state, n-gram caches): a fresh one
+# for the check, so that nothing from an earlier use of the machine steers it. Within the
+# check, a proxy's sampled run starts from what its greedy run learned (a second session).
+SPECULA_HOME=$(mktemp -d "${TMPDIR:-/tmp}/gpucheck-home.XXXXXX")
+export SPECULA_HOME
 PHASES=$WORK/phases.tsv  # folded into summary.txt
 : >"$PHASES"
 log() { echo "[gpu-check $(( $(date +%s) - T0 ))s] $*" | tee -a "$OUT/bench.log" >&2; }
@@ -58,6 +63,7 @@ phase wheels $(( $(date +%s) - t )) ok
 if [ "$CPU" = 1 ]; then
     CMAKE_ARGS="-DGGML_CUDA=OFF"
 else
+    nvidia-smi >>"$OUT/bench.log" 2>&1
     # cuBLAS and libcuda where a toolkit of nvcc alone lacks them (sets CUDA_CMAKE_ARGS and
     # LD_LIBRARY_PATH, which the benchmarks then inherit)
     # shellcheck source=packaging/gpu-check/cuda_env.sh
