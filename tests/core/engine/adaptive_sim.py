@@ -113,12 +113,15 @@ def edit_script(n: int, seed: int = 0, *, edit_first: bool = False,
 
 
 def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float],
-              max_tokens: int = 64, lookup: tuple[list[int], list[bool]] | None = None) -> Reply:
+              max_tokens: int = 64, lookup: tuple[list[int], list[bool]] | None = None,
+              entropy: list[float] | None = None) -> Reply:
     """One reply of ``max_tokens`` over the script, timed by the machine (after the first token).
 
     ``lookup``: per position, prompt lookup's match code (0: no match) and whether its
     token there is right; a lookup step proposes up to 8 tokens, accepted while right,
-    and the draft does not see them (its lag grows by what the step emitted)."""
+    and the draft does not see them (its lag grows by what the step emitted).
+    ``entropy``: the draft's entropy per position (a recorded trace); without it a
+    confident position (p_top > 0.9) reads 0.3 nats and any other 1.5."""
     out = Reply()
     available = ALL if lookup is not None else ALL - {DraftSource.LOOKUP}
     synced = policy.sync_draft_at_prefill()
@@ -145,7 +148,8 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
             decodes = 1
             for i in range(min(plan.k, room)):
                 j = min(pos + i, len(ok) - 1)
-                keep, more = policy.keep_drafting(i, p_top[j], 0.3 if p_top[j] > 0.9 else 1.5)
+                h = entropy[j] if entropy is not None else (0.3 if p_top[j] > 0.9 else 1.5)
+                keep, more = policy.keep_drafting(i, p_top[j], h)
                 if not keep:
                     break
                 drafted += 1
@@ -165,7 +169,8 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
         if source == DraftSource.LOOKUP:
             policy.observe(Outcome(source, [], [], accepted, code, rec))
         else:
-            policy.observe(Outcome(source, p_top[j:j + drafted], [0.3] * drafted, accepted, 0, rec))
+            ent = entropy[j:j + drafted] if entropy is not None else [0.3] * drafted
+            policy.observe(Outcome(source, p_top[j:j + drafted], ent, accepted, 0, rec))
         out.seconds += draft_s + verify_s
         out.steps.append((source.value, drafted, accepted))
         pos += emitted
