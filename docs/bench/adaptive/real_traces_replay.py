@@ -1,16 +1,13 @@
 # Run from the repository root: PYTHONPATH=app python docs/bench/adaptive/real_traces_replay.py LABEL
 """Trace-driven replay: the adaptive policy and fixed chains over the real draft/target
 agreement of the F16 code prompts (greedy), timed by the F16 calibration."""
-import json, sys
+import sys
 sys.path.insert(0, ".")
 from specula.core.engine.adaptive import AdaptivePolicy
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.policy import FixedPolicy
-from tests.core.engine.adaptive_sim import Machine, run_reply
-V = {1: .119, 2: .192, 3: .189, 4: .208, 5: .220, 6: .246, 7: .265, 8: .333, 9: .356}
-F16 = Machine(verify=lambda n: V.get(n, .356 + .03 * (n - 9)), draft=0.025, catchup_per_token=0.012,
-              prompt=50, prompt_s=0.33)
-S = json.load(open("docs/bench/adaptive/real-traces-f16-code.json"))
+from tests.core.engine.adaptive_sim import F16, f16_traces, run_reply
+S = f16_traces()
 
 def replay(policy, m, ok, p_top, ent):
     """tok/s of one reply over the trace (the simulator's loop, with the trace's entropies)."""

@@ -11,8 +11,11 @@ which knows nothing of costs.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -55,6 +58,22 @@ class Machine:
                            catchup_per_token=self.catchup_per_token,
                            catchup_long_per_token=self.long_per_token)
 
+
+# The real F16 pair (the 1.5B F16 target, the 0.5B Q4_K_M draft, one thread on this kind of
+# machine): seconds per verify of n tokens as its calibration at load measured them, and the
+# draft's agreement with the target on the 7 packaged code prompts, recorded by
+# docs/bench/adaptive/real_traces_collect.py (greedy; per position of plain's reply: whether
+# the draft's token is the target's, the draft's top probability and entropy there).
+F16_VERIFY = {1: .119, 2: .192, 3: .189, 4: .208, 5: .220, 6: .246, 7: .265, 8: .333, 9: .356}
+F16 = Machine(verify=lambda n: F16_VERIFY.get(n, .356 + .03 * (n - 9)), draft=0.025,
+              catchup_per_token=0.012, prompt=50, prompt_s=0.33)
+F16_TRACES = Path(__file__).resolve().parents[3] / "docs" / "bench" / "adaptive" / "real-traces-f16-code.json"
+
+
+def f16_traces() -> dict[str, dict[str, Any]]:
+    """prompt id -> {"ok": [...], "p_top": [...], "entropy": [...]}"""
+    out: dict[str, dict[str, Any]] = json.loads(F16_TRACES.read_text())
+    return out
 
 def script(rate: float, n: int, seed: int = 0, informative: float = 0.8,
            bursty: bool = False) -> tuple[list[bool], list[float]]:
