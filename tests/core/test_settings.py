@@ -58,7 +58,7 @@ def test_v2_gains_model_folders(tmp_path) -> None:  # type: ignore[no-untyped-de
     path = tmp_path / "settings.json"
     path.write_text(json.dumps({"schema_version": 2, "theme": "light"}), encoding="utf-8")
     s = Settings.load(path)
-    assert (s.schema_version, s.theme, s.models_dir, s.extra_model_dirs) == (3, "light", "", [])
+    assert (s.schema_version, s.theme, s.models_dir, s.extra_model_dirs) == (SCHEMA_VERSION, "light", "", [])
     assert s.add_extra_dir(str(tmp_path)) and not s.add_extra_dir(str(tmp_path))
     s.save(path)
     assert Settings.load(path).extra_model_dirs == [str(tmp_path)]
@@ -163,3 +163,29 @@ def test_a_directory_that_cannot_be_moved_is_never_clobbered(monkeypatch: pytest
     with pytest.raises(IsADirectoryError, match="folder is in the way"):
         s.save()
     assert path.is_dir()
+
+
+V3_SPECULATIVE = {"mode": "adaptive", "draft_max": 4, "draft_min": 0, "p_min": 0.0,
+                  "tree_budget": 12, "relaxed_top_k": 0, "relaxed_ratio": 0.0}
+
+
+def test_v3_untouched_speculative_defaults_gain_the_new_max_draft(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"schema_version": 3, "theme": "light",
+                                "speculative": V3_SPECULATIVE}), encoding="utf-8")
+    s = Settings.load(path)
+    assert s.speculative.draft_max == 8 and s.theme == "light"
+    assert s.speculative.to_spec().draft_max == 8
+    s.save(path)
+    assert json.loads(path.read_text())["speculative"]["draft_max"] == 8
+
+
+@pytest.mark.parametrize("changed", [{"draft_min": 2}, {"mode": "chain"}, {"p_min": 0.3},
+                                     {"draft_max": 3}, {"tree_budget": 6}, {"relaxed_top_k": 5}])
+def test_v3_speculative_settings_someone_changed_are_kept(tmp_path, changed) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "settings.json"
+    spec = {**V3_SPECULATIVE, **changed}
+    path.write_text(json.dumps({"schema_version": 3, "speculative": spec}), encoding="utf-8")
+    s = Settings.load(path)
+    for key, value in spec.items():
+        assert getattr(s.speculative, key) == value, key

@@ -37,7 +37,7 @@ from specula.core.gpu_layers import AUTO as GPU_LAYERS_AUTO
 
 log = logging.getLogger("specula.settings")
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 FILE_NAME = "settings.json"
 RECENT_MAX = 12
 THEMES = ("dark", "light")
@@ -318,8 +318,28 @@ def _v2_to_v3(d: dict[str, Any]) -> dict[str, Any]:
     return d
 
 
+# Version 3's speculative section as a fresh install saved it (every field is saved).
+_V3_SPECULATIVE_DEFAULTS = {"mode": "adaptive", "draft_max": 4, "draft_min": 0, "p_min": 0.0,
+                            "tree_budget": 12, "relaxed_top_k": 0, "relaxed_ratio": 0.0}
+
+
+def _v3_to_v4(d: dict[str, Any]) -> dict[str, Any]:
+    """Version 4 drafts up to 8 tokens by default (adaptive's cap; 4 held it below the
+    best chains of an F16 target: docs/benchmarks.md, "Max draft 8"). Every field is
+    saved, so a version 3 file holds the old default 4 whether or not it was chosen: it
+    is raised only where the whole speculative section is still version 3's defaults,
+    i.e. nobody touched it; any section someone changed is kept as it is."""
+    spec = d.get("speculative")
+    if isinstance(spec, dict) and all(
+            spec.get(k, v) == v and type(spec.get(k, v)) is type(v)
+            for k, v in _V3_SPECULATIVE_DEFAULTS.items()):
+        d["speculative"] = {**spec, "draft_max": DEFAULT_DRAFT_MAX}
+    return d
+
+
 # version n -> n + 1
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3}
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 
 
 def migrate(data: dict[str, Any]) -> dict[str, Any]:

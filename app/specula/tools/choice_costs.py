@@ -6,6 +6,8 @@
 2. llama.cpp's own greedy sampler run inside the graph (backend sampling,
    ``llama_set_sampler``) against the host's argmax of the logits row: the decode's
    time and the host's time per token, and whether the tokens agree.
+3. The argmax of the read-only row ``Context.logits`` hands out: numpy's own (which copies
+   a read-only array first) against ``topk.argmax``, right after a decode and again hot.
 
     python -m specula.tools.choice_costs [FOLDER]
 """
@@ -19,7 +21,7 @@ import time
 import llama_cpp as L
 import numpy as np
 
-from specula.core.engine import sampling
+from specula.core.engine import sampling, topk
 from specula.core.engine.batch import Batch
 from specula.core.engine.llama import Context, Model
 from specula.tools.vocab_proxy import DEFAULT_FOLDER, build_proxy
@@ -84,14 +86,39 @@ def backend_greedy(model: Model, tokens: int = 400) -> None:
             if chain is not None:
                 L.llama_sampler_free(chain)
             runs[backend] = (statistics.median(dec) * 1e6, statistics.median(host) * 1e6, toks)
-        (d0, h0, t0), (d1, h1, t1) = runs[False], runs[True]
+        (d0, h0, toks0), (d1, h1, toks1) = runs[False], runs[True]
         print(f"  host argmax: decode {d0:.0f}, choice {h0:.1f}; backend sampler: decode {d1:.0f}, "
-              f"choice {h1:.1f}; the same tokens: {t0 == t1}")
+              f"choice {h1:.1f}; the same tokens: {toks0 == toks1}")
+
+
+def argmax_paths(model: Model, tokens: int = 400) -> None:
+    print("argmax of the read-only row (us, median): right after a decode, then hot")
+    ctx = Context(model, n_ctx=2048, n_threads=1)
+    batch = Batch(8, 1)
+    for _ in range(2):
+        for name, pick in (("numpy row.argmax()", lambda r: int(r.argmax())),
+                           ("topk.argmax(row)", topk.argmax)):
+            ctx.clear()
+            tok, cold, hot = 5, [], []
+            for i in range(tokens):
+                batch.fill([tok], i, outputs="last")
+                ctx.decode(batch)
+                row = ctx.logits(-1)
+                t0 = time.perf_counter()
+                tok = pick(row)
+                t1 = time.perf_counter()
+                pick(row)
+                hot.append(time.perf_counter() - t1)
+                cold.append(t1 - t0)
+            print(f"  {name:<20} {statistics.median(cold) * 1e6:6.1f} {statistics.median(hot) * 1e6:6.1f}")
+    batch.close()
+    ctx.close()
 
 
 def main(folder: str | None = None) -> None:
     target, _ = build_proxy(folder or DEFAULT_FOLDER)
     model = Model(target)
+    argmax_paths(model)
     choice_paths(model)
     backend_greedy(model)
     model.close()

@@ -23,9 +23,9 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from specula.core.engine import chain_verify, sampling, text, topk
 from specula.core.engine import generator as gen_mod
 from specula.core.engine import reply as reply_mod
-from specula.core.engine import sampling, text, topk
 from specula.core.engine.batch import Batch
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.drafters import base as drafters_base
@@ -120,7 +120,7 @@ PARTS: list[tuple[Any, str, str]] = [
     (gen_mod.Generator, "_decode_clock", "Generator._decode_clock"),
     (gen_mod.Generator, "_verify", "Generator._verify"),
     (gen_mod.Generator, "_verify_chain", "Generator._verify_chain"),
-    (gen_mod.Generator, "_accept", "Generator._accept (its own lines)"),
+    (chain_verify, "accept_chain", "chain_verify.accept_chain (its own lines)"),
     (drafters_model.ChainDrafter, "propose", "drafter: propose (Python)"),
     (drafters_model.ChainDrafter, "accept", "drafter: accept / drop_rejected"),
     (drafters_model.DraftModel, "catch_up", "drafter: catch_up"),

@@ -1,53 +1,18 @@
 # Run from the repository root: PYTHONPATH=app python docs/bench/adaptive/real_traces_replay.py LABEL
 """Trace-driven replay: the adaptive policy and fixed chains over the real draft/target
 agreement of the F16 code prompts (greedy), timed by the F16 calibration."""
-import json, sys
+import sys
 sys.path.insert(0, ".")
 from specula.core.engine.adaptive import AdaptivePolicy
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.drafters.base import DraftSource
-from specula.core.engine.policy import FixedPolicy, Outcome, PlanInput
-from specula.core.engine.stats import StepRecord
-from tests.core.engine.adaptive_sim import Machine, ALL
-V = {1: .119, 2: .192, 3: .189, 4: .208, 5: .220, 6: .246, 7: .265, 8: .333, 9: .356}
-F16 = Machine(verify=lambda n: V.get(n, .356 + .03 * (n - 9)), draft=0.025, catchup_per_token=0.012,
-              prompt=50, prompt_s=0.33)
-S = json.load(open("docs/bench/adaptive/real-traces-f16-code.json"))
+from specula.core.engine.policy import FixedPolicy
+from tests.core.engine.adaptive_sim import F16, f16_traces, run_reply
+S = f16_traces()
 
 def replay(policy, m, ok, p_top, ent):
-    n = len(ok); t = 0.0
-    available = ALL - {DraftSource.LOOKUP}
-    synced = policy.sync_draft_at_prefill()
-    pos, lag = 1, m.prompt + 1
-    if synced:
-        t += m.prompt_s; lag = 1
-    while pos < n:
-        room = n - pos - 1
-        plan = policy.plan(PlanInput(room, available, [], 0, lag))
-        drafted, draft_s, decodes = 0, 0.0, 0
-        if plan.source == DraftSource.DRAFT and plan.k > 0 and room > 0:
-            draft_s = m.feed(lag); decodes = 1
-            for i in range(min(plan.k, room)):
-                j = pos + i
-                keep, more = policy.keep_drafting(i, p_top[j], ent[j])
-                if not keep:
-                    break
-                drafted += 1
-                if not more or drafted >= plan.k:
-                    break
-                draft_s += m.draft; decodes += 1
-        acc = 0
-        while acc < drafted and ok[pos + acc]:
-            acc += 1
-        v = m.verify(drafted + 1)
-        emitted = min(acc + 1, n - pos)
-        rec = StepRecord(0, drafted, acc, emitted, draft_s, v, 0.0, draft_decodes=decodes, catchup=lag if decodes else 0)
-        src = plan.source if drafted else DraftSource.NONE
-        policy.observe(Outcome(src, p_top[pos:pos + drafted], ent[pos:pos + drafted], acc, 0, rec))
-        t += draft_s + v; pos += emitted
-        lag = (2 if acc == drafted else 1) if src == DraftSource.DRAFT else lag + emitted
-    policy.finish()
-    return (pos - 1) / t
+    """tok/s of one reply over the trace (the simulator's loop, with the trace's entropies)."""
+    r = run_reply(policy, m, ok, p_top, max_tokens=len(ok), entropy=ent)
+    return r.tokens / r.seconds
 
 def run(label):
     fixed = {}

@@ -11,8 +11,11 @@ which knows nothing of costs.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -55,6 +58,22 @@ class Machine:
                            catchup_per_token=self.catchup_per_token,
                            catchup_long_per_token=self.long_per_token)
 
+
+# The real F16 pair (the 1.5B F16 target, the 0.5B Q4_K_M draft, one thread on this kind of
+# machine): seconds per verify of n tokens as its calibration at load measured them, and the
+# draft's agreement with the target on the 7 packaged code prompts, recorded by
+# docs/bench/adaptive/real_traces_collect.py (greedy; per position of plain's reply: whether
+# the draft's token is the target's, the draft's top probability and entropy there).
+F16_VERIFY = {1: .119, 2: .192, 3: .189, 4: .208, 5: .220, 6: .246, 7: .265, 8: .333, 9: .356}
+F16 = Machine(verify=lambda n: F16_VERIFY.get(n, .356 + .03 * (n - 9)), draft=0.025,
+              catchup_per_token=0.012, prompt=50, prompt_s=0.33)
+F16_TRACES = Path(__file__).resolve().parents[3] / "docs" / "bench" / "adaptive" / "real-traces-f16-code.json"
+
+
+def f16_traces() -> dict[str, dict[str, Any]]:
+    """prompt id -> {"ok": [...], "p_top": [...], "entropy": [...]}"""
+    out: dict[str, dict[str, Any]] = json.loads(F16_TRACES.read_text())
+    return out
 
 def script(rate: float, n: int, seed: int = 0, informative: float = 0.8,
            bursty: bool = False) -> tuple[list[bool], list[float]]:
@@ -113,12 +132,15 @@ def edit_script(n: int, seed: int = 0, *, edit_first: bool = False,
 
 
 def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float],
-              max_tokens: int = 64, lookup: tuple[list[int], list[bool]] | None = None) -> Reply:
+              max_tokens: int = 64, lookup: tuple[list[int], list[bool]] | None = None,
+              entropy: list[float] | None = None) -> Reply:
     """One reply of ``max_tokens`` over the script, timed by the machine (after the first token).
 
     ``lookup``: per position, prompt lookup's match code (0: no match) and whether its
     token there is right; a lookup step proposes up to 8 tokens, accepted while right,
-    and the draft does not see them (its lag grows by what the step emitted)."""
+    and the draft does not see them (its lag grows by what the step emitted).
+    ``entropy``: the draft's entropy per position (a recorded trace); without it a
+    confident position (p_top > 0.9) reads 0.3 nats and any other 1.5."""
     out = Reply()
     available = ALL if lookup is not None else ALL - {DraftSource.LOOKUP}
     synced = policy.sync_draft_at_prefill()
@@ -145,7 +167,8 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
             decodes = 1
             for i in range(min(plan.k, room)):
                 j = min(pos + i, len(ok) - 1)
-                keep, more = policy.keep_drafting(i, p_top[j], 0.3 if p_top[j] > 0.9 else 1.5)
+                h = entropy[j] if entropy is not None else (0.3 if p_top[j] > 0.9 else 1.5)
+                keep, more = policy.keep_drafting(i, p_top[j], h)
                 if not keep:
                     break
                 drafted += 1
@@ -165,7 +188,8 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
         if source == DraftSource.LOOKUP:
             policy.observe(Outcome(source, [], [], accepted, code, rec))
         else:
-            policy.observe(Outcome(source, p_top[j:j + drafted], [0.3] * drafted, accepted, 0, rec))
+            ent = entropy[j:j + drafted] if entropy is not None else [0.3] * drafted
+            policy.observe(Outcome(source, p_top[j:j + drafted], ent, accepted, 0, rec))
         out.seconds += draft_s + verify_s
         out.steps.append((source.value, drafted, accepted))
         pos += emitted

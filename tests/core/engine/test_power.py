@@ -72,16 +72,16 @@ def test_bonus_token_from_q_is_caught(tiny: dict[str, Path], pair: Engine, ref: 
     """After a fully accepted chain the bonus token comes from the draft's q at that
     position instead of the target's p. The engine passes no q there (the draft never
     computes it), so the bug computes it: the draft model on a fresh context."""
-    from specula.core.engine.generator import Generator
+    from specula.core.engine import chain_verify
 
     draft_ref = FreshTarget(tiny["draft"])
     where: dict[str, Any] = {}
-    orig_accept = Generator._accept
+    orig_accept = chain_verify.accept_chain
 
-    def accept(self: Generator, prop: Any, committed: list[int], reply: Any) -> Any:
+    def accept(ctx: Any, prop: Any, committed: list[int], reply: Any, gaps: Any = None) -> Any:
         where["prefix"] = [*committed, *prop.tokens]
         where["params"] = reply.params
-        return orig_accept(self, prop, committed, reply)
+        return orig_accept(ctx, prop, committed, reply, gaps)
 
     def bonus_from_q(p_next: Any, q_next: Any) -> Any:
         prm = where["params"]
@@ -92,7 +92,7 @@ def test_bonus_token_from_q_is_caught(tiny: dict[str, Path], pair: Engine, ref: 
             out[tok] = pr
         return out
 
-    monkeypatch.setattr(Generator, "_accept", accept)
+    monkeypatch.setattr(chain_verify, "accept_chain", accept)
     monkeypatch.setattr(sampling, "bonus_probs", bonus_from_q)
     try:
         res = check("BUG bonus token from q", pair, ref, prompt_of(pair, "hello"), TOPK5, 3,

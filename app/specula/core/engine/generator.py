@@ -18,10 +18,8 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 
-import numpy as np
-
 from specula.core.cancel import Cancelled
-from specula.core.engine import sampling, topk
+from specula.core.engine import chain_verify, sampling
 from specula.core.engine.batch import Batch
 from specula.core.engine.config import SpecConfig
 from specula.core.engine.drafters import (
@@ -48,12 +46,6 @@ from specula.core.engine.text import StopFilter, Utf8Stream
 from specula.core.engine.tree_verify import NewToken, verify_tree
 
 MEMORY_EVERY = 128  # steps between two reads of the process's RSS (~0.1 ms each after a decode)
-_REJECTION = sampling.Rule.REJECTION.value
-
-
-def top2_gap(logits: np.ndarray) -> float:
-    """Difference between the two largest logits (small = a near-tie)."""
-    return topk.top2_gap(logits)
 
 
 class Generator:
@@ -372,7 +364,7 @@ class Generator:
         """Pending token + chain in one decode; keep the accepted prefix in the cache."""
         verify_s = self.kv.feed([committed[-1], *prop.tokens], "all")
         reply.chain_verified |= bool(prop.tokens)
-        new, m, n_relaxed = self._accept(prop, committed, reply)
+        new, m, n_relaxed = chain_verify.accept_chain(self.ctx, prop, committed, reply, self.gaps)
         self.kv.cut(len(committed) + m)
         return verify_s, new, m, n_relaxed
 
@@ -383,74 +375,3 @@ class Generator:
         if self._tree_batch is None:
             self._tree_batch = Batch(MAX_TREE_SEQS * 4, MAX_TREE_SEQS + 1)
         return verify_tree(self.kv, self._tree_batch, tree, committed, reply, self.gaps)
-
-    # -- acceptance ----------------------------------------------------------
-
-    def _accept(
-        self, prop: Proposal, committed: list[int], reply: Reply,
-    ) -> tuple[list[NewToken], int, int]:
-        """Walk the chain: (new tokens, accepted draft tokens m, of which relaxed).
-
-        New tokens are the accepted proposals plus one token of the target's own
-        (the correction at the first rejection, or the bonus after the last).
-        """
-        new: list[NewToken] = []
-        src = prop.token_source
-        spec, params, rule = reply.spec, reply.params, reply.rule
-        n_relaxed = 0
-        history = sampling.penalty_window(committed, params)  # the penalty's window, not the chat
-        ctx = self.ctx
-        for i, d in enumerate(prop.tokens):
-            logits = ctx.logits(i)
-            if self.gaps is not None:
-                self.gaps.append(top2_gap(logits))
-            if rule == _REJECTION:
-                p = reply.target_probs(logits, drafted=True)
-                q = prop.q[i]  # None: a deterministic (lookup) proposal
-                ok = sampling.accept_draft_token(p, q, d, reply.rng)
-                y = d if ok else sampling.sample(sampling.residual(p, q, d), reply.rng)
-            else:  # greedy, coupled, sample-and-match: accept while the target's choice agrees
-                y = reply.choose(logits, history, len(committed) + i)
-                ok = y == d
-            if ok:
-                reply.took(logits, d)
-                new.append((d, src, prop.token_probs[i], False))
-                if history:
-                    history.append(d)
-                continue
-            if (spec.lossy and (reply.grammar is None or reply.grammar.allows(d))
-                    and relaxed_accepts(logits, d, prop.token_probs[i], spec)):
-                reply.took(logits, d)
-                new.append((d, src, prop.token_probs[i], True))
-                n_relaxed += 1
-                if history:
-                    history.append(d)
-                continue
-            reply.took(logits, y)
-            new.append((y, Source.TARGET, None, False))
-            return new, len(new) - 1, n_relaxed
-        logits = ctx.logits(len(prop))
-        if self.gaps is not None:
-            self.gaps.append(top2_gap(logits))
-        if rule == _REJECTION:
-            p_next = sampling.bonus_probs(reply.target_probs(logits), None)
-            y = sampling.sample(p_next, reply.rng)
-        else:
-            y = reply.choose(logits, history, len(committed) + len(prop))
-        reply.took(logits, y)
-        new.append((y, Source.TARGET, None, False))
-        return new, len(new) - 1, n_relaxed
-
-
-def relaxed_accepts(logits: np.ndarray, token: int, draft_prob: float | None, spec: SpecConfig) -> bool:
-    """The lossy rules: the token is in the target's top-k, or p_target / p_draft is high enough."""
-    if spec.relaxed_top_k > 0:
-        k = min(spec.relaxed_top_k, logits.shape[0])
-        kth = np.partition(logits, -k)[-k]
-        if logits[token] >= kth:
-            return True
-    if spec.relaxed_ratio > 0 and draft_prob:
-        x = logits - logits.max()
-        p_t = float(np.exp(x[token]) / np.exp(x).sum())
-        return p_t / draft_prob >= spec.relaxed_ratio
-    return False
