@@ -40,6 +40,20 @@ PHASES=$WORK/phases.tsv  # folded into summary.txt
 log() { echo "[gpu-check $(( $(date +%s) - T0 ))s] $*" | tee -a "$OUT/bench.log" >&2; }
 phase() { echo "$1	$2	$3" >>"$PHASES"; }  # name, seconds, status
 left() { echo $(( DEADLINE - $(date +%s) )); }
+# timeout runs its command in a process group of its own: a TERM or INT to this script is
+# passed on to it (timeout hands it to the whole group: pip, CMake, nvcc), so that nothing
+# outlives the script
+CHILD=""
+limited() {  # limited SECONDS COMMAND...: the command's exit status, 124 when it ran out
+    local secs=$1; shift
+    timeout --kill-after=10 "$secs" "$@" &
+    CHILD=$!
+    wait "$CHILD"
+    local rc=$?
+    CHILD=""
+    return $rc
+}
+trap '[ -n "$CHILD" ] && kill -TERM "$CHILD" 2>/dev/null; exit 143' TERM INT
 summary() {
     "$PY" "$ROOT/packaging/gpu-check/summary.py" --out "$OUT" --phases "$PHASES" --cpu "$CPU" \
         --layers "$LAYERS" --note "$1" >"$OUT/summary.txt" 2>>"$OUT/bench.log" \
@@ -87,7 +101,7 @@ else
     log "building llama-cpp-python ($CMAKE_ARGS, -j$JOBS, at most ${budget}s)"
     {
         echo "CMAKE_ARGS=$CMAKE_ARGS"; command -v nvcc && nvcc --version; cmake --version | head -1
-        timeout --kill-after=10 "$budget" "$PY" -m pip install -v --no-build-isolation --no-deps \
+        limited "$budget" "$PY" -m pip install -v --no-build-isolation --no-deps \
             --no-index --no-cache-dir --target "$SITE" "$WORK/src"
     } >"$OUT/build.log" 2>&1
     rc=$?
@@ -130,7 +144,7 @@ for run in e64:greedy e64:sampled e160:greedy e160:sampled; do
     log "bench $e $kind (at most ${budget}s)"
     t=$(date +%s)
     # shellcheck disable=SC2086
-    timeout --kill-after=5 "$budget" "$PY" -c \
+    limited "$budget" "$PY" -c \
         "import sys; from specula.cli import main; rc = main(sys.argv[1:]); qt = sorted(m for m in sys.modules if m.startswith(('PySide6', 'shiboken6'))); print('Qt modules imported:', qt or 'none', file=sys.stderr); sys.exit(rc or (7 if qt else 0))" \
         bench --target "$WORK/models-$e/proxy-152k.gguf" --draft "$WORK/models-$e/proxy-152k-draft.gguf" \
         --gpu-layers $LAYERS --draft-gpu-layers $LAYERS --modes plain,chain:3,adaptive \

@@ -86,12 +86,14 @@ def bench_table(path: Path) -> list[str]:
 
 
 ERROR_MARKS = ("CMake Error", "error:", "Error ", "fatal", "No such file", "not found", "Killed")
+NOT_ERRORS = ("not a git repository", "Git repository not found")  # llama.cpp's build info, from a tarball
 
 
 def build_failure(lines: list[str], first: int = 12, last: int = 15) -> list[str]:
     """What a failed build said: its first error lines (pip and CMake bury them under
     pages of output) and its last lines (a timeout shows only there)."""
-    errors = [ln[:300] for ln in lines if any(m in ln for m in ERROR_MARKS)][:first]
+    errors = [ln[:300] for ln in lines if any(m in ln for m in ERROR_MARKS)
+              and not any(n in ln for n in NOT_ERRORS)][:first]
     return ["build.log, first error lines:", *(errors or ["  (none matched)"]),
             "build.log, last lines:", *(ln[:300] for ln in lines[-last:])]
 
