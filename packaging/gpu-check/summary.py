@@ -130,6 +130,11 @@ def main(argv: list[str] | None = None) -> int:
     build_log = a.out / "build.log"
     if "build" in a.note and build_log.is_file():
         out += ["", *build_failure(build_log.read_text(errors="replace").splitlines())]
+    bench_log = a.out / "bench.log"
+    if a.note != "complete" and "build" not in a.note and bench_log.is_file():
+        # an import, a proxy or a benchmark failed: its traceback is at the end of bench.log
+        out += ["", "bench.log, last lines:",
+                *(ln[:300] for ln in bench_log.read_text(errors="replace").splitlines()[-20:])]
     print("\n".join(out))
     return 0
 

@@ -177,3 +177,12 @@ def test_summary_shows_a_failed_builds_errors(tmp_path: Path, capsys: pytest.Cap
     text = capsys.readouterr().out
     assert "CMake Error at ggml-cuda/CMakeLists.txt:178" in text
     assert text.rstrip().endswith("ERROR: Failed building wheel for llama_cpp_python")
+
+
+def test_summary_shows_the_end_of_bench_log_when_a_benchmark_failed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "bench.log").write_text("\n".join(["fine"] * 50 + ["OSError: libcublas.so.13: cannot open"]))
+    load_summary().main(["--out", str(tmp_path), "--note", "llama_cpp does not import or offload"])
+    assert "OSError: libcublas.so.13: cannot open" in capsys.readouterr().out
+    load_summary().main(["--out", str(tmp_path), "--note", "complete"])
+    assert "libcublas" not in capsys.readouterr().out
