@@ -135,8 +135,9 @@ class AdaptivePolicy:
         if self.cost.draft is None or self.cost.verify_time(1) is None:
             return 0.0, 0
         best, best_k = 0.0, 0
+        pooled = self.acc.expected_upto(k_max) if a is None else []
         for k in range(1, k_max + 1):
-            e = self.acc.expected(k) if a is None else expected_tokens(a, k)
+            e = pooled[k - 1] if a is None else expected_tokens(a, k)
             rate = e / (self._catch_share(e) + k * self.cost.draft + self._v(k + 1))
             if rate > best:
                 best, best_k = rate, k
