@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from specula.core.engine.drafters import DraftRequest, LookupDrafter
 from specula.core.engine.drafters.lookup import CACHE_MATCH
@@ -212,3 +214,45 @@ def test_a_long_copy_reports_a_higher_match_code_than_a_stock_phrase() -> None:
     assert lk.match([*pasted, 1, *pasted[:20]], 2) == ([120, 121], 6)  # 20
     assert lk.match([*pasted, 1, *pasted[:40]], 2) == ([140, 141], 7)  # 40
     assert lk.match([7, 1, 2, 3, 4, 9, 8, 1, 2, 3, 4], 1) == ([9], 4)  # only the 4-gram
+
+
+# a learn: a short pattern repeated (counts that clear the bars); a query: a context
+_patterned = st.tuples(st.lists(st.integers(0, 2), min_size=2, max_size=4), st.integers(3, 8))
+_ops = st.lists(st.one_of(st.tuples(st.just(True), _patterned.map(lambda pr: pr[0] * pr[1])),
+                          st.tuples(st.just(False), st.lists(st.integers(0, 2), min_size=1, max_size=6))),
+                min_size=1, max_size=14)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_ops)
+def test_remembered_answers_are_forgotten_when_the_table_changes(ops) -> None:  # type: ignore[no-untyped-def]
+    """next_token remembers its answers by context; after each learn (or clear) they must
+    be what a cache that never answered anything gives (the same learning replayed)."""
+    cache = NgramCache(slots=64)
+    learned: list[list[int]] = []
+    for is_learn, toks in ops:
+        if is_learn:
+            cache.learn(toks)
+            learned.append(toks)
+            continue
+        fresh = NgramCache(slots=64)
+        for chunk in learned:
+            fresh.learn(chunk)
+        for end in range(1, len(toks) + 1):
+            assert cache.next_token(toks[:end]) == fresh.next_token(toks[:end])
+        assert cache.predict(toks, 5) == fresh.predict(toks, 5)
+    cache.clear()
+    assert all(cache.next_token(t) is None for _, t in ops)
+
+
+def test_an_answer_given_before_more_learning_is_not_given_after_it() -> None:
+    cache = NgramCache(slots=64)
+    cache.learn([1, 2, 3] * 6)
+    assert cache.next_token([1, 2]) == (3, 2)
+    cache.learn([1, 2, 4] * 20)  # 4 now follows (1, 2) by a wide majority
+    fresh = NgramCache(slots=64)
+    fresh.learn([1, 2, 3] * 6)
+    fresh.learn([1, 2, 4] * 20)
+    assert cache.next_token([1, 2]) == fresh.next_token([1, 2]) == (4, 1)
+    cache.clear()
+    assert cache.next_token([1, 2]) is None

@@ -59,11 +59,17 @@ class AcceptanceModel:
 
     def expected(self, k: int) -> float:
         """Tokens a step yields with a chain of k drafted (the target's own token included)."""
+        return self.expected_upto(k)[-1] if k > 0 else 1.0
+
+    def expected_upto(self, k_max: int) -> list[float]:
+        """``[expected(1), ..., expected(k_max)]`` in one pass (the same sums, term by term)."""
+        out: list[float] = []
         e, run = 1.0, 1.0
-        for j in range(k):
+        for j in range(k_max):
             run *= self.hazard(j)
             e += run
-        return e
+            out.append(e)
+        return out
 
     def fade(self) -> None:
         """Age the evidence by one step (the rate follows the conversation)."""

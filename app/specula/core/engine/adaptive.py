@@ -99,8 +99,11 @@ class AdaptivePolicy:
 
     def _v(self, n: int) -> float:
         """Verify seconds for n tokens (callers check that something was measured)."""
+        v = self.cost.verify_time(n)
+        if v:
+            return v
         v1 = self.cost.verify_time(1) or 0.0
-        return self.cost.verify_time(n) or v1 * (1 + 0.5 * (n - 1))
+        return v1 * (1 + 0.5 * (n - 1))
 
     def _catch_share(self, e: float) -> float:
         """The catch-up this step pays. A lag of 1-2 tokens recurs every step (the bonus
@@ -109,11 +112,23 @@ class AdaptivePolicy:
         lookup and plain steps emitted) is paid once and then serves the draft steps left:
         the steps left less the share lookup is expected to serve, so that a conversation
         lookup copies from never pays the draft's prefill for a few draft steps."""
+        return self._share_of(self._catch_terms(), e)
+
+    def _catch_terms(self) -> tuple[float, float, float] | None:
+        """(recurring, one-time, draft room) of this step's catch-up; None when it is sunk
+        (as if the draft had been fed the prompt at prefill). The same for every length a
+        plan weighs, so worked out once per plan."""
         if self._sunk(self._lag):
-            return 0.0  # as if the draft had been fed the prompt at prefill
+            return None
         recurring = self.cost.catchup_time(min(self._lag, 2))
-        draft_room = self._room * (1.0 - self.lookup_cover)
-        return recurring + self._once(self._lag) * min(1.0, e / max(draft_room, 1.0))
+        return recurring, self._once(self._lag), self._room * (1.0 - self.lookup_cover)
+
+    @staticmethod
+    def _share_of(terms: tuple[float, float, float] | None, e: float) -> float:
+        if terms is None:
+            return 0.0
+        recurring, once, draft_room = terms
+        return recurring + once * min(1.0, e / max(draft_room, 1.0))
 
     def _once(self, lag: int) -> float:
         """The one-time part of a catch-up of ``lag`` tokens (0 when paid as exploration)."""
@@ -135,9 +150,11 @@ class AdaptivePolicy:
         if self.cost.draft is None or self.cost.verify_time(1) is None:
             return 0.0, 0
         best, best_k = 0.0, 0
+        pooled = self.acc.expected_upto(k_max) if a is None else []
+        terms = self._catch_terms()
         for k in range(1, k_max + 1):
-            e = self.acc.expected(k) if a is None else expected_tokens(a, k)
-            rate = e / (self._catch_share(e) + k * self.cost.draft + self._v(k + 1))
+            e = pooled[k - 1] if a is None else expected_tokens(a, k)
+            rate = e / (self._share_of(terms, e) + k * self.cost.draft + self._v(k + 1))
             if rate > best:
                 best, best_k = rate, k
         return best, best_k

@@ -61,14 +61,15 @@ class CostModel:
         usually wins) borrows strength from the common ones and one slow outlier
         cannot make plain decoding look slower than it is.
         """
-        known = [m for m in self.verify if self.verify_n.get(m, 0) > 0]
-        if not known:
-            return None
         if self.verify_n.get(n, 0) >= MEASURED:
             # Measured often enough, a batch size is its own number: verify time is not
             # linear (one token takes the matrix-vector path; kernels change tiles at
             # some batch sizes, e.g. 5 tokens cost 1.6x 4 tokens for an F16 target here).
+            # First: the policy asks this dozens of times a step.
             return self.verify[n]
+        known = [m for m in self.verify if self.verify_n.get(m, 0) > 0]
+        if not known:
+            return None
         batches = [m for m in known if m >= 2]
         if n >= 2 and len(batches) >= 2:
             known = batches

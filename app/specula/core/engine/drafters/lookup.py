@@ -17,10 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 from specula.core.engine.drafters.base import DrafterCounters, DraftRequest, DraftSource, Proposal
 from specula.core.engine.drafters.ngram_cache import NgramCache
+from specula.core.engine.drafters.ngram_index import NgramIndex
 
 # A proposal from the n-gram cache reports match CACHE_MATCH + n (n: the n-gram length
 # behind its first token), a context match reports n alone: the policy's acceptance
@@ -52,6 +51,7 @@ class LookupDrafter:
         self.cache = cache  # the engine attaches the target's persistent cache
         self.counters = DrafterCounters()
         self._preview: tuple[int, list[int], int] = (-1, [], 0)  # (at length, tokens, match code)
+        self._index = NgramIndex(ngram_min, ngram_max)  # the conversation's n-grams
 
     def begin(self, prompt: Sequence[int], *, sync: bool) -> None:
         return None
@@ -83,20 +83,18 @@ class LookupDrafter:
         n_tok = len(committed)
         if k <= 0 or n_tok < 2:
             return [], 0
-        arr = np.asarray(committed, dtype=np.int32)
+        index = self._index
+        index.sync(committed)
+        toks = index.tokens
         for n in range(min(self.ngram_max, n_tok - 1), self.ngram_min - 1, -1):
-            tail = arr[n_tok - n :]
-            # candidate starts where the first token matches, most recent first
-            starts = np.flatnonzero(arr[: n_tok - n] == tail[0])[::-1]
-            for s in starts:
-                if s + n <= n_tok - 1 and np.array_equal(arr[s : s + n], tail):
-                    cont = arr[s + n : min(s + n + k, n_tok)]
-                    if len(cont):
-                        code = n
-                        if n == self.ngram_max:
-                            extent = n + _agree_before(arr, int(s), n_tok - n, EXTENT_BUCKETS[-1] - n)
-                            code += sum(1 for b in EXTENT_BUCKETS if extent >= b)
-                        return [int(t) for t in cont], code
+            s = index.latest(n)
+            if s is None:
+                continue
+            code = n
+            if n == self.ngram_max:
+                extent = n + index.agree_before(s, n_tok - n, EXTENT_BUCKETS[-1] - n)
+                code += sum(1 for b in EXTENT_BUCKETS if extent >= b)
+            return toks[s + n : min(s + n + k, n_tok)], code
         return [], 0
 
     def propose(self, req: DraftRequest) -> Proposal:
@@ -125,12 +123,3 @@ class LookupDrafter:
 
     def accept(self, committed: Sequence[int], n_accepted: int) -> None:
         self.counters.accepted += n_accepted
-
-
-def _agree_before(arr: np.ndarray, a: int, b: int, limit: int) -> int:
-    """How many tokens before positions a and b (a < b) agree, up to ``limit``."""
-    n = min(limit, a)
-    if n <= 0:
-        return 0
-    diff = np.flatnonzero(arr[a - n : a][::-1] != arr[b - n : b][::-1])
-    return int(diff[0]) if len(diff) else n
