@@ -59,6 +59,9 @@ for _n in cudart cublas cublasLt; do
     if [ -n "$_so" ]; then
         _lib=$(cd "$(dirname "$_so")" && pwd -P)
         ln -sf "$_lib/$(basename "$_so")" "$_shim/lib$_n.so"
+        # the versioned name too: CMake puts this folder on the libraries' RUNPATH, so they
+        # find libX.so.13 there even without LD_LIBRARY_PATH
+        ln -sf "$_lib/$(basename "$_so")" "$_shim/$(basename "$_so")"
         CUDA_CMAKE_ARGS="$CUDA_CMAKE_ARGS -DCUDA_${_n}_LIBRARY=$_shim/lib$_n.so"
         case ":${LD_LIBRARY_PATH:-}:" in *":$_lib:"*) ;; *) export LD_LIBRARY_PATH=$_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ;; esac
         echo "cuda_env: lib$_n from $_so"

@@ -124,7 +124,7 @@ import llama_cpp
 print("llama_cpp", llama_cpp.__version__, "from", llama_cpp.__file__)
 print("gpu offload:", bool(llama_cpp.llama_supports_gpu_offload()))
 if os.environ.get("SPECULA_GPU_CHECK_CPU", "0") != "1" and not llama_cpp.llama_supports_gpu_offload():
-    sys.exit("this build cannot offload: the CUDA backend is missing")
+    sys.exit("this build cannot offload: no CUDA device answered, or the CUDA backend is missing")
 PYEOF
 
 # 3. the proxies

@@ -39,6 +39,7 @@ def device_line(cpu: bool) -> str:
             return f"GPU: {out}"
         except (OSError, subprocess.SubprocessError) as exc:
             return f"GPU: nvidia-smi failed ({exc})"
+    label = "CPU only (no GPU used)" if cpu else "no nvidia-smi here; the processor"
     name = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -47,7 +48,7 @@ def device_line(cpu: bool) -> str:
                 break
     except OSError:
         pass
-    return f"CPU only (no GPU used): {name}"
+    return f"{label}: {name}"
 
 
 def llama_line() -> str:
