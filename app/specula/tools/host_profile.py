@@ -152,8 +152,6 @@ def floor(target: str, steps: int = 600) -> None:
     which copies the read-only row first (see ``topk.argmax``)."""
     import numpy as np
 
-    from specula.core.engine import topk
-
     model = Model(target)
     ctx = Context(model, n_ctx=2048, n_threads=1)
     batch = Batch(8, 1)

@@ -32,9 +32,8 @@ from specula.core.engine.drafters.lookup import LookupDrafter
 from specula.core.engine.drafters.ngram_cache import NgramCache
 from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import Done
+from specula.tools.host_profile import PROMPT
 from specula.tools.vocab_proxy import DEFAULT_FOLDER, build_proxy
-
-PROMPT = [{"role": "user", "content": "Write a Python function that checks whether a string is a palindrome."}]
 
 
 def _chat(n: int, rng: np.random.Generator) -> list[int]:

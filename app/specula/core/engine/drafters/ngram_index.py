@@ -4,7 +4,8 @@ grow with the chat.
 Prompt lookup proposes what followed the latest earlier occurrence of the conversation's
 last n tokens. Scanning the conversation for it on every step (a numpy comparison over
 every token, then a Python loop over each earlier occurrence of the tail's first token)
-cost 75 us at 300 tokens, ~0.6 ms at 2,000 and up to 6 ms at 8,000 on this machine, and
+cost a median of 122 us a step at 300 tokens, 391 us at 2,000 and 646 us at 8,000 (p90
+up to 4.2 ms) on this machine (``python -m specula.tools.policy_costs``), and
 the adaptive policy asks for a preview on every step of a reply, plain steps included
 (docs/benchmarks.md, "Prompt lookup in time that does not grow with the chat").
 
