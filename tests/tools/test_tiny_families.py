@@ -105,7 +105,7 @@ def test_the_draft_agrees_often_but_not_always(models: dict[str, Model], family:
     """Teacher-forced on the target's greedy reply, the noisy copy picks the same token at
     most positions and a different one at some: drafts are accepted and rejected."""
     target, draft = models[family], models[f"{family}-draft"]
-    tokens, rows = _greedy(target, PROMPT, 40)
+    tokens, _rows = _greedy(target, PROMPT, 40)
     ctx = Context(draft, n_ctx=256, n_threads=1)
     b = Batch(256)
     b.fill(PROMPT + tokens, 0, outputs="all")
