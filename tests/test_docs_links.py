@@ -45,10 +45,10 @@ def _prose_lines(text: str) -> list[str]:
 
 def links(text: str) -> list[str]:
     """The link and image targets of a Markdown text, in order, code excluded."""
-    found: list[str] = []
-    for line in _prose_lines(text):
-        found += _LINK.findall(line)
-        found += _IMG_TAG.findall(line)
+    prose = _prose_lines(text)
+    joined = "\n".join(prose)  # a link's text may wrap onto the next line
+    found: list[str] = _LINK.findall(joined) + _IMG_TAG.findall(joined)
+    for line in prose:
         ref = _REF_DEF.match(line)
         if ref:
             found.append(ref.group(1))
@@ -132,13 +132,14 @@ def test_a_missing_file_a_missing_heading_and_a_missing_image_are_reported(
     (tmp_path / "README.md").write_text(
         "[ok](docs/there.md) [ok](docs/there.md#the-argmax-of-a-row-round-9) [ok](#intro)\n"
         "[gone](docs/gone.md) [bad anchor](docs/there.md#nowhere) ![img](docs/pic.png)\n"
-        "[web](https://example.com/x) `[in code](docs/nope.md)`\n"
+        "[web](https://example.com/x) `[in code](docs/nope.md)` [a wrapped\nlink](docs/far.md)\n"
         "```\n[fenced](docs/nope2.md)\n```\n"
         "# Intro\n")
     assert broken_links(tmp_path / "README.md", tmp_path) == [
         "docs/gone.md: no such file",
         "docs/there.md#nowhere: no heading #nowhere in there.md",
         "docs/pic.png: no such file",
+        "docs/far.md: no such file",
     ]
 
 
