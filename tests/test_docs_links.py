@@ -97,9 +97,9 @@ def broken_links(md: Path, root: Path) -> list[str]:
         if root.resolve() not in path.parents and path != root.resolve():
             bad.append(f"{target}: outside the repository")
             continue
-        if fragment and path.suffix == ".md":
-            if unquote(fragment).lower() not in anchors(path.read_text(encoding="utf-8")):
-                bad.append(f"{target}: no heading #{fragment} in {path.name}")
+        if (fragment and path.suffix == ".md"
+                and unquote(fragment).lower() not in anchors(path.read_text(encoding="utf-8"))):
+            bad.append(f"{target}: no heading #{fragment} in {path.name}")
     return bad
 
 
