@@ -325,7 +325,8 @@ _V3_SPECULATIVE_DEFAULTS = {"mode": "adaptive", "draft_max": 4, "draft_min": 0, 
 
 def _v3_to_v4(d: dict[str, Any]) -> dict[str, Any]:
     """Version 4 drafts up to 8 tokens by default (adaptive's cap; 4 held it below the
-    best chains of an F16 target: docs/benchmarks.md, "Max draft 8"). Every field is
+    best chains of an F16 target: docs/lab/2026-12-01-adaptive-convergence.md,
+    "Max draft 8"). Every field is
     saved, so a version 3 file holds the old default 4 whether or not it was chosen: it
     is raised only where the whole speculative section is still version 3's defaults,
     i.e. nobody touched it; any section someone changed is kept as it is."""

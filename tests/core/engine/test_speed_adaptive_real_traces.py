@@ -6,7 +6,8 @@ of plain's reply, with the draft's top probability and entropy there), recorded 
 ``docs/bench/adaptive/real_traces_collect.py``. Replayed through the simulator with the
 verify curve the engine's calibration measured for that pair, there is no noise: one figure
 per prompt. The reference is the per-prompt best of the product's FixedPolicy at k = 1..8 on
-the same trace (docs/benchmarks.md, "The stop rule, replayed on real traces").
+the same trace (docs/lab/2026-12-01-adaptive-convergence.md, "The stop rule, replayed on real
+traces").
 
 The bound is the replay's, not the issue's 0.95x: the replay puts the worst prompt at 0.948x
 (js-debounce), the real pair at 0.96x and up (held out). It guards the depth stop rule: with

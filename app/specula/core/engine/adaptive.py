@@ -331,7 +331,8 @@ class AdaptivePolicy:
         # the next token's acceptance, its confidence not known yet: the pair's rate at that
         # depth once every token before it was accepted (runs of copied code: 0.98 from the
         # third token on in the F16 traces), not this token's own (replayed on the F16 code
-        # traces: docs/benchmarks.md, "The stop rule, replayed on real traces")
+        # traces: docs/lab/2026-12-01-adaptive-convergence.md, "The stop rule, replayed on
+        # real traces")
         optimistic = (st["E"] + p_new * self.acc.hazard(i + 1)) / (st["D"] + t_d + v(i + 3))
         more = optimistic > st["E"] / (st["D"] + v(i + 2))
         if more:

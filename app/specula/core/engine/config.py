@@ -17,7 +17,8 @@ class Mode(str, Enum):
 DEFAULT_MODE = Mode.ADAPTIVE  # the one default of core, CLI, server and GUI: drafts only where it pays
 # The default "Max draft": a fixed chain's length, and the cap under which the adaptive policy
 # picks its own. A cap that binds costs adaptive its best shape where verifying is cheap
-# (F16 code here: 1.22x of plain with a cap of 4, 1.33x with 7, docs/benchmarks.md; on a
+# (F16 code here: 1.22x of plain with a cap of 4, 1.33x with 7,
+# docs/lab/2026-12-01-adaptive-convergence.md, "Max draft 8"; on a
 # GPU the verify curve stays flat for longer still), and the load-time calibration
 # measures every length up to it.
 DEFAULT_DRAFT_MAX = 8

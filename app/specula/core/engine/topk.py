@@ -27,7 +27,8 @@ thousand values at most:
 Array methods (``a.nonzero()[0]``, ``a.cumsum()``, a copy's ``partition``) rather than
 numpy's module functions, here and in sampling.py: the functions are Python wrappers
 around the same methods, and right after a decode each wrapper costs several
-microseconds of cache misses (docs/benchmarks.md, "Where a step's host time goes").
+microseconds of cache misses (docs/lab/2026-12-01-host-work.md, "Where a step's host time
+goes").
 """
 
 from __future__ import annotations
@@ -166,8 +167,8 @@ def argmax(row: F32) -> int:
     numpy's argmax asks for a writeable array (``NPY_ARRAY_DEFAULT``), so on a read-only
     one, which is what ``Context.logits`` hands out, it first copies the whole row:
     with a 152k vocabulary right after a decode that copy is most of the time (28-32 us
-    against 12 us; docs/benchmarks.md, "The argmax of a read-only row"). A writeable
-    alias of the same memory, made here and only read, skips it; a row whose memory
+    against 12 us; docs/lab/2026-12-01-host-work.md, "The argmax of a read-only row").
+    A writeable alias of the same memory, made here and only read, skips it; a row whose memory
     may not be written (a frozen copy) takes numpy's own path.
     """
     if row.flags.writeable:

@@ -7,7 +7,7 @@ every token, then a Python loop over each earlier occurrence of the tail's first
 cost a median of 122 us a step at 300 tokens, 391 us at 2,000 and 646 us at 8,000 (p90
 up to 4.2 ms) on this machine (``python -m specula.tools.policy_costs``), and
 the adaptive policy asks for a preview on every step of a reply, plain steps included
-(docs/benchmarks.md, "Prompt lookup in time that does not grow with the chat").
+(docs/lab/2026-12-01-host-work.md, "Prompt lookup in time that does not grow with the chat").
 
 This index keeps, for each n-gram length, the latest start of every n-gram that some token
 follows; each step adds the n-grams its new tokens complete, a few dictionary writes. The
