@@ -43,10 +43,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _sweep_stale_temps() -> None:
+    """Remove what a killed write left in Specula's own folders (core/files.py), once a run
+    (a models folder is the user's: a download's small records there are left alone)."""
+    from specula.core import files, paths
+
+    for folder in (paths.config_dir, paths.data_dir, paths.cache_dir):
+        try:
+            files.sweep_stale_temps(folder())
+        except OSError:  # a folder that cannot be used: the command itself says so
+            pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     run: Callable[[argparse.Namespace], int] | None = getattr(args, "run", None)
+    _sweep_stale_temps()
     if run is None:
         from specula.gui.app import run_app
 

@@ -157,7 +157,8 @@ def test_a_directory_that_cannot_be_moved_is_never_clobbered(monkeypatch: pytest
     def refuse(*_a: object) -> None:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr("specula.core.settings.os.replace", refuse)
+    monkeypatch.setattr("specula.core.files.os.link", refuse)  # set_aside's two ways
+    monkeypatch.setattr("specula.core.files.os.rename", refuse)
     s = Settings.load()
     assert s == Settings() and s.load_notice is not None and "cannot move it aside" in s.load_notice
     with pytest.raises(IsADirectoryError, match="folder is in the way"):

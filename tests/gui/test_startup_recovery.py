@@ -51,6 +51,6 @@ def test_a_damaged_ngram_cache_is_set_aside_at_load_and_the_user_told(  # type: 
     w = make_window(str(tiny["target"]))
     qtbot.waitUntil(lambda: w.ctx.engine.has_target, timeout=60000)
     qtbot.waitUntil(lambda: any("n-gram cache" in t for t in errors.shown_errors), timeout=10000)
-    (aside,) = cache.parent.glob(f"{cache.stem}.damaged-*")
+    (aside,) = cache.parent.glob(f"{cache.stem}.bad-*")
     assert aside.read_bytes() == b"not an npz file"
     assert str(aside) in "\n".join(errors.shown_errors)

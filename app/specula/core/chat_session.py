@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from specula.core import paths
+from specula.core import files, paths
 from specula.core.settings import GenerationDefaults, Settings, SpeculativeDefaults
 
 log = logging.getLogger("specula.chat.session")
@@ -64,6 +63,4 @@ class ChatSession:
             data["generation"] = asdict(self.generation)
         if self.speculative is not None:
             data["speculative"] = asdict(self.speculative)
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
-        os.replace(tmp, path)
+        files.atomic_write_json(path, data, indent=2)

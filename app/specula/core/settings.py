@@ -22,15 +22,12 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
-import shutil
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from specula.core import paths
+from specula.core import files, paths
 from specula.core.engine.config import DEFAULT_DRAFT_MAX, DEFAULT_MODE, Mode, SpecConfig
 from specula.core.engine.sampling import SamplingParams
 from specula.core.gpu_layers import AUTO as GPU_LAYERS_AUTO
@@ -144,7 +141,7 @@ class Settings:
         if newer:
             out._file_schema = _schema_of(raw)
         if rejected:
-            backup = _set_aside(path, copy=True)
+            backup = files.set_aside(path, "values of the wrong kind", copy=True)
             out.load_notice = (
                 f"Some settings in {path} had values of the wrong kind ({', '.join(rejected)}) "
                 f"and were reset to their defaults. The file as it was is kept as {backup}.")
@@ -155,7 +152,7 @@ class Settings:
     def _damaged(cls, path: Path, why: str) -> Settings:
         out = cls()
         try:
-            backup = _set_aside(path, copy=False)
+            backup = files.set_aside(path, why)
         except OSError as exc:
             out.load_notice = (f"Your settings file {path} could not be used: {why}. Specula "
                                f"started with default settings and cannot move it aside "
@@ -170,9 +167,7 @@ class Settings:
         path = path or self.path()
         if path.is_dir():  # left there when it could not be moved aside: never clobber it
             raise IsADirectoryError(21, "a folder is in the way of the settings file", str(path))
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=2), encoding="utf-8")
-        os.replace(tmp, path)
+        files.atomic_write_json(path, self.to_dict(), indent=2)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -228,21 +223,6 @@ _NOT_SAVED = ("load_notice", "_unknown", "_file_schema")
 def _schema_of(raw: dict[str, Any]) -> int:
     v = raw.get("schema_version", 1)
     return v if isinstance(v, int) and not isinstance(v, bool) else 1
-
-
-def _set_aside(path: Path, *, copy: bool) -> Path:
-    """Move (or copy) ``path`` to ``<name>.bad-<UTC time>`` beside it; the new path."""
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    backup = path.with_name(f"{path.name}.bad-{stamp}")
-    n = 1
-    while backup.exists():
-        n += 1
-        backup = path.with_name(f"{path.name}.bad-{stamp}-{n}")
-    if copy:
-        shutil.copy2(path, backup)
-    else:
-        os.replace(path, backup)
-    return backup
 
 
 def _unknown_keys(cls: type, data: dict[str, Any]) -> dict[str, Any]:

@@ -99,7 +99,8 @@ def test_when_nothing_can_be_moved_the_session_runs_in_memory(
     def refuse(*_a: object) -> None:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr("specula.core.chat.conversations.os.replace", refuse)
+    monkeypatch.setattr("specula.core.files.os.link", refuse)  # set_aside's two ways
+    monkeypatch.setattr("specula.core.files.os.rename", refuse)
     store = ConversationStore()
     assert store.load_notice is not None and "will not be saved" in store.load_notice
     c = store.create("x")

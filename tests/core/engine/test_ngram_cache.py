@@ -108,7 +108,7 @@ def learned_store(path: Path) -> NgramStore:
 def test_saved_after_a_reply_and_loaded_again(tmp_path: Path) -> None:
     path = tmp_path / "ngrams" / "t.npz"
     store = learned_store(path)
-    assert path.exists() and not list(path.parent.glob("*.tmp-*"))
+    assert path.exists() and not list(path.parent.glob("*.specula-tmp"))  # no temp left
     again = NgramStore(path, "model.gguf", slots=1 << 12)
     assert again.notice == ""
     assert again.cache.predict([21, 22, 23, 24], 2) == ([25, 26], 4)
@@ -138,7 +138,7 @@ def test_a_damaged_file_is_set_aside_with_a_notice(tmp_path: Path, damage: str) 
     store = NgramStore(path, "model.gguf", slots=1 << 12)
     assert "could not be read" in store.notice and "model.gguf" in store.notice
     assert store.cache.used == 0 and not path.exists()
-    aside = list(tmp_path.glob("t.damaged-*.npz"))
+    aside = list(tmp_path.glob("t.bad-*.npz"))
     assert len(aside) == 1 and aside[0].stat().st_size > 0  # nothing lost: kept for a look
     store.learn_reply([1, 2, 3, 4, 5])  # and the cache works again
     store.flush()

@@ -82,4 +82,4 @@ def test_a_damaged_cache_file_does_not_stop_the_load(tiny: dict[str, Path]) -> N
     done, _ = run(again, PROMPT, replace(GREEDY, max_tokens=8), SpecConfig(mode=Mode.LOOKUP))
     assert done.stats.tokens == 8
     again.close()
-    assert path.exists() and list(path.parent.glob("*.damaged-*.npz"))
+    assert path.exists() and list(path.parent.glob("*.bad-*.npz"))

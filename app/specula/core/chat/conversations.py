@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import sqlite3
 import time
 from collections.abc import Callable
@@ -26,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from specula.core import paths
+from specula.core import files, paths
 
 log = logging.getLogger("specula.conversations")
 
@@ -262,18 +261,7 @@ class ConversationStore:
 
 def _set_aside(path: Path) -> Path:
     """Move ``path`` (and its -wal, -shm, -journal files) to ``<name>.bad-<UTC time>``."""
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    backup = path.with_name(f"{path.name}.bad-{stamp}")
-    n = 1
-    while backup.exists():
-        n += 1
-        backup = path.with_name(f"{path.name}.bad-{stamp}-{n}")
-    os.replace(path, backup)
-    for suffix in ("-wal", "-shm", "-journal"):
-        side = path.with_name(path.name + suffix)
-        if side.exists():
-            os.replace(side, backup.with_name(backup.name + suffix))
-    return backup
+    return files.set_aside(path, "cannot be used", companions=("-wal", "-shm", "-journal"))
 
 
 def _number(row: sqlite3.Row, column: str, default: float = 0.0) -> float:

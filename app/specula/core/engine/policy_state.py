@@ -12,6 +12,7 @@ import logging
 import math
 from pathlib import Path
 
+from specula.core import files
 from specula.core.engine.acceptance_model import DEPTHS, AcceptanceModel
 from specula.core.engine.cost_model import CostModel
 
@@ -63,9 +64,7 @@ def save(path: Path, state: dict[str, object]) -> None:
     """Write atomically (a reader never sees half a file); a failure is logged, not raised."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(state), "utf-8")
-        tmp.replace(path)
+        files.atomic_write_json(path, state)
     except OSError as exc:
         log.warning("could not save policy state %s: %s", path, exc)
 

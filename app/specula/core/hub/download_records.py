@@ -10,12 +10,10 @@ by itself), and a ``.part`` file with no record is added as paused too.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from specula.core import paths
+from specula.core import files, paths
 from specula.core.gguf.split import part_names
 from specula.core.hub.download import DownloadState
 from specula.core.hub.partial_files import incomplete_downloads
@@ -94,10 +92,7 @@ def save_records(records: list[DownloadRecord], path: Path | None = None) -> Non
     kept.reverse()
     data = {"version": RECORDS_VERSION, "downloads": [asdict(r) for r in kept]}
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh)
-        os.replace(tmp, path)
+        files.atomic_write_json(path, data)
     except OSError:
-        Path(tmp).unlink(missing_ok=True)
+        pass  # not saved: a .part file with no record is still found as paused

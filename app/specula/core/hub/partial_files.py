@@ -12,7 +12,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from specula.core import paths
+from specula.core import files, paths
 from specula.core.hub.client import validate_filename, validate_repo_id
 from specula.core.hub.errors import ErrorKind, HubError
 
@@ -41,9 +41,7 @@ class Sidecar:
         return side
 
     def save(self, path: Path) -> None:
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(asdict(self)), encoding="utf-8")
-        tmp.replace(path)
+        files.atomic_write_json(path, asdict(self))
 
 
 def local_path(models_dir: Path, repo_id: str, filename: str) -> Path:

@@ -13,12 +13,10 @@ costs nothing, and a new upload (new etag) is never served stale bytes.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import tempfile
 from pathlib import Path
 
-from specula.core import paths
+from specula.core import files, paths
 from specula.core.gguf.model_info import ModelInfo, read_model_info
 from specula.core.hub.client import HubClient, RemoteFileMeta
 from specula.core.hub.errors import ErrorKind, HubError, translate
@@ -70,10 +68,7 @@ class RemoteSource:
             return
         try:
             self._cache_path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self._cache_path.parent, suffix=".tmp")
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(self._prefix)
-            os.replace(tmp, self._cache_path)
+            files.atomic_write_bytes(self._cache_path, self._prefix)
         except OSError:
             pass  # a cache that cannot be written only costs a refetch
 

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from specula.core import paths
+from specula.core import files, paths
 from specula.core.gguf.model_info import ModelInfo
 
 INDEX_VERSION = 2  # 2: ModelInfo says what a model is (memory, experts, MTP): read headers again
@@ -110,12 +108,8 @@ class LibraryIndex:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         data = {"version": INDEX_VERSION,
                 "files": {k: e.to_json() for k, e in sorted(self.entries.items())}}
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(data, fh)
-            os.replace(tmp, self.path)
+            files.atomic_write_json(self.path, data)
         except OSError:
-            Path(tmp).unlink(missing_ok=True)
             return  # an index that cannot be written only costs a rescan
         self.dirty = False

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QFileDialog, QMenu, QToolButton, QWidget
 
+from specula.core import files
 from specula.core.chat import export
 from specula.core.chat.conversations import ConversationStore
 from specula.gui.stats.footer import footer_text
@@ -27,7 +28,7 @@ def write_export(store: ConversationStore, conversation_id: int, path: Path, fmt
     messages = store.messages(conversation_id)
     text = (export.to_markdown(title, messages, footer_text) if fmt == "markdown"
             else export.to_json(title, messages))
-    path.write_text(text, encoding="utf-8")
+    files.atomic_write_text(path, text)  # an export over an old file never leaves half of one
     return path
 
 

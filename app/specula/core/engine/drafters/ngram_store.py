@@ -17,16 +17,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from specula.core import paths
+from specula.core import files, paths
 from specula.core.engine.drafters.ngram_cache import DEFAULT_SLOTS, NgramCache
 
 log = logging.getLogger("specula.engine.ngrams")
@@ -68,9 +66,8 @@ class NgramStore:
                                        int(meta.get("learned", 0)))
         except Exception as exc:  # any damage: set it aside, start empty, never fail the load
             self.cache.clear()
-            aside = self.path.with_name(f"{self.path.stem}.damaged-{time.strftime('%Y%m%d-%H%M%S')}{SUFFIX}")
             try:
-                os.replace(self.path, aside)
+                aside = files.set_aside(self.path, str(exc), keep_suffix=True)
                 where = f"it was moved to {aside}"
             except OSError as move_exc:
                 where = f"it could not be moved aside ({move_exc}) and will be overwritten"
@@ -126,16 +123,9 @@ class NgramStore:
     def _write(self, arrays: dict[str, np.ndarray], learned: int) -> None:
         meta = {"format": FORMAT, "slots": self.cache.slots, "target": self.label, "learned": learned}
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f"{self.path.stem}.tmp-{os.getpid()}-{threading.get_ident()}")
-        try:
-            with open(tmp, "wb") as f:
-                np.savez(f, meta=np.array(json.dumps(meta)), tag=arrays["tag"], tok=arrays["tok"],
-                         cnt=arrays["cnt"])
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        finally:
-            tmp.unlink(missing_ok=True)
+        with files.atomic_open(self.path) as f:
+            np.savez(f, meta=np.array(json.dumps(meta)), tag=arrays["tag"], tok=arrays["tok"],
+                     cnt=arrays["cnt"])
 
     def flush(self) -> None:
         """Wait until everything learned is on disk (at unload and exit)."""
