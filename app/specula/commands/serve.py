@@ -8,6 +8,7 @@ import os
 import sys
 
 from specula.commands._common import fail
+from specula.commands._load_defaults import apply_load_defaults, defer_defaults
 from specula.commands._engine_args import (
     add_model_args,
     add_sampling_args,
@@ -26,6 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_model_args(p)
     add_sampling_args(p, max_tokens=1024)
     add_spec_args(p)
+    defer_defaults(p)  # a model's own load defaults fill what is not given
     g = p.add_argument_group("server")
     g.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})")
     g.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
@@ -61,6 +63,7 @@ def run(a: argparse.Namespace) -> int:
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     api_key = a.api_key if a.api_key is not None else os.environ.get("SPECULA_API_KEY")
     api_key = api_key or None  # "" = no key
+    apply_load_defaults(a)
     try:  # refuse a bad key or binding before spending a minute loading models
         from specula.server.local import check_api_key, check_binding
 
