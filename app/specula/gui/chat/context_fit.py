@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from specula.core.chat.attachments import Attachment, with_attachments
 from specula.core.chat.overflow import (
     ChatMessage,
+    DEFAULT_POLICY,
     ContextFull,
     Fitted,
     OverflowPolicy,
@@ -70,8 +71,7 @@ class ChatContext:
         """A conversation was opened (or a new chat started)."""
         cid = self.page.conversation_id
         settings = self.page.ctx.store.chat_settings(cid) if cid is not None else {}
-        if "overflow" in settings:
-            self.bar.set_policy(policy_from(settings["overflow"]))
+        self.bar.set_policy(policy_from(settings.get("overflow", DEFAULT_POLICY.value)))
         self.show_left_out(int(settings.get("left_out", 0) or 0), int(settings.get("start", 0) or 0))
         self.recount()
 
