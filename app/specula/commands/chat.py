@@ -14,7 +14,6 @@ import threading
 from dataclasses import replace
 
 from specula.commands._common import fail
-from specula.commands._load_defaults import apply_load_defaults, defer_defaults
 from specula.commands._engine_args import (
     add_model_args,
     add_sampling_args,
@@ -23,7 +22,14 @@ from specula.commands._engine_args import (
     sampling_params,
     spec_config,
 )
-from specula.core.chat.overflow import DEFAULT_POLICY, ContextFull, fit, left_out_text, prompt_budget
+from specula.commands._load_defaults import apply_load_defaults, defer_defaults
+from specula.core.chat.overflow import (
+    DEFAULT_POLICY,
+    ContextFull,
+    fit,
+    left_out_text,
+    prompt_budget,
+)
 from specula.core.chat.template import TemplateError
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine, LoadError

@@ -8,7 +8,6 @@ import os
 import sys
 
 from specula.commands._common import fail
-from specula.commands._load_defaults import apply_load_defaults, defer_defaults
 from specula.commands._engine_args import (
     add_model_args,
     add_sampling_args,
@@ -16,6 +15,7 @@ from specula.commands._engine_args import (
     load_engine,
     sampling_params,
 )
+from specula.commands._load_defaults import apply_load_defaults, defer_defaults
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import LoadError
 from specula.server.connections import HEAD_TIMEOUT_S

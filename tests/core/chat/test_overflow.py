@@ -8,6 +8,7 @@ expected kept messages below are computed from the message lengths alone.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 
 import pytest
 
@@ -38,7 +39,7 @@ def chat(turns: int, size: int = 40) -> list[dict[str, str]]:
 
 def roles_alternate(messages: Sequence[dict[str, str]]) -> bool:
     rest = [m["role"] for m in messages if m["role"] != "system"]
-    return all(a != b for a, b in zip(rest, rest[1:], strict=False)) and rest[0] == "user"
+    return all(a != b for a, b in pairwise(rest)) and rest[0] == "user"
 
 
 def test_whole_conversation_sent_when_it_fits() -> None:

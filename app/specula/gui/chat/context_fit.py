@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 from specula.core.chat.attachments import Attachment, with_attachments
 from specula.core.chat.overflow import (
-    ChatMessage,
     DEFAULT_POLICY,
+    ChatMessage,
     ContextFull,
     Fitted,
     OverflowPolicy,
