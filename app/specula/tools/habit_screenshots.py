@@ -26,11 +26,11 @@ from pathlib import Path
 
 BENCH = Path(os.environ.get("SPECULA_BENCH_DIR", Path.home() / ".cache/specula-bench"))
 REAL = ("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
-TURNS = ["Rename `lookup_share` to `document_edit_share` in the attached file; reply with "
-         "the changed function only.",
-         "Now add a docstring line that says what the percentages mean.",
-         "Write a test for it with pytest, in a few lines.",
-         "Which part of the file would you split into its own module, in one sentence?"]
+TURNS = ["In the attached file, what does `block` do, in two sentences?",
+         "Rename `with_attachments` to `content_with_files`; show only the changed function.",
+         "Write one pytest test for `read_attachment` refusing a binary file.",
+         "Which limit would you make configurable, in one sentence?",
+         "Suggest a clearer name for `attachments_of`, in one line."]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     page.side.presets.choose("Document editing")
     page.settings_panel.max_tokens.setValue(a.max_tokens)
     page.settings_panel.spec.mode.setCurrentIndex(page.settings_panel.spec.mode.findData("adaptive"))
-    attached = Path(__file__).resolve().parent / "overflow_ttft.py"
+    attached = Path(__file__).resolve().parents[1] / "core" / "chat" / "attachments.py"
     page.attach_bar.add_file(str(attached))
     for text in TURNS:
         page.composer.setPlainText(text)

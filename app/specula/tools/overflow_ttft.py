@@ -113,12 +113,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-tokens", type=int, default=96)
     p.add_argument("--edit-tokens", type=int, default=400)
     p.add_argument("--skip-edit", action="store_true")
+    p.add_argument("--skip-overflow", action="store_true")
     a = p.parse_args(argv)
     t0 = time.perf_counter()
     engine = Engine(EngineOptions(n_ctx=a.ctx, n_threads=a.threads, calibrate=False))
     engine.load_target(a.target)
     print(f"# {Path(a.target).name}, {a.threads} thread(s), {engine.backend}")
-    for policy in (OverflowPolicy.TRUNCATE_MIDDLE, OverflowPolicy.ROLLING_WINDOW):
+    for policy in () if a.skip_overflow else (OverflowPolicy.TRUNCATE_MIDDLE,
+                                              OverflowPolicy.ROLLING_WINDOW):
         overflow_run(engine, policy, a.turns, a.max_tokens)
     if not a.skip_edit:
         edit = Engine(EngineOptions(n_ctx=4096, n_threads=a.threads, calibrate=False))

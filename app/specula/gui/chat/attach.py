@@ -40,7 +40,7 @@ class AttachBar(QWidget):
         self.pending: list[Attachment] = []
         self._lay = QHBoxLayout(self)
         self._lay.setContentsMargins(0, 0, 0, 0)
-        self.button = QPushButton("📎 Attach…", self)
+        self.button = QPushButton("Attach file…", self)
         self.button.setToolTip(f"Attach text files (code, Markdown, plain text; up to "
                                f"{MAX_BYTES // 1024} KiB each): their text goes into the "
                                f"context as a labelled block")
@@ -91,7 +91,7 @@ class AttachBar(QWidget):
         for i, text in enumerate(self.chips()):
             chip = QToolButton(self)
             chip.setObjectName("AttachmentChip")
-            chip.setText(f"📎 {text}  ✕")
+            chip.setText(f"{text}  ✕")
             chip.setToolTip("Remove this attachment")
             chip.clicked.connect(lambda _c=False, i=i: self.remove(i))
             self._lay.insertWidget(1 + i, chip)

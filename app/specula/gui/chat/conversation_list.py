@@ -79,10 +79,6 @@ class ConversationList(QFrame):
         self.new_button.setToolTip("Start a new conversation (Ctrl+N)")
         self.new_button.clicked.connect(self.new_requested)
         top.addWidget(self.new_button, 1)
-        self.folder_button = QPushButton("+ Folder")
-        self.folder_button.setToolTip("Create a folder; drag chats onto it or use Move to")
-        self.folder_button.clicked.connect(lambda: self.new_folder())
-        top.addWidget(self.folder_button)
         lay.addLayout(top)
         self.search = QLineEdit()
         self.search.setPlaceholderText("Search titles and messages")
@@ -98,6 +94,11 @@ class ConversationList(QFrame):
         self.list.itemClicked.connect(self._activated)
         self.list.dropped.connect(self.move)
         lay.addWidget(self.list)
+        self.folder_button = QPushButton("+ New folder")
+        self.folder_button.setFlat(True)
+        self.folder_button.setToolTip("Create a folder; drag chats onto it or use Move to")
+        self.folder_button.clicked.connect(lambda: self.new_folder())
+        lay.addWidget(self.folder_button)
         self.current_id = -1
         self.reload()
 

@@ -157,9 +157,9 @@ class MessageWidget(QFrame):
             self.more_button.rect().bottomLeft()))
 
     def set_attachments(self, chips: list[str]) -> None:
-        """Show the attached files as chips ("📎 notes.md · 312 tokens")."""
+        """Show the attached files as chips ("Attached: notes.md · 1.2 KiB")."""
         self.attachment_chips = list(chips)
-        self.chips.setText("   ".join(f"📎 {c}" for c in chips))
+        self.chips.setText("Attached: " + "   ".join(chips) if chips else "")
         self.chips.setVisible(bool(chips))
 
     def set_left_out(self, left_out: bool) -> None:

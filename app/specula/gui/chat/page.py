@@ -276,7 +276,8 @@ class ChatPage(QWidget):
         stats = m.meta.get("stats")
         widget.set_text(m.content)
         widget.attachments = attachments_of(m.meta)  # type: ignore[attr-defined]
-        widget.set_attachments([chip_text(a, None) for a in widget.attachments])  # type: ignore[attr-defined]
+        widget.set_attachments([chip_text(a, self._count_text(a.text))  # type: ignore[attr-defined]
+                                for a in widget.attachments])  # type: ignore[attr-defined]
         widget.set_footer(footer_text(stats, str(m.meta.get("stop_reason", ""))) if stats else "")
         raw = m.meta.get("tokens") or []
         widget.set_tokens([(str(t[0]), str(t[1]), t[2]) for t in raw if len(t) == 3])
@@ -321,6 +322,7 @@ class ChatPage(QWidget):
         widget = self.transcript.add_message("user", text, position=msg.position)
         widget.attachments = attached  # type: ignore[attr-defined]
         widget.set_attachments([chip_text(a, self._count_text(a.text)) for a in attached])
+        self.context.changed()
         self._update_empty()
         self.conversations.set_current(self.conversation_id)
         self.composer.clear()
