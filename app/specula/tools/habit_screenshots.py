@@ -26,19 +26,20 @@ from pathlib import Path
 
 BENCH = Path(os.environ.get("SPECULA_BENCH_DIR", Path.home() / ".cache/specula-bench"))
 REAL = ("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
-TURNS = ["In the attached file, what does `block` do, in two sentences?",
-         "Rename `with_attachments` to `content_with_files`; show only the changed function.",
-         "Write one pytest test for `read_attachment` refusing a binary file.",
-         "Which limit would you make configurable, in one sentence?",
-         "Suggest a clearer name for `attachments_of`, in one line."]
+TURNS = ["What does `config_dir` in the attached file return, in one sentence?",
+         "Add a `logs_dir()` function like `cache_dir()`; show only the new function.",
+         "Which function would you test first, in one sentence?",
+         "Write that test with pytest, in a few lines.",
+         "Name one risk of creating folders when a path is asked for, in one sentence.",
+         "Suggest a clearer name for `_ensure`, in one line."]
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("out")
     p.add_argument("--pair", choices=("real", "tiny"), default="real")
-    p.add_argument("--ctx", type=int, default=1536)
-    p.add_argument("--max-tokens", type=int, default=80)
+    p.add_argument("--ctx", type=int, default=768)
+    p.add_argument("--max-tokens", type=int, default=64)
     p.add_argument("--size", default="1280x800")
     a = p.parse_args(sys.argv[1:] if argv is None else argv)
     width, height = (int(x) for x in a.size.split("x"))
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     page.side.presets.choose("Document editing")
     page.settings_panel.max_tokens.setValue(a.max_tokens)
     page.settings_panel.spec.mode.setCurrentIndex(page.settings_panel.spec.mode.findData("adaptive"))
-    attached = Path(__file__).resolve().parents[1] / "core" / "chat" / "attachments.py"
+    attached = Path(__file__).resolve().parents[1] / "core" / "paths.py"
     page.attach_bar.add_file(str(attached))
     for text in TURNS:
         page.composer.setPlainText(text)
@@ -122,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
             break
     page.ctx.store.move(page.conversation_id, work_folder.id)
     page.conversations.reload()
-    page.composer.setPlainText("And the same for the second function?")
+    page.composer.setPlainText("And a test for logs_dir?")
     wait(lambda: "+" in page.context_bar.tokens.text(), 10)
     page.transcript.verticalScrollBar().setValue(0)
     shoot("chat-overflow")
@@ -149,6 +150,15 @@ def main(argv: list[str] | None = None) -> int:
     ctx.page_requested.emit("models")
     wait(lambda: not ctx.library.scanning and ctx.library.find(str(target)) is not None)
     local = ctx.library.find(str(target))
+    from specula.gui.models.library_page import LibraryPage
+
+    library_page = window.findChild(LibraryPage)
+    if library_page is not None and local is not None:
+        rows = [library_page.proxy.index(r, 0) for r in range(library_page.proxy.rowCount())]
+        for r, index in enumerate(rows):
+            library_page.table.selectRow(r)
+            if library_page.selected() == local:
+                break
     if local is not None:
         gear = LoadDefaultsDialog(local, ctx.library.models, window)
         gear.show()

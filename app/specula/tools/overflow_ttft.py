@@ -13,7 +13,7 @@ turn, the prompt tokens, the tokens the prefill had to evaluate (the rest came
 from the KV cache's longest common prefix) and the TTFT; then the same
 prompt as the turn after the truncation on a cold cache (a fresh prompt).
 
-Part 2 attaches a source file (this module) to an edit request, as the chat
+Part 2 attaches a source file (``core/chat/attachments.py``) to an edit request, as the chat
 does, and replies under prompt lookup and under the adaptive chain; it prints
 how many of the reply's tokens came from prompt lookup, from the draft model
 and from the target.
@@ -83,9 +83,12 @@ def overflow_run(engine: Engine, policy: OverflowPolicy, turns: int, max_tokens:
           f"{s.prefill_tokens:9d} | {s.ttft_s:6.3f}  (the last turn's prompt, cold cache)")
 
 
-def lookup_share(engine: Engine, max_tokens: int) -> None:
-    doc = read_attachment(Path(__file__))
-    ask = ("In the attached file, rename the function `lookup_share` to `document_edit_share` "
+DOC = Path(__file__).resolve().parents[1] / "core" / "chat" / "attachments.py"
+
+
+def lookup_share(engine: Engine, max_tokens: int, doc_path: Path = DOC) -> None:
+    doc = read_attachment(doc_path)
+    ask = ("In the attached file, rename the function `read_attachment` to `load_attachment` "
            "everywhere. Reply with the whole file, changed only there.")
     messages = [{"role": "system", "content": "You edit the user's document. Reply with the "
                  "full revised text, changing only what was asked."},
@@ -114,13 +117,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--edit-tokens", type=int, default=400)
     p.add_argument("--skip-edit", action="store_true")
     p.add_argument("--skip-overflow", action="store_true")
+    p.add_argument("--policies", default="truncate_middle,rolling_window",
+                   help="overflow policies to run, comma-separated")
     a = p.parse_args(argv)
     t0 = time.perf_counter()
     engine = Engine(EngineOptions(n_ctx=a.ctx, n_threads=a.threads, calibrate=False))
     engine.load_target(a.target)
     print(f"# {Path(a.target).name}, {a.threads} thread(s), {engine.backend}")
-    for policy in () if a.skip_overflow else (OverflowPolicy.TRUNCATE_MIDDLE,
-                                              OverflowPolicy.ROLLING_WINDOW):
+    policies = [OverflowPolicy(p) for p in a.policies.split(",") if p]
+    for policy in () if a.skip_overflow else policies:
         overflow_run(engine, policy, a.turns, a.max_tokens)
     if not a.skip_edit:
         edit = Engine(EngineOptions(n_ctx=4096, n_threads=a.threads, calibrate=False))

@@ -86,6 +86,7 @@ class AttachBar(QWidget):
     def _show(self, emit: bool = True) -> None:
         for c in self._chips:
             self._lay.removeWidget(c)
+            c.hide()  # gone at once, even before the event loop deletes it
             c.deleteLater()
         self._chips = []
         for i, text in enumerate(self.chips()):
