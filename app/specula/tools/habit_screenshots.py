@@ -154,8 +154,7 @@ def main(argv: list[str] | None = None) -> int:
 
     library_page = window.findChild(LibraryPage)
     if library_page is not None and local is not None:
-        rows = [library_page.proxy.index(r, 0) for r in range(library_page.proxy.rowCount())]
-        for r, index in enumerate(rows):
+        for r in range(library_page.proxy.rowCount()):
             library_page.table.selectRow(r)
             if library_page.selected() == local:
                 break
