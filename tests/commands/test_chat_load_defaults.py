@@ -29,3 +29,21 @@ def test_a_chat_longer_than_the_context_goes_on(tiny: dict[str, Path], specula_h
     assert code == 0, err
     assert "earlier messages left out of the context]" in err
     assert "does not fit" not in err and "error" not in err
+
+
+def test_serve_takes_the_defaults_too(tmp_path: Path) -> None:
+    import argparse
+
+    from specula.commands import serve
+    from specula.commands._load_defaults import apply_load_defaults
+
+    model = tmp_path / "m.gguf"
+    save_defaults(model, LoadDefaults(n_ctx=8192, gpu_layers=-1, threads=3, mode="lookup"))
+    p = argparse.ArgumentParser()
+    serve.add_arguments(p)
+    a = p.parse_args(["--model", str(model), "--threads", "2"])
+    apply_load_defaults(a, quiet=True)
+    assert (a.ctx, a.gpu_layers, a.threads, a.mode, a.draft) == (8192, -1, 2, "lookup", None)
+    plain = p.parse_args(["--model", str(tmp_path / "other.gguf")])
+    apply_load_defaults(plain, quiet=True)
+    assert (plain.ctx, plain.gpu_layers, plain.threads, plain.mode) == (4096, "auto", None, None)

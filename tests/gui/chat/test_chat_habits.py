@@ -211,6 +211,18 @@ def test_a_binary_file_is_refused_in_the_banner(loaded, tmp_path: Path) -> None:
     assert page.banner.isVisible() and page.attach_bar.pending == []
 
 
+def drop_on_row(lst: Any, conversation_id: int, row: int) -> None:
+    """Drop the conversation's row onto ``row`` as a mouse drag would end."""
+    from PySide6.QtCore import QMimeData, QPointF, Qt
+    from PySide6.QtGui import QDropEvent
+
+    lst.list.setCurrentItem(lst.item_for(conversation_id))
+    target = lst.list.visualItemRect(lst.list.item(row)).center()
+    event = QDropEvent(QPointF(target), Qt.DropAction.MoveAction, QMimeData(),
+                       Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
+    lst.list.dropEvent(event)
+
+
 def test_folders_duplicate_and_move(loaded, qtbot) -> None:  # type: ignore[no-untyped-def]
     page = loaded.chat
     send_and_wait(qtbot, loaded, "first chat")
@@ -227,6 +239,13 @@ def test_folders_duplicate_and_move(loaded, qtbot) -> None:  # type: ignore[no-u
     lst.move(copy, None)
     texts = [lst.list.item(i).text() for i in range(lst.list.count())]
     assert texts == ["first chat (copy)", "▾ Projects  (1)", "    first chat"]
-    lst.search.setText("first chat (copy)")
+    # Dragging the copy onto the folder's row moves it there (the list is rebuilt from the store).
+    drop_on_row(lst, copy, 1)
+    assert page.ctx.store.get(copy).folder_id == fid  # type: ignore[union-attr]
+    lst.new_folder("Empty")
     texts = [lst.list.item(i).text() for i in range(lst.list.count())]
-    assert texts == ["first chat (copy)"], "folders without a match are hidden while searching"
+    assert texts == ["▾ Empty  (0)", "▾ Projects  (2)", "    first chat (copy)", "    first chat"]
+    lst.search.setText("(copy)")
+    texts = [lst.list.item(i).text() for i in range(lst.list.count())]
+    assert texts == ["▾ Projects  (1)", "    first chat (copy)"], \
+        "while searching, only matches show, and folders without one are hidden"
