@@ -22,6 +22,14 @@ from specula.commands._engine_args import (
     sampling_params,
     spec_config,
 )
+from specula.commands._load_defaults import apply_load_defaults, defer_defaults
+from specula.core.chat.overflow import (
+    DEFAULT_POLICY,
+    ContextFull,
+    fit,
+    left_out_text,
+    prompt_budget,
+)
 from specula.core.chat.template import TemplateError
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine, LoadError
@@ -36,6 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_model_args(p)
     add_sampling_args(p)
     add_spec_args(p)
+    defer_defaults(p)  # a model's own load defaults fill what is not given
     p.add_argument("--system", default="", help="system prompt")
     p.add_argument("--no-color", action="store_true", help="do not colour accepted draft tokens")
 
@@ -65,6 +74,7 @@ def _handle_command(line: str, state: dict[str, object], engine: Engine) -> bool
         print(f"mode {parts[1]}", file=sys.stderr)
     elif cmd == "/reset":
         state["messages"] = state["messages"][:1] if state["system"] else []  # type: ignore[index]
+        state["left_out"] = 0
         print("conversation cleared", file=sys.stderr)
     elif cmd == "/stats":
         last = state.get("last")
@@ -99,6 +109,7 @@ def reply_params(params: SamplingParams) -> SamplingParams:
 
 
 def run(a: argparse.Namespace) -> int:
+    apply_load_defaults(a)
     _tolerant_streams()
     loaded = _load(a)
     if isinstance(loaded, int):
@@ -109,7 +120,7 @@ def run(a: argparse.Namespace) -> int:
     messages: list[dict[str, str]] = [{"role": "system", "content": a.system}] if a.system else []
     state: dict[str, object] = {
         "spec": spec_config(a, engine.has_draft), "draft_on": True, "messages": messages,
-        "system": a.system, "last": None,
+        "system": a.system, "last": None, "left_out": 0,
     }
     print(f"{engine.backend}, {engine.n_threads} threads. {HELP}", file=sys.stderr)
     while True:
@@ -135,7 +146,12 @@ def run(a: argparse.Namespace) -> int:
         done: Done | None = None
         reply = reply_params(params)
         try:
-            for ev in engine.chat(msgs, reply, spec, cancel):
+            fitted = fit(msgs, DEFAULT_POLICY, prompt_budget(engine.n_ctx, reply.max_tokens),
+                         lambda m: len(engine.tokenize_chat(m)), keep_out=int(state["left_out"]))  # type: ignore[call-overload,unused-ignore]
+            if fitted.left_out != state["left_out"]:
+                print(f"[{left_out_text(fitted.left_out)}]", file=sys.stderr)
+            state["left_out"] = fitted.left_out
+            for ev in engine.chat(fitted.messages, reply, spec, cancel):
                 if isinstance(ev, TokenEvent):
                     if color and ev.source in (Source.DRAFT, Source.LOOKUP):
                         sys.stdout.write((GREEN if ev.source is Source.DRAFT else CYAN) + ev.text + RESET)
@@ -147,7 +163,7 @@ def run(a: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             cancel.set()
             print("\n[stopped]", file=sys.stderr)
-        except (TemplateError, LoadError, ValueError) as exc:
+        except (TemplateError, LoadError, ValueError, ContextFull) as exc:
             # The template refused this conversation (or a limit hit): say so, drop the
             # message that caused it and keep the session.
             msgs.pop()

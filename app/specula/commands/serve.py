@@ -15,6 +15,7 @@ from specula.commands._engine_args import (
     load_engine,
     sampling_params,
 )
+from specula.commands._load_defaults import apply_load_defaults, defer_defaults
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import LoadError
 from specula.server.connections import HEAD_TIMEOUT_S
@@ -26,6 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_model_args(p)
     add_sampling_args(p, max_tokens=1024)
     add_spec_args(p)
+    defer_defaults(p)  # a model's own load defaults fill what is not given
     g = p.add_argument_group("server")
     g.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})")
     g.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
@@ -61,6 +63,7 @@ def run(a: argparse.Namespace) -> int:
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     api_key = a.api_key if a.api_key is not None else os.environ.get("SPECULA_API_KEY")
     api_key = api_key or None  # "" = no key
+    apply_load_defaults(a)
     try:  # refuse a bad key or binding before spending a minute loading models
         from specula.server.local import check_api_key, check_binding
 

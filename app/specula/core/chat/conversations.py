@@ -3,7 +3,9 @@
 Every write commits at once, so a crash loses nothing that was saved. The
 schema is migrated with ``PRAGMA user_version`` (one function per version,
 as qutebrowser's ``misc/sql.py``). A message carries ``meta``: free JSON for
-the reply's statistics, stop reason and token provenance segments.
+the reply's statistics, stop reason, token provenance segments and attached
+files. A conversation carries ``settings`` (free JSON: overflow policy, what
+the last reply left out, the preset) and may sit in a folder.
 
 A database that cannot be used (not SQLite, truncated, damaged pages, written
 by a newer Specula, a folder at the path) never stops the app: it is moved
@@ -39,6 +41,13 @@ class Conversation:
     title: str
     created: float
     updated: float
+    folder_id: int | None = None
+
+
+@dataclass
+class Folder:
+    id: int
+    name: str
 
 
 @dataclass
@@ -75,8 +84,24 @@ def _v0_to_v1(db: sqlite3.Connection) -> None:
     )
 
 
+def _v1_to_v2(db: sqlite3.Connection) -> None:
+    """Folders, and per-conversation settings (overflow policy, preset)."""
+    db.executescript(
+        """
+        CREATE TABLE folders (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL,
+            created REAL NOT NULL
+        );
+        ALTER TABLE conversations ADD COLUMN folder_id INTEGER
+            REFERENCES folders(id) ON DELETE SET NULL;
+        ALTER TABLE conversations ADD COLUMN settings TEXT NOT NULL DEFAULT '{}';
+        """
+    )
+
+
 # user_version n -> n + 1
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v0_to_v1]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v0_to_v1, _v1_to_v2]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -258,6 +283,95 @@ class ConversationStore:
                 (conversation_id, position),
             )
 
+    def delete_message(self, message_id: int) -> None:
+        """Delete one message; the others keep their places (positions may have gaps)."""
+        with self._db:
+            self._db.execute("DELETE FROM messages WHERE id = ?", (message_id,))
+
+    # -- copies --------------------------------------------------------------
+    def duplicate(self, conversation_id: int, title: str | None = None,
+                  upto_position: int | None = None) -> Conversation:
+        """A copy of the conversation (its settings and folder too) as a new one;
+        ``upto_position``: only the messages up to that position (a branch)."""
+        source = self.get(conversation_id)
+        if source is None:
+            raise KeyError(f"no conversation {conversation_id}")
+        now = time.time()
+        limit = upto_position if upto_position is not None else 2**62
+        with self._db:
+            cur = self._db.execute(
+                """INSERT INTO conversations(title, created, updated, folder_id, settings)
+                   SELECT ?, ?, ?, folder_id, settings FROM conversations WHERE id = ?""",
+                (title or source.title, now, now, conversation_id),
+            )
+            new_id = cur.lastrowid
+            assert new_id is not None
+            self._db.execute(
+                """INSERT INTO messages(conversation_id, position, role, content, created, meta)
+                   SELECT ?, position, role, content, created, meta FROM messages
+                   WHERE conversation_id = ? AND position <= ? ORDER BY position, id""",
+                (new_id, conversation_id, limit),
+            )
+        copy = self.get(new_id)
+        assert copy is not None
+        return copy
+
+    # -- per-conversation settings -------------------------------------------
+    def chat_settings(self, conversation_id: int) -> dict[str, Any]:
+        """The conversation's own settings (``{}`` when none or unreadable)."""
+        row = self._db.execute(
+            "SELECT settings FROM conversations WHERE id = ?", (conversation_id,)
+        ).fetchone()
+        try:
+            data = json.loads(row["settings"]) if row else {}
+        except (TypeError, ValueError):
+            data = {}
+        return data if isinstance(data, dict) else {}
+
+    def update_chat_settings(self, conversation_id: int, **values: Any) -> dict[str, Any]:
+        """Merge ``values`` into the conversation's settings (None removes a key)."""
+        data = self.chat_settings(conversation_id)
+        for key, value in values.items():
+            if value is None:
+                data.pop(key, None)
+            else:
+                data[key] = value
+        with self._db:
+            self._db.execute("UPDATE conversations SET settings = ? WHERE id = ?",
+                             (json.dumps(data), conversation_id))
+        return data
+
+    # -- folders -------------------------------------------------------------
+    def folders(self) -> list[Folder]:
+        rows = self._db.execute("SELECT id, name FROM folders ORDER BY name COLLATE NOCASE, id")
+        return [Folder(int(r["id"]), str(r["name"])) for r in rows.fetchall()]
+
+    def create_folder(self, name: str) -> Folder:
+        name = name.strip() or "New folder"
+        with self._db:
+            cur = self._db.execute("INSERT INTO folders(name, created) VALUES (?, ?)",
+                                   (name, time.time()))
+        assert cur.lastrowid is not None
+        return Folder(cur.lastrowid, name)
+
+    def rename_folder(self, folder_id: int, name: str) -> None:
+        with self._db:
+            self._db.execute("UPDATE folders SET name = ? WHERE id = ?",
+                             (name.strip() or "New folder", folder_id))
+
+    def delete_folder(self, folder_id: int) -> None:
+        """Remove the folder; its conversations stay, outside any folder."""
+        with self._db:
+            self._db.execute("UPDATE conversations SET folder_id = NULL WHERE folder_id = ?",
+                             (folder_id,))
+            self._db.execute("DELETE FROM folders WHERE id = ?", (folder_id,))
+
+    def move(self, conversation_id: int, folder_id: int | None) -> None:
+        """Put the conversation in a folder (None: outside any folder)."""
+        with self._db:
+            self._db.execute("UPDATE conversations SET folder_id = ? WHERE id = ?",
+                             (folder_id, conversation_id))
+
 
 def _set_aside(path: Path) -> Path:
     """Move ``path`` (and its -wal, -shm, -journal files) to ``<name>.bad-<UTC time>``."""
@@ -292,8 +406,10 @@ def _integer(row: sqlite3.Row, column: str, default: int = 0) -> int:
 
 def _conversation(row: sqlite3.Row) -> Conversation:
     created = _number(row, "created")
+    folder = row["folder_id"]
     return Conversation(int(row["id"]), str(row["title"]), created,
-                        _number(row, "updated", created))
+                        _number(row, "updated", created),
+                        folder if isinstance(folder, int) else None)
 
 
 def _message(row: sqlite3.Row) -> Message:

@@ -69,6 +69,8 @@ class MessageWidget(QFrame):
     """The user asked this reply (stopped at the token limit) to go on."""
     version_requested = Signal(object, int)
     """The user asked to show another version of this reply (widget, index)."""
+    menu_requested = Signal(object, object)
+    """Right-click or "⋯": the message's menu is wanted (widget, global QPoint)."""
 
     def __init__(
         self, role: str, text: str = "", tokens: list[TokenTuple] | None = None,
@@ -77,6 +79,8 @@ class MessageWidget(QFrame):
         super().__init__(parent)
         self.role = role
         self.position = -1  # position in the stored conversation, once saved
+        self.attachment_chips: list[str] = []
+        self.left_out = False
         self._text = text
         self.tokens: list[TokenTuple] = list(tokens or [])
         self._colour_mode = "off"
@@ -116,9 +120,21 @@ class MessageWidget(QFrame):
             head.addWidget(self.regen_button)
             self.set_versions(0, 1)
             self.set_can_continue(False)
+        self.more_button = self._action("⋯", self._more, "Edit, delete or branch from here")
+        head.addWidget(self.more_button)
         lay.addLayout(head)
+        self.chips = QLabel("")
+        self.chips.setObjectName("AttachmentChips")
+        self.chips.hide()
+        lay.addWidget(self.chips)
         self.body = AutoHeightBrowser(self)
         lay.addWidget(self.body)
+        for w in (self, self.body):
+            w.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.customContextMenuRequested.connect(
+            lambda pos: self.menu_requested.emit(self, self.mapToGlobal(pos)))
+        self.body.customContextMenuRequested.connect(
+            lambda pos: self.menu_requested.emit(self, self.body.mapToGlobal(pos)))
         self.footer = QLabel(footer)
         self.footer.setObjectName("Footer")
         self.footer.setWordWrap(True)
@@ -135,6 +151,25 @@ class MessageWidget(QFrame):
         b.setCursor(Qt.CursorShape.PointingHandCursor)
         b.clicked.connect(slot)
         return b
+
+    def _more(self) -> None:
+        self.menu_requested.emit(self, self.more_button.mapToGlobal(
+            self.more_button.rect().bottomLeft()))
+
+    def set_attachments(self, chips: list[str]) -> None:
+        """Show the attached files as chips ("Attached: notes.md · 1.2 KiB")."""
+        self.attachment_chips = list(chips)
+        self.chips.setText("Attached: " + "   ".join(chips) if chips else "")
+        self.chips.setVisible(bool(chips))
+
+    def set_left_out(self, left_out: bool) -> None:
+        """Mark a message the overflow policy leaves out of the context."""
+        self.left_out = left_out
+        name = ROLE_NAMES.get(self.role, self.role)
+        self.role_label.setText(f"{name}  ·  left out of the context" if left_out else name)
+        self.setProperty("leftOut", left_out)
+        self.style().unpolish(self)
+        self.style().polish(self)
 
     # -- versions and continuing -------------------------------------------------
     def set_versions(self, index: int, count: int) -> None:
@@ -206,7 +241,7 @@ class MessageWidget(QFrame):
 
     def set_actions_enabled(self, enabled: bool) -> None:
         for b in self.findChildren(QToolButton):
-            if b is not self.copy_button:
+            if b not in (self.copy_button, self.more_button):
                 b.setEnabled(enabled)
         if enabled and self.role != "user":
             self.set_versions(self.version, self.version_count)

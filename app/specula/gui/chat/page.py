@@ -24,15 +24,21 @@ from PySide6.QtWidgets import (
 )
 
 from specula.core.chat import versions
+from specula.core.chat.attachments import attachments_of
 from specula.core.chat.conversations import Message, title_from
 from specula.core.engine.events import Done
+from specula.gui.chat.attach import AttachBar, chip_text
 from specula.gui.chat.banner import Banner
 from specula.gui.chat.colour_switch import ColourSwitch
 from specula.gui.chat.composer import Composer
+from specula.gui.chat.context_fit import ChatContext, ContextFull, chat_messages
+from specula.gui.chat.context_meter import ContextBar, ContextMeter
 from specula.gui.chat.conversation_list import ConversationList
 from specula.gui.chat.empty_state import EmptyState
 from specula.gui.chat.export_menu import ExportButton
+from specula.gui.chat.load_defaults import LoadDefaultsHook
 from specula.gui.chat.message import MessageWidget
+from specula.gui.chat.message_menu import MessageActions
 from specula.gui.chat.model_bar import ModelBar
 from specula.gui.chat.side_column import SideColumn
 from specula.gui.chat.transcript import Transcript
@@ -82,6 +88,11 @@ class ChatPage(QWidget):
         if not self.settings_panel.session.side_panel_open:
             self.set_side_panel(False)
 
+        self.load_defaults = LoadDefaultsHook(ctx, self._set_mode, self)
+        self.meter = ContextMeter(self.engine, lambda: self.load_defaults.n_ctx, self)
+        self.context = ChatContext(self, self.meter, self.context_bar)
+        self.actions = MessageActions(self)
+        self.side.presets.picked.connect(self._preset_picked)
         self.conversations.selected.connect(self.open_conversation)
         self.conversations.new_requested.connect(self.new_chat)
         self.conversations.deleted.connect(self._on_deleted)
@@ -158,6 +169,11 @@ class ChatPage(QWidget):
         self.edit_banner.setWordWrap(True)
         self.edit_banner.hide()
         bottom.addWidget(self.edit_banner)
+        self.attach_bar = AttachBar(self._count_text, w)
+        self.attach_bar.refused.connect(lambda why: self.banner.show_message(
+            "The file was not attached", [why], kind="info"))
+        self.attach_bar.changed.connect(lambda: self.context.show())
+        bottom.addWidget(self.attach_bar)
         row = QHBoxLayout()
         self.composer = Composer(w)
         self.composer.submitted.connect(self.send)
@@ -174,6 +190,8 @@ class ChatPage(QWidget):
         buttons.addWidget(self.stop_button)
         row.addLayout(buttons)
         bottom.addLayout(row)
+        self.context_bar = ContextBar(w)
+        bottom.addWidget(self.context_bar)
         lay.addLayout(bottom)
         return w
 
@@ -235,6 +253,7 @@ class ChatPage(QWidget):
         self._update_empty()
         self._cancel_edit()
         self.conversations.set_current(-1)
+        self._chat_opened()
         self.composer.setFocus()
 
     def open_conversation(self, conversation_id: int) -> None:
@@ -250,11 +269,15 @@ class ChatPage(QWidget):
             self._show_stored(widget, m, last=m is stored[-1])
         self.conversations.set_current(conversation_id)
         self._update_empty()
+        self._chat_opened()
 
     def _show_stored(self, widget: MessageWidget, m: Message, last: bool) -> None:
         """Put a stored message's text, colours, footer, versions and Continue on ``widget``."""
         stats = m.meta.get("stats")
         widget.set_text(m.content)
+        widget.attachments = attachments_of(m.meta)  # type: ignore[attr-defined]
+        widget.set_attachments([chip_text(a, self._count_text(a.text))  # type: ignore[attr-defined]
+                                for a in widget.attachments])  # type: ignore[attr-defined]
         widget.set_footer(footer_text(stats, str(m.meta.get("stop_reason", ""))) if stats else "")
         raw = m.meta.get("tokens") or []
         widget.set_tokens([(str(t[0]), str(t[1]), t[2]) for t in raw if len(t) == 3])
@@ -290,8 +313,16 @@ class ChatPage(QWidget):
         self._cancel_edit()
         if self.conversation_id is None:
             self.conversation_id = store.create(title_from(text)).id
-        msg = store.add_message(self.conversation_id, "user", text)
-        self.transcript.add_message("user", text, position=msg.position)
+            store.update_chat_settings(
+                self.conversation_id, overflow=self.context_bar.policy.currentData(),
+                preset=self.side.presets.combo.currentData() or None)
+        attached = self.attach_bar.take()
+        meta = {"attachments": [a.to_meta() for a in attached]} if attached else None
+        msg = store.add_message(self.conversation_id, "user", text, meta)
+        widget = self.transcript.add_message("user", text, position=msg.position)
+        widget.attachments = attached  # type: ignore[attr-defined]
+        widget.set_attachments([chip_text(a, self._count_text(a.text)) for a in attached])
+        self.context.changed()
         self._update_empty()
         self.conversations.set_current(self.conversation_id)
         self.composer.clear()
@@ -301,12 +332,18 @@ class ChatPage(QWidget):
                      continuing: Message | None = None) -> None:
         """Ask for a reply; ``earlier`` versions are kept with it; ``continuing`` goes on."""
         system = self.settings_panel.system_prompt.toPlainText().strip()
-        messages = [{"role": "system", "content": system}] if system else []
         history = self.transcript.messages
         if continuing is not None:
             self.reply_widget = history[-1]
             history = history[:-1]
-        messages += [{"role": m.role, "content": m.text} for m in history]
+        messages = chat_messages(system, history)
+        if continuing is None:
+            try:
+                messages = self.context.messages_for_reply(
+                    messages, self.settings_panel.max_tokens.value())
+            except ContextFull as exc:
+                self.banner.show_message("The conversation does not fit the context", [str(exc)])
+                return
         spec = self.settings_panel.spec_config(self.model_bar.speculating)
         if continuing is None:
             self.reply_widget = self.transcript.add_message("assistant")
@@ -362,6 +399,7 @@ class ChatPage(QWidget):
                 widget.set_versions(int(meta.get("version", count - 1)), count)
         self._earlier, self._continuing = [], None
         self.stats_panel.finish(done.stats)
+        self.context.changed()
         self.reply_finished.emit(done)
 
     def _on_failed(self, message: str) -> None:
@@ -424,6 +462,38 @@ class ChatPage(QWidget):
         elif self.editing is not None:
             self._cancel_edit()
             self.composer.clear()
+
+    # -- context, presets, load defaults --------------------------------------------
+    def _chat_opened(self) -> None:
+        cid = self.conversation_id
+        preset = self.ctx.store.chat_settings(cid).get("preset", "") if cid is not None else ""
+        self.side.presets.set_current(str(preset or ""))
+        self.context.opened()
+
+    def context_changed(self) -> None:
+        """Messages were edited or deleted: what was left out is worked out again."""
+        if self.conversation_id is not None:
+            self.ctx.store.update_chat_settings(self.conversation_id, left_out=None, start=None)
+        self.context.show_left_out(0, 0)
+        self.context.changed()
+
+    def _count_text(self, text: str) -> int | None:
+        return self.meter.count_text(text) if self.meter.ready else None
+
+    def _preset_picked(self, preset: object) -> None:
+        if self.conversation_id is not None:
+            name = getattr(preset, "name", None)
+            self.ctx.store.update_chat_settings(self.conversation_id, preset=name)
+
+    def _set_mode(self, mode: str) -> None:
+        """A model's default mode: plain turns the draft off, the others pick the mode."""
+        if mode == "plain":
+            self.model_bar.draft_switch.setChecked(False)
+            return
+        form = self.settings_panel.spec
+        i = form.mode.findData(mode)
+        if i >= 0:
+            form.mode.setCurrentIndex(i)
 
     # -- view ----------------------------------------------------------------
     def _set_busy(self, busy: bool) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QScrollArea, QVBoxLayout, QWidget
 
+from specula.gui.chat.presets_dialog import PresetPicker
 from specula.gui.chat.settings_panel import SettingsPanel
 from specula.gui.context import AppContext
 from specula.gui.stats.panel import StatsPanel
@@ -27,6 +28,8 @@ class SideColumn(QScrollArea):
         self.stats_panel = StatsPanel(inner)
         lay.addWidget(self.stats_panel)
         self.settings_panel = SettingsPanel(ctx, inner)
+        self.presets = PresetPicker(self.settings_panel, inner)
+        lay.addWidget(self.presets)
         lay.addWidget(self.settings_panel)
         lay.addStretch(1)
         self.setWidget(inner)

@@ -21,6 +21,8 @@ class Transcript(QScrollArea):
     """An assistant message's Continue was clicked (the MessageWidget)."""
     version_requested = Signal(object, int)
     """An assistant message asked to show version ``index`` (widget, index)."""
+    menu_requested = Signal(object, object)
+    """A message's menu was asked for (the MessageWidget, global QPoint)."""
     rendered = Signal()
     """Streamed text was painted (the live numbers repaint with it)."""
 
@@ -71,6 +73,7 @@ class Transcript(QScrollArea):
         m.regenerate_requested.connect(self.regenerate_requested)
         m.continue_requested.connect(self.continue_requested)
         m.version_requested.connect(self.version_requested)
+        m.menu_requested.connect(self.menu_requested)
         self._lay.insertWidget(self._lay.count() - 1, m)
         self.messages.append(m)
         self._follow = True
@@ -85,6 +88,18 @@ class Transcript(QScrollArea):
             self._lay.removeWidget(m)
             m.deleteLater()
         del self.messages[i:]
+
+    def remove_one(self, widget: MessageWidget) -> None:
+        """Remove just ``widget`` (a deleted message)."""
+        if widget in self.messages:
+            self.messages.remove(widget)
+            self._lay.removeWidget(widget)
+            widget.deleteLater()
+
+    def mark_left_out(self, n: int, kept_head: int) -> None:
+        """Mark the ``n`` messages after the first ``kept_head`` as left out of the context."""
+        for i, m in enumerate(self.messages):
+            m.set_left_out(kept_head <= i < kept_head + n)
 
     def set_colour_mode(self, mode: str) -> None:
         self.colour_mode = mode

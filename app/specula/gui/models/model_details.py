@@ -28,6 +28,7 @@ from specula.core.gguf.speculation_notes import kind_rows
 from specula.core.library.scan import LocalModel
 from specula.core.pairing.badges import human_params, human_size, is_same_file, plural
 from specula.core.pairing.drafts import DraftCandidate, LibraryPairs, judge, library_pairs
+from specula.gui.models.load_defaults_dialog import LoadDefaultsDialog
 from specula.gui.models.widgets import caption, muted, side_list
 from specula.gui.tasks import Task, TaskContext, TaskError, start_task
 
@@ -143,7 +144,10 @@ class ModelDetails(QFrame):
         buttons.addStretch(1)
         lay.addLayout(buttons)
         buttons = QHBoxLayout()
-        for b in (self.reveal, self.remove):
+        self.gear = QPushButton("⚙ Load defaults…", self)
+        self.gear.setToolTip("This model's own context length, GPU layers, threads, draft and mode")
+        self.gear.clicked.connect(self._edit_defaults)
+        for b in (self.reveal, self.remove, self.gear):
             buttons.addWidget(b)
         buttons.addStretch(1)
         lay.addLayout(buttons)
@@ -159,6 +163,10 @@ class ModelDetails(QFrame):
         lay.addWidget(self.pairs, 1)
         self.show_model(None)
 
+    def _edit_defaults(self) -> None:
+        if self.model is not None:
+            LoadDefaultsDialog(self.model, self.library, self).exec()
+
     def show_model(self, model: LocalModel | None, library: list[LocalModel] | None = None) -> None:
         self.model = model
         self.library = library if library is not None else self.library
@@ -169,6 +177,7 @@ class ModelDetails(QFrame):
         for b in (self.load_target, self.load_draft, self.reveal):
             b.setEnabled(has and model is not None and model.complete and model.info is not None)
         self.reveal.setEnabled(has)
+        self.gear.setEnabled(has)
         self.remove.setEnabled(has and model is not None and model.managed)
         self.remove.setToolTip("" if model is None or model.managed else
                                "Specula only indexes this folder; remove the file there.")

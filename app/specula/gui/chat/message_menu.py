@@ -1,0 +1,124 @@
+"""A message's menu (right-click or "⋯"): copy, edit, delete, branch a new chat from here.
+
+* Edit and resend (a user message): the composer takes its text; sending
+  replaces it and everything after it (the page's edit flow).
+* Edit text… (any message): the stored text changes in place; nothing is
+  generated again (a reply's token colours no longer apply and are dropped).
+* Delete: that message only; the ones after it stay.
+* Branch from here: a new chat holding the messages up to this one, with the
+  chat's settings; it opens.
+
+Nothing here runs while a reply is in flight.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QPoint
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QMenu,
+    QPlainTextEdit,
+    QVBoxLayout,
+    QWidget,
+)
+
+from specula.gui.chat.message import MessageWidget
+
+if TYPE_CHECKING:
+    from specula.gui.chat.page import ChatPage
+
+BRANCH_PREFIX = "Branch: "
+
+
+class EditTextDialog(QDialog):
+    def __init__(self, text: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Edit message")
+        self.resize(560, 320)
+        lay = QVBoxLayout(self)
+        self.editor = QPlainTextEdit(text, self)
+        lay.addWidget(self.editor)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save
+                                   | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        lay.addWidget(buttons)
+
+
+class MessageActions:
+    """What the message menu does, on the page's conversation and store."""
+
+    def __init__(self, page: ChatPage) -> None:
+        self.page = page
+        self.last_menu: QMenu | None = None
+        page.transcript.menu_requested.connect(self.show_menu)
+
+    def menu_for(self, widget: MessageWidget) -> QMenu:
+        page = self.page
+        menu = QMenu(page)
+        menu.addAction("Copy", widget.copy_text)
+        stored = widget.position >= 0 and page.conversation_id is not None
+        idle = not page.engine.busy
+        if widget.role == "user":
+            a = menu.addAction("Edit and resend", lambda: page.edit_message(widget))
+            a.setEnabled(idle)
+        a = menu.addAction("Edit text…", lambda: self.edit_text(widget))
+        a.setEnabled(idle and stored)
+        a = menu.addAction("Delete", lambda: self.delete(widget))
+        a.setEnabled(idle and stored)
+        menu.addSeparator()
+        a = menu.addAction("Branch from here", lambda: self.branch(widget))
+        a.setEnabled(idle and stored)
+        a.setToolTip("A new chat with the messages up to this one")
+        return menu
+
+    def show_menu(self, widget: MessageWidget, at: QPoint) -> None:
+        self.last_menu = self.menu_for(widget)
+        self.last_menu.popup(at)
+
+    def edit_text(self, widget: MessageWidget, text: str | None = None) -> None:
+        """Change the message's stored text in place (``text`` given: no dialog)."""
+        page = self.page
+        old = page._stored_at(widget.position)
+        if page.engine.busy or old is None:
+            return
+        if text is None:
+            dialog = EditTextDialog(old.content, page)
+            if dialog.exec() != QDialog.DialogCode.Accepted:
+                return
+            text = dialog.editor.toPlainText()
+        meta = {k: v for k, v in old.meta.items() if k not in ("tokens", "token_ids")}
+        meta["edited"] = True
+        page.ctx.store.update_message(old.id, text, meta)
+        old.content, old.meta = text, meta
+        page._show_stored(widget, old, last=widget is page.transcript.messages[-1])
+        page.context_changed()
+
+    def delete(self, widget: MessageWidget) -> None:
+        page = self.page
+        old = page._stored_at(widget.position)
+        if page.engine.busy or old is None:
+            return
+        page.ctx.store.delete_message(old.id)
+        page.transcript.remove_one(widget)
+        if page.editing is widget:
+            page._cancel_edit()
+        page._update_empty()
+        page.context_changed()
+
+    def branch(self, widget: MessageWidget) -> int | None:
+        """Open a new chat with the messages up to ``widget``; its id."""
+        page = self.page
+        cid = page.conversation_id
+        if page.engine.busy or cid is None or widget.position < 0:
+            return None
+        source = page.ctx.store.get(cid)
+        title = BRANCH_PREFIX + (source.title if source else "chat")
+        copy = page.ctx.store.duplicate(cid, title=title, upto_position=widget.position)
+        page.ctx.store.update_chat_settings(copy.id, left_out=None)
+        page.conversations.reload()
+        page.open_conversation(copy.id)
+        return copy.id
