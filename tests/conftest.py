@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from specula.core.gguf.model_info import ModelInfo, read_model_info
+from specula.tools.tiny_families import build_families
 from specula.tools.tiny_models import build_family
 
 # The fake hub (fixtures fake_hub, hub_models) serves every test folder.
@@ -36,6 +37,14 @@ def specula_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """name -> path of the tiny GGUF family (built once per test run)."""
     return build_family(tmp_path_factory.mktemp("tiny-models"))
+
+
+@pytest.fixture(scope="session")
+def families(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """family -> path of a tiny model of each architecture family (mamba, mamba2, qwen35,
+    granitehybrid, lfm2, qwen3moe, qwen35-mtp) and ``<family>-draft`` -> its noisy copy
+    (built once per test run; see specula.tools.tiny_families)."""
+    return build_families(tmp_path_factory.mktemp("tiny-families"))
 
 
 def real_model(name: str) -> Path:

@@ -8,6 +8,7 @@ from specula.commands._common import fail, print_json
 from specula.commands._engine_args import rpc_endpoints
 from specula.commands._models_text import human
 from specula.core.gguf.model_info import GGUFError, ModelInfo, read_model_info
+from specula.core.gguf.speculation_notes import kind_rows
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -30,7 +31,8 @@ def format_info(info: ModelInfo) -> str:
         ("quantization", info.quantization),
         ("file size", _human_bytes(info.file_size)),
         ("context length", info.context_length),
-        ("layers", info.n_layers),
+        ("layers", f"{info.trunk_layers} + {info.nextn_layers} MTP" if info.nextn_layers
+         else info.n_layers),
         ("embedding size", info.n_embd),
         ("heads / KV heads", f"{info.n_head} / {info.n_head_kv}"),
         ("tokenizer", f"{info.tokenizer_model} (pre: {info.tokenizer_pre})"),
@@ -39,6 +41,7 @@ def format_info(info: ModelInfo) -> str:
         ("add BOS / EOS", f"{info.add_bos} / {info.add_eos}"),
         ("chat template", "yes" if info.has_chat_template else "no"),
         ("tokenizer fingerprint", info.tokenizer_fingerprint),
+        *kind_rows(info),
     ]
     return "\n".join(f"{k:>22}: {v}" for k, v in rows)
 

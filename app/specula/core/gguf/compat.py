@@ -5,7 +5,12 @@ The blocking rules are the ones llama.cpp itself applies before speculating
 vocab type, same add_bos (and BOS id when set), same add_eos (and EOS id when
 set), vocab sizes within 128, identical token text from id 5 on. What it does
 not check but still changes the tokens a draft proposes (pre-tokenizer, merges,
-token types, end-of-turn token) is reported as a warning.
+token types, end-of-turn token) is reported as a warning. What the pair's
+architectures mean (a draft of another family is fine: the target checks every
+token; the target's memory decides what a rejected draft costs; MTP layers are a
+draft inside the target) is reported as notes, which never change the verdict.
+The verdict is about the tokenizers only, and is printed as such: a mamba target
+with a llama draft has an identical tokenizer, not an identical model.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 
 from specula.core.gguf.model_info import ModelInfo, TokenizerInfo
+from specula.core.gguf.speculation_notes import memory_note, mtp_note
 
 VOCAB_MAX_SIZE_DIFFERENCE = 128  # SPEC_VOCAB_MAX_SIZE_DIFFERENCE
 VOCAB_CHECK_START_TOKEN_ID = 5  # SPEC_VOCAB_CHECK_START_TOKEN_ID
@@ -28,6 +34,7 @@ class Verdict(str, Enum):
 class Severity(str, Enum):
     BLOCKING = "blocking"  # failing it makes the pair unusable
     WARNING = "warning"  # failing it costs acceptance, not correctness
+    NOTE = "note"  # what the pair is; never fails, never changes the verdict
 
 
 @dataclass
@@ -44,6 +51,7 @@ class CompatReport:
     draft: str
     verdict: Verdict
     checks: list[Check] = field(default_factory=list)
+    same_architecture: bool | None = None  # None: a header does not name its architecture
 
     @property
     def usable(self) -> bool:
@@ -56,6 +64,20 @@ class CompatReport:
     @property
     def warnings(self) -> list[Check]:
         return [c for c in self.checks if not c.passed and c.severity is Severity.WARNING]
+
+    @property
+    def notes(self) -> list[Check]:
+        return [c for c in self.checks if c.severity is Severity.NOTE]
+
+    def verdict_text(self) -> str:
+        """The verdict in words that say what it is about (the tokenizers)."""
+        if self.verdict is Verdict.INCOMPATIBLE:
+            return "incompatible tokenizers (this draft cannot be used with this target)"
+        words = ("identical tokenizer" if self.verdict is Verdict.IDENTICAL
+                 else "compatible tokenizer")
+        if self.same_architecture is False:
+            words += " (different architectures)"
+        return words
 
     def reason(self) -> str:
         """One line for a tooltip: why the pair cannot be used, or that it can."""
@@ -154,13 +176,42 @@ def check(target: ModelInfo, draft: ModelInfo) -> CompatReport:
         "Same end-of-turn token." if t.eot_id is not None else "Neither sets an end-of-turn token.",
         f"End-of-turn tokens differ: target {t.eot_id}, draft {d.eot_id}.",
     ))
+    checks += _notes(target, draft)
     if any(not c.passed and c.severity is B for c in checks):
         verdict = Verdict.INCOMPATIBLE
     elif target.tokenizer_fingerprint == draft.tokenizer_fingerprint:
         verdict = Verdict.IDENTICAL
     else:
         verdict = Verdict.COMPATIBLE
-    return CompatReport(target.source, draft.source, verdict, checks)
+    same = (target.architecture == draft.architecture
+            if target.architecture and draft.architecture else None)
+    return CompatReport(target.source, draft.source, verdict, checks, same)
+
+
+def _notes(target: ModelInfo, draft: ModelInfo) -> list[Check]:
+    """What the two architectures mean for speculation (never blocking)."""
+    N = Severity.NOTE
+    ta, da = target.architecture or "?", draft.architecture or "?"
+    if ta == da:
+        arch = f"Both are {ta}."
+    else:
+        arch = (f"Different architectures: target {ta}, draft {da}. Fine for exactness (the "
+                "target checks every drafted token); only how often drafts are accepted depends "
+                "on how alike the two models are.")
+    notes = [Check("architecture", True, N, arch),
+             Check("target_memory", True, N, f"Target {memory_note(target.memory)}.")]
+    if target.nextn_layers:
+        notes.append(Check("target_mtp", True, N,
+                           f"Target MTP: {mtp_note(target.nextn_layers, target.architecture)}."))
+    return notes
+
+
+def _mark(c: Check) -> str:
+    if c.severity is Severity.NOTE:
+        return "note"
+    if c.passed:
+        return "ok  "
+    return "FAIL" if c.severity is Severity.BLOCKING else "warn"
 
 
 def format_report(report: CompatReport) -> str:
@@ -168,10 +219,8 @@ def format_report(report: CompatReport) -> str:
     lines = [
         f"target: {report.target}",
         f"draft:  {report.draft}",
-        f"verdict: {report.verdict.value}"
-        + ("" if report.usable else " (this draft cannot be used with this target)"),
+        f"verdict: {report.verdict_text()}",
     ]
     for c in report.checks:
-        mark = "ok  " if c.passed else ("FAIL" if c.severity is Severity.BLOCKING else "warn")
-        lines.append(f"  [{mark}] {c.name:<14} {c.message}")
+        lines.append(f"  [{_mark(c)}] {c.name:<14} {c.message}")
     return "\n".join(lines)

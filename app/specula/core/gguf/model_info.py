@@ -17,6 +17,7 @@ from pathlib import Path
 
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, LlamaFileType
 
+from specula.core.gguf.memory_kind import MemoryKind, memory_kind, memory_shape
 from specula.core.gguf.reader import (
     ByteSource,
     FileSource,
@@ -96,10 +97,31 @@ class ModelInfo:
     gguf_version: int
     chat_template: str | None = field(default=None, repr=False)
     tokenizer: TokenizerInfo | None = field(default=None, repr=False)
+    # What the model is (see memory_kind.py): mixture of experts, MTP layers, and the
+    # layers that hold a KV cache or a recurrent state. None: the header does not say
+    # (or an index entry written before these fields existed).
+    expert_count: int | None = None
+    expert_used_count: int | None = None
+    nextn_layers: int | None = None  # <arch>.nextn_predict_layers: MTP layers after the trunk
+    attention_layers: int | None = None  # trunk layers with a KV cache
+    recurrent_layers: int | None = None  # trunk layers with a recurrent state
+    recurrent_state_bytes: int | None = None  # one sequence's recurrent state, all layers
 
     @property
     def display_name(self) -> str:
         return self.name or Path(self.source).stem
+
+    @property
+    def memory(self) -> MemoryKind | None:
+        """Attention, recurrent or hybrid memory, from the architecture (as llama.cpp decides)."""
+        return memory_kind(self.architecture)
+
+    @property
+    def trunk_layers(self) -> int | None:
+        """Layers of the model proper: the block count less the MTP layers stored after it."""
+        if self.n_layers is None:
+            return None
+        return self.n_layers - (self.nextn_layers or 0)
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready view (tokens and the template body left out)."""
@@ -107,6 +129,7 @@ class ModelInfo:
         d.pop("tokenizer", None)
         d.pop("chat_template", None)
         d["display_name"] = self.display_name
+        d["memory"] = self.memory.value if self.memory else None
         return d
 
 
@@ -272,6 +295,17 @@ def model_info_from_header(header: GGUFHeader) -> ModelInfo:
     template = f.text("tokenizer.chat_template")
     size_label = f.label("general.size_label") or (size_label_for(n_params) if n_params else None)
     vocab_size = len(tok.tokens) if tok else a_int("vocab_size")
+    n_layers = a_int("block_count")
+    nextn = a_int("nextn_predict_layers")
+    used_key = f"{arch}.expert_used_count"
+    if arch and isinstance(f.get(used_key), list):  # per-layer in some architectures
+        expert_used = max(f.int_list(used_key), default=None)
+    else:
+        expert_used = a_int("expert_used_count")
+    trunk = n_layers - (nextn or 0) if n_layers is not None else None
+    if nextn is not None and (nextn < 0 or (trunk is not None and trunk < 0)):
+        raise f.bad(f"{arch}.nextn_predict_layers", f"at most the block count ({n_layers})", nextn)
+    shape = memory_shape(arch, f.get, trunk)
     return ModelInfo(
         source=header.source_name,
         file_size=header.file_size,
@@ -282,7 +316,7 @@ def model_info_from_header(header: GGUFHeader) -> ModelInfo:
         size_label=size_label,
         quantization=_quantization(f, header),
         context_length=a_int("context_length"),
-        n_layers=a_int("block_count"),
+        n_layers=n_layers,
         n_embd=n_embd,
         n_head=n_head,
         n_head_kv=n_head_kv,
@@ -299,6 +333,14 @@ def model_info_from_header(header: GGUFHeader) -> ModelInfo:
         gguf_version=header.version,
         chat_template=template,
         tokenizer=tok,
+        expert_count=a_int("expert_count"),
+        expert_used_count=expert_used,
+        nextn_layers=nextn,
+        attention_layers=shape.attention_layers,
+        recurrent_layers=shape.recurrent_layers,
+        recurrent_state_bytes=(shape.recurrent_layers * shape.state_bytes_per_layer
+                               if shape.recurrent_layers is not None
+                               and shape.state_bytes_per_layer is not None else None),
     )
 
 

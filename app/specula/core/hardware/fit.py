@@ -3,9 +3,14 @@
 Why an estimate before loading: loading a model that does not fit either fails
 after a long wait or swaps the machine to a crawl. The parts llama.cpp
 allocates are predictable from the GGUF header: the weights (the file size),
-the KV cache of each model (2 x layers x context x KV heads x head size x the
-cache type's bytes), and a compute buffer (the logits of one micro-batch plus
-activations; with flash attention off, also the attention scores). Free RAM
+the KV cache of each model (2 x attention layers x context x KV heads x head
+size x the cache type's bytes), the recurrent state of recurrent and hybrid
+models (a fixed size per sequence, whatever the context: llama.cpp's
+memory_recurrent keeps one conv and one SSM state per layer and sequence, in
+f32), a compute buffer (the logits of one micro-batch plus activations; with
+flash attention off, also the attention scores), and, for a target with MTP
+layers run as its own draft, the MTP context (the NextN layers' KV cache and
+a second compute buffer). Free RAM
 comes from psutil; free GPU memory is passed in by the caller (the hardware
 module detects devices), so this stays testable and backend-neutral.
 """
@@ -18,6 +23,7 @@ from enum import Enum
 
 import psutil
 
+from specula.core.gguf.memory_kind import MTP_ARCHS, MemoryKind
 from specula.core.gguf.model_info import ModelInfo
 
 GiB = 1024**3
@@ -49,21 +55,37 @@ class ModelMemory:
     kv_cache: int
     compute: int
     n_layers: int | None
+    recurrent: int = 0  # recurrent state of every sequence (0 on attention-only models)
+    mtp: int = 0  # the MTP context beside the model's own (0 when MTP is not used)
 
     @property
     def total(self) -> int:
-        return self.weights + self.kv_cache + self.compute
+        return self.weights + self.kv_cache + self.compute + self.recurrent + self.mtp
 
     def to_dict(self) -> dict[str, object]:
         return {**asdict(self), "total": self.total}
 
 
-def kv_cache_bytes(info: ModelInfo, n_ctx: int, cache_type: str = "f16") -> int:
-    """K and V caches for ``n_ctx`` tokens: 2 x layers x ctx x KV heads x head size x bytes."""
+def _cache_elem_bytes(cache_type: str) -> float:
     per_elem = CACHE_TYPE_BYTES.get(cache_type.lower())
     if per_elem is None:
         raise ValueError(f"unknown cache type {cache_type!r} (one of {', '.join(CACHE_TYPE_BYTES)})")
-    layers = info.n_layers or 0
+    return per_elem
+
+
+def kv_cache_bytes(info: ModelInfo, n_ctx: int, cache_type: str = "f16",
+                   layers: int | None = None) -> int:
+    """K and V caches for ``n_ctx`` tokens: 2 x layers x ctx x KV heads x head size x bytes.
+
+    ``layers`` defaults to the layers that hold a KV cache: the attention layers of
+    the trunk (none on a pure recurrent model; MTP layers live in the MTP context).
+    """
+    per_elem = _cache_elem_bytes(cache_type)
+    if layers is None:
+        layers = info.trunk_layers or 0
+        if info.memory in (MemoryKind.RECURRENT, MemoryKind.HYBRID) and (
+                info.attention_layers is not None):
+            layers = info.attention_layers
     kv_width = (info.n_head_kv or 0) * (info.head_dim or 0)
     if not kv_width and info.n_embd:
         kv_width = info.n_embd  # no head counts: assume full multi-head attention
@@ -82,14 +104,41 @@ def compute_buffer_bytes(info: ModelInfo, n_ctx: int, n_ubatch: int = 512,
     return total + MODEL_OVERHEAD
 
 
+def recurrent_state_bytes(info: ModelInfo, n_seq: int = 1, n_rs_seq: int = 0) -> int:
+    """The recurrent state llama.cpp allocates: per sequence, per recurrent layer, the conv
+    and SSM states in f32, times ``1 + n_rs_seq`` rollback snapshots (0 on attention models)."""
+    if n_seq < 1 or n_rs_seq < 0:
+        raise ValueError("n_seq must be at least 1 and n_rs_seq at least 0")
+    return (info.recurrent_state_bytes or 0) * n_seq * (1 + n_rs_seq)
+
+
+def has_mtp_draft(info: ModelInfo) -> bool:
+    """True when llama.cpp can draft with the model's own NextN layers."""
+    return bool(info.nextn_layers) and info.architecture in MTP_ARCHS
+
+
+def mtp_context_bytes(info: ModelInfo, n_ctx: int, cache_type: str = "f16",
+                      flash_attn: bool = True) -> int:
+    """The MTP context: the NextN layers' KV cache for ``n_ctx`` tokens and its own compute
+    buffer (0 when the model has no MTP layers llama.cpp can run)."""
+    if not has_mtp_draft(info):
+        return 0
+    return (kv_cache_bytes(info, n_ctx, cache_type, layers=info.nextn_layers)
+            + compute_buffer_bytes(info, n_ctx, flash_attn=flash_attn))
+
+
 def model_memory(info: ModelInfo, n_ctx: int, cache_type: str = "f16",
-                 weights: int | None = None, flash_attn: bool = True) -> ModelMemory:
+                 weights: int | None = None, flash_attn: bool = True, *,
+                 n_seq: int = 1, mtp: bool = False) -> ModelMemory:
+    """One model's memory; ``n_seq`` sequences of recurrent state, the MTP context when ``mtp``."""
     return ModelMemory(
         info.display_name,
         weights if weights is not None else (info.file_size or 0),
         kv_cache_bytes(info, n_ctx, cache_type),
         compute_buffer_bytes(info, n_ctx, flash_attn=flash_attn),
         info.n_layers,
+        recurrent_state_bytes(info, n_seq),
+        mtp_context_bytes(info, n_ctx, cache_type, flash_attn) if mtp else 0,
     )
 
 
@@ -132,17 +181,23 @@ class FitEstimate:
 def estimate(target: ModelInfo, draft: ModelInfo | None = None, *, n_ctx: int | None = None,
              cache_type: str = "f16", target_weights: int | None = None,
              draft_weights: int | None = None, ram_available: int | None = None,
-             gpu_free: Sequence[int] | None = None, flash_attn: bool = True) -> FitEstimate:
+             gpu_free: Sequence[int] | None = None, flash_attn: bool = True,
+             n_seq: int = 1) -> FitEstimate:
     """The verdict for loading ``target`` (and ``draft``) at ``n_ctx`` tokens of context.
 
     ``gpu_free`` lists free bytes per GPU of the active backend (empty or None: CPU
-    backend). ``ram_available`` defaults to what psutil reports now.
+    backend). ``ram_available`` defaults to what psutil reports now. ``n_seq``: the
+    sequences each context holds (each one a full recurrent state on recurrent and
+    hybrid models). Without a draft model, a target with MTP layers drafts with them,
+    so its MTP context is counted.
     """
     ctx = n_ctx or min(target.context_length or DEFAULT_CTX, DEFAULT_CTX)
     if ctx <= 0:
         raise ValueError("the context length must be positive")
-    t = model_memory(target, ctx, cache_type, target_weights, flash_attn)
-    d = model_memory(draft, ctx, cache_type, draft_weights, flash_attn) if draft else None
+    t = model_memory(target, ctx, cache_type, target_weights, flash_attn, n_seq=n_seq,
+                     mtp=draft is None)
+    d = (model_memory(draft, ctx, cache_type, draft_weights, flash_attn, n_seq=n_seq)
+         if draft else None)
     ram = available_ram() if ram_available is None else ram_available
     gpus = [int(g) for g in (gpu_free or []) if g > 0]
     total = t.total + (d.total if d else 0)
@@ -159,9 +214,9 @@ def estimate(target: ModelInfo, draft: ModelInfo | None = None, *, n_ctx: int | 
     if gpus:
         # The draft runs every step: keep it and the compute buffers on the GPU, then
         # as many target layers as the rest of the VRAM holds.
-        fixed = t.compute + (d.total if d else 0)
+        fixed = t.compute + t.mtp + (d.total if d else 0)
         layers = t.n_layers or 0
-        per_layer = (t.weights + t.kv_cache) / layers if layers else float("inf")
+        per_layer = (t.weights + t.kv_cache + t.recurrent) / layers if layers else float("inf")
         on_gpu = int(max(gpu_usable - fixed, 0) // per_layer) if layers else 0
         on_gpu = min(on_gpu, layers)
         in_ram = total - (fixed if on_gpu else 0) - int(on_gpu * per_layer) if layers else total
@@ -187,8 +242,10 @@ def format_estimate(est: FitEstimate) -> str:
     for role, m in (("target", est.target), ("draft", est.draft)):
         if m is None:
             continue
-        lines.append(f"  {role:<6} {m.name}: weights {_gib(m.weights)}, KV cache {_gib(m.kv_cache)}, "
-                     f"compute {_gib(m.compute)} = {_gib(m.total)}")
+        extra = (f", recurrent state {_gib(m.recurrent)}" if m.recurrent else "") + (
+            f", MTP context {_gib(m.mtp)}" if m.mtp else "")
+        lines.append(f"  {role:<6} {m.name}: weights {_gib(m.weights)}, KV cache {_gib(m.kv_cache)}"
+                     f"{extra}, compute {_gib(m.compute)} = {_gib(m.total)}")
     gpu = ", ".join(_gib(g) for g in est.gpu_free) or "none"
     lines.append(f"  free: RAM {_gib(est.ram_available)}, GPU {gpu}")
     return "\n".join(lines)

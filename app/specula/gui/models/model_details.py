@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from specula.core.gguf.model_info import ModelInfo, read_model_info
+from specula.core.gguf.speculation_notes import kind_rows
 from specula.core.library.scan import LocalModel
 from specula.core.pairing.badges import human_params, human_size, is_same_file, plural
 from specula.core.pairing.drafts import DraftCandidate, LibraryPairs, judge, library_pairs
@@ -58,6 +59,8 @@ def metadata_html(m: LocalModel) -> str:
             ("Chat template", "yes" if info.has_chat_template else "no"),
             ("GGUF version", str(info.gguf_version)),
         ]
+        # What the model is and what that means for speculation (memory, experts, MTP).
+        rows += [(label[:1].upper() + label[1:], text) for label, text in kind_rows(info)]
     body = "".join(f"<tr><td style='padding-right:12px'><b>{html.escape(k)}</b></td>"
                    f"<td>{html.escape(v)}</td></tr>" for k, v in rows)
     return f"<table cellspacing='2'>{body}</table>"
