@@ -401,7 +401,8 @@ class Generator:
         """Pending token + chain in one decode; keep the accepted prefix in the cache
         (on recurrent memory from a checkpoint taken before the decode, see kv.py)."""
         if len(self.kv) != len(committed) - 1:  # never decode at positions the mirror does not own
-            raise CutFailed(f"the cache holds {len(self.kv)} tokens where the reply needs {len(committed) - 1}")
+            raise CutFailed(f"The model's memory is out of step: the cache holds {len(self.kv)} "
+                            f"tokens where the reply needs {len(committed) - 1}.")
         if prop.tokens:
             self.kv.checkpoint()
         verify_s = self.kv.feed([committed[-1], *prop.tokens], "all")

@@ -31,7 +31,8 @@ def verify_tree(
     if not kv.ctx.memory.runs_trees:
         raise ValueError("a token tree cannot be verified on recurrent memory (the generator runs chains)")
     if len(kv) != n_past:
-        raise CutFailed(f"the cache holds {len(kv)} tokens where the tree needs {n_past}")
+        raise CutFailed(f"The model's memory is out of step: the cache holds {len(kv)} tokens "
+                        f"where the tree needs {n_past}.")
     kv.checkpoint()  # recurrent layers (a hybrid): the state the winning path is replayed from
     leaves = tree.leaves()
     new: list[NewToken] = []
