@@ -82,6 +82,16 @@ class Generator:
         return (self.ctx.memory.runs_trees and self.ctx.n_seq_max > MAX_TREE_SEQS
                 and (self.draft is None or self.draft.ctx.n_seq_max > MAX_TREE_SEQS))
 
+    def _end_cut(self, committed: list[int]) -> None:
+        """At the end of a reply the cache holds all committed tokens but the last. On
+        recurrent memory it may keep the last too (after an end-of-generation token the
+        pending token was decoded): cutting one token there means a restore and a replay
+        of everything since the last checkpoint, and the next reply reuses any prefix."""
+        if self.kv.exact_cut:
+            self.kv.cut(len(committed) - 1)
+        else:
+            self.kv.cut(min(self.kv.agreement(committed), len(committed)))
+
     def _mirror_costs_since(self, before: tuple[KVCosts, KVCosts]) -> tuple[KVCosts, KVCosts]:
         now = self._mirror_costs()
         return now[0].since(before[0]), now[1].since(before[1])
@@ -268,8 +278,8 @@ class Generator:
                     if len(generated) >= params.max_tokens:
                         reason = StopReason.MAX_TOKENS
                         break
-                if reason is not None:  # the cache holds all committed tokens but the last
-                    self.kv.cut(len(committed) - 1)
+                if reason is not None:
+                    self._end_cut(committed)
                 if drafter is not None:
                     drafter.accept(committed, m)
                 t_rec = time.perf_counter()
