@@ -206,7 +206,7 @@ class KVCache:
             return
         try:
             spent = self._decode_chunks(todo, "none", None)
-        except Exception as exc:  # noqa: BLE001 - any failure leaves a state we cannot use
+        except Exception as exc:
             self._fail(f"decoding {len(todo)} kept tokens again failed ({exc})")
         self.costs.replayed += len(todo)
         self.costs.replay_s += spent
