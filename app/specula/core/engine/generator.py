@@ -45,6 +45,9 @@ from specula.core.engine.stats import GenerationStats, StepRecord
 from specula.core.engine.text import StopFilter, Utf8Stream
 from specula.core.engine.tree_verify import NewToken, verify_tree
 
+# Kept tokens a restore dropped (recurrent memory) that may ride with the next verify
+# before they are decoded on their own: consecutive partial rejections add to them.
+OWED_MAX = 16
 MEMORY_EVERY = 128  # steps between two reads of the process's RSS (~0.1 ms each after a decode)
 
 
@@ -408,18 +411,42 @@ class Generator:
     def _verify_chain(
         self, prop: Proposal, committed: list[int], reply: Reply,
     ) -> tuple[float, list[NewToken], int, int]:
-        """Pending token + chain in one decode; keep the accepted prefix in the cache
-        (on recurrent memory from a checkpoint taken before the decode, see kv.py)."""
-        if len(self.kv) != len(committed) - 1:  # never decode at positions the mirror does not own
-            raise CutFailed(f"The model's memory is out of step: the cache holds {len(self.kv)} "
-                            f"tokens where the reply needs {len(committed) - 1}.")
+        """Pending token + chain in one decode; keep the accepted prefix in the cache.
+
+        On recurrent memory a partly rejected verify goes back to the checkpoint taken
+        before it, and the accepted tokens it dropped ride ahead of the pending token in
+        the next verify (one decode, where a replay and a verify would cost two; the
+        checkpoint stays the one already taken). Their share of that decode is counted
+        as replay, not verify."""
+        owed = self._owed(committed, len(prop) + 1)
         if prop.tokens:
             self.kv.checkpoint()
-        verify_s = self.kv.feed([committed[-1], *prop.tokens], "all")
+        batch = [*owed, committed[-1], *prop.tokens]
+        spent = self.kv.feed_tail(batch, len(prop) + 1)
+        replay_s = spent * len(owed) / len(batch)
+        self.kv.costs.replay_s += replay_s
         reply.chain_verified |= bool(prop.tokens)
-        new, m, n_relaxed = chain_verify.accept_chain(self.ctx, prop, committed, reply, self.gaps)
-        self.kv.cut(len(committed) + m)
-        return verify_s, new, m, n_relaxed
+        new, m, n_relaxed = chain_verify.accept_chain(self.ctx, prop, committed, reply, self.gaps,
+                                                      first=len(owed))
+        if self.kv.exact_cut:
+            self.kv.cut(len(committed) + m)
+        else:
+            self.kv.rewind(len(committed) + m)
+        return spent - replay_s, new, m, n_relaxed
+
+    def _owed(self, committed: list[int], batch: int) -> list[int]:
+        """The committed tokens the target's cache lacks (before the pending one): kept
+        tokens a restore dropped on recurrent memory, to ride with a verify of ``batch``
+        tokens. Fed on their own first when too many for one batch, or for a tree."""
+        n0 = len(self.kv)
+        if n0 > len(committed) - 1:  # never decode at positions the mirror does not own
+            raise CutFailed(f"The model's memory is out of step: the cache holds {n0} "
+                            f"tokens where the reply needs {len(committed) - 1}.")
+        owed = committed[n0:-1]
+        if owed and (len(owed) > OWED_MAX or len(owed) + batch > self.ctx.n_batch):
+            self.kv.costs.replay_s += self.kv.feed(owed)
+            owed = []
+        return owed
 
     def _verify_tree(
         self, tree: TokenTree, committed: list[int], reply: Reply,
@@ -427,4 +454,5 @@ class Generator:
         """Pending token + whole tree in one decode; walk it; keep the winning branch."""
         if self._tree_batch is None:
             self._tree_batch = Batch(MAX_TREE_SEQS * 4, MAX_TREE_SEQS + 1)
+        self._owed(committed, self.ctx.n_batch)  # fed on their own: a tree starts at committed
         return verify_tree(self.kv, self._tree_batch, tree, committed, reply, self.gaps)

@@ -300,10 +300,42 @@ class KVCache:
         except BaseException:
             self._back_to(start)
             raise
+        self._still_agrees(start, tokens)
+        return spent
+
+    def feed_tail(self, tokens: Sequence[int], n_out: int) -> float:
+        """Decode ``tokens`` in one batch with logits for the last ``n_out`` only (output i
+        at batch index len - n_out + i); seconds. On recurrent memory a verify carries the kept
+        tokens a restore dropped (see :meth:`rewind`) ahead of the pending token: one
+        decode instead of a replay and a verify."""
+        if n_out >= len(tokens):
+            return self.feed(tokens, "all")
+        if not self.fits(len(tokens)):
+            raise ContextFull(
+                f"{len(tokens)} more tokens do not fit {len(self.tokens)} of {self.ctx.n_ctx}"
+            )
+        if len(tokens) > self.ctx.n_batch:
+            raise ValueError(f"{len(tokens)} tokens in one batch exceed n_batch {self.ctx.n_batch}")
+        start = len(self.tokens)
+        n = len(tokens)
+        self._batch.fill(tokens, start, outputs="none")
+        self._batch.logits[n - n_out : n] = 1
+        self._batch.n_outputs = n_out
+        t0 = time.perf_counter()
+        try:
+            self.ctx.decode(self._batch)
+        except BaseException:
+            self._back_to(start)
+            raise
+        spent = time.perf_counter() - t0
+        self.tokens.extend(tokens)
+        self._still_agrees(start, tokens)
+        return spent
+
+    def _still_agrees(self, start: int, tokens: Sequence[int]) -> None:
         if self._ref is not None and self._agreed == start \
                 and _span(self._ref, start, start + len(tokens)) == _span(tokens, 0, len(tokens)):
             self._agreed += len(tokens)  # fed from the sequence it agreed with: still agrees
-        return spent
 
     def _decode_chunks(self, tokens: Sequence[int], outputs: str, cancel: threading.Event | None) -> float:
         """Decode ``tokens`` at the mirror's end in chunks of n_batch, extending the mirror
