@@ -5,7 +5,10 @@ Plain decoding is the same loop with an empty proposal, so plain and
 speculative runs differ only in drafting. Invariant between steps: the
 target's KV cache (``self.kv``) holds every committed token but the last (the
 "pending" token, which opens the next verify batch), so the next reply reuses
-the longest common prefix instead of re-processing the conversation.
+the longest common prefix instead of re-processing the conversation. On
+recurrent and hybrid memory it holds a prefix of those: the kept tokens a
+restore dropped ride ahead of the pending token in the next verify (kv.py says
+how such a cache is cut; a cut that cannot be made exact stops the reply).
 
 The generator never asks what a policy or a drafter is: the policy says which
 drafters it wants and plans a source and a size; the drafter for that source
