@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from PySide6.QtCore import QByteArray, QSettings, Qt
-from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
+from PySide6.QtGui import QCloseEvent, QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QListWidget,
@@ -27,6 +27,7 @@ from specula.gui.downloads.page import DownloadsPage
 from specula.gui.models.discover_page import DiscoverPage
 from specula.gui.models.library_page import LibraryPage
 from specula.gui.settings.page import SettingsPage
+from specula.gui.shell_geometry import first_geometry, inside
 from specula.gui.shortcuts_help import ShortcutsHelp
 from specula.gui.wheel_guard import install as install_wheel_guard
 
@@ -86,10 +87,11 @@ class MainWindow(QMainWindow):
             QShortcut(QKeySequence(f"Ctrl+{i + 1}"), self, lambda i=i: self.nav.setCurrentRow(i))
         for keys in ("F1", "Ctrl+/"):
             QShortcut(QKeySequence(keys), self, self.show_shortcuts)
+        QShortcut(QKeySequence("Ctrl+Q"), self, self.close,
+                  context=Qt.ShortcutContext.ApplicationShortcut)  # quit (the window saves)
         self.shortcuts_help: ShortcutsHelp | None = None
         ctx.page_requested.connect(self.show_page)
         ctx.engine.notice.connect(self._show_data_notice)
-        self.resize(1320, 840)
         self._restore_geometry()
 
     def _show_data_notice(self, text: str) -> None:
@@ -114,9 +116,17 @@ class MainWindow(QMainWindow):
         return page
 
     def _restore_geometry(self) -> None:
+        """The size the window was left at, else the preferred size; inside the screen."""
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        available = screen.availableGeometry() if screen is not None else None
         geometry = QSettings().value("window/geometry")
-        if isinstance(geometry, QByteArray):
-            self.restoreGeometry(geometry)
+        if isinstance(geometry, QByteArray) and self.restoreGeometry(geometry):
+            if available is not None and not self.isMaximized():
+                self.setGeometry(inside(self.geometry(), available))
+        elif available is not None:
+            self.setGeometry(first_geometry(available))
+        else:
+            self.resize(1320, 840)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         QSettings().setValue("window/geometry", self.saveGeometry())

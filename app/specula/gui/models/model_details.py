@@ -179,7 +179,11 @@ class ModelDetails(QFrame):
         self.meta.setText(metadata_html(model))
         self.pairs_status.setText("Checking which library models pair with it…")
         self.load_draft.setToolTip("")
-        if not (model.complete and model.info is not None):
+        if model.info is None:
+            why = model.error or "it is not a readable GGUF model"
+            self.pairs_status.setText(f"Specula cannot load this file: {why}")
+            return
+        if not model.complete:
             return
         others, target = list(self.library), self.target
 
