@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from PySide6.QtCore import QByteArray, QSettings, Qt
+from PySide6.QtCore import QByteArray, QRect, QSettings, QSize, Qt
 from PySide6.QtGui import QCloseEvent, QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -27,7 +27,7 @@ from specula.gui.downloads.page import DownloadsPage
 from specula.gui.models.discover_page import DiscoverPage
 from specula.gui.models.library_page import LibraryPage
 from specula.gui.settings.page import SettingsPage
-from specula.gui.shell_geometry import first_geometry, inside
+from specula.gui.shell_geometry import PREFERRED, first_geometry, inside
 from specula.gui.shortcuts_help import ShortcutsHelp
 from specula.gui.wheel_guard import install as install_wheel_guard
 
@@ -115,19 +115,32 @@ class MainWindow(QMainWindow):
         assert isinstance(page, ChatPage)
         return page
 
+    def available_geometry(self) -> QRect | None:
+        """The screen's area less panels and docks (None without a screen)."""
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        return screen.availableGeometry() if screen is not None else None
+
     def _restore_geometry(self) -> None:
         """The size the window was left at, else the preferred size; inside the screen."""
-        screen = self.screen() or QGuiApplication.primaryScreen()
-        available = screen.availableGeometry() if screen is not None else None
-        geometry = QSettings().value("window/geometry")
-        if isinstance(geometry, QByteArray) and self.restoreGeometry(geometry):
-            if available is not None and not self.isMaximized():
-                self.setGeometry(inside(self.geometry(), available))
-        elif available is not None:
-            self.setGeometry(first_geometry(available))
+        available = self.available_geometry()
+        settings = QSettings()
+        geometry, size = settings.value("window/geometry"), settings.value("window/size")
+        restored = isinstance(geometry, QByteArray) and self.restoreGeometry(geometry)
+        if available is None:
+            if not restored:
+                self.resize(PREFERRED)
+            return
+        if self.isMaximized():
+            return
+        if isinstance(size, QSize) and size.isValid():  # our own record: Qt's is clipped to
+            rect = QRect(self.geometry().topLeft(), size)  # the screen it finds at restore
+        elif restored:
+            rect = self.geometry()
         else:
-            self.resize(1320, 840)
+            rect = first_geometry(available)
+        self.setGeometry(inside(rect, available))
 
     def closeEvent(self, event: QCloseEvent) -> None:
         QSettings().setValue("window/geometry", self.saveGeometry())
+        QSettings().setValue("window/size", self.size())
         super().closeEvent(event)

@@ -30,15 +30,15 @@ def copied_html(html: str, block: int) -> str:
 
 def flash_block(view: QTextBrowser, html: str, block: int) -> None:
     """Show ``html`` with block ``block`` marked copied, and ``html`` again a moment later
-    (unless the view was re-rendered meanwhile)."""
+    (unless the view was re-rendered meanwhile: its ``html`` attribute is what it last
+    rendered)."""
     marked = copied_html(html, block)
     if marked == html:
         return
     view.setHtml(marked)
-    shown = view.toHtml()
 
     def restore() -> None:
-        if view.toHtml() == shown:
+        if getattr(view, "html", html) == html:  # not re-rendered since (view.html: its last)
             view.setHtml(html)
 
     QTimer.singleShot(SHOWN_MS, view, restore)

@@ -78,7 +78,13 @@ def check_drafts(target: str, drafts: list[str], library: list[LocalModel] | Non
     infos = {str(m.path): m.info for m in library}
     out = []
     for c in draft_choices(target, drafts, library):
-        label = label_for(c.path, infos.get(c.path))
+        info = infos.get(c.path)
+        if info is None:
+            try:
+                info = read_model_info(c.path)
+            except Exception:  # unreadable: the file name speaks
+                info = None
+        label = label_for(c.path, info)
         short = "" if c.usable else _short(t_info, c.path, c.reason)
         out.append(DraftEntry(c.path, label.name, c.usable, c.reason, short, label.detail))
     listed = {e.path for e in out} | {target}
