@@ -28,9 +28,9 @@ def _stats(d: dict[str, Any]) -> GenerationStats:
         default, v = getattr(out, f.name), d.get(f.name)
         if isinstance(v, bool) or v is None:
             continue
-        if isinstance(default, str) and isinstance(v, str) or \
-                isinstance(default, int) and isinstance(v, int) or \
-                isinstance(default, float) and isinstance(v, (int, float)):
+        if (isinstance(default, str) and isinstance(v, str)) or \
+                (isinstance(default, int) and isinstance(v, int)) or \
+                (isinstance(default, float) and isinstance(v, (int, float))):
             setattr(out, f.name, type(default)(v))
     return out
 

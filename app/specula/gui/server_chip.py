@@ -41,7 +41,7 @@ def log_line(f: Finished) -> str:
     if f.drafted:
         parts.append(f"{f.accepted / f.drafted:.0%} of {f.drafted} drafted")
     parts.append(f.stop_reason.value if f.stop_reason is not None else "failed")
-    return f"{when}  " + " · ".join(parts)
+    return f"{when} · " + " · ".join(parts)
 
 
 class ServerLog(QFrame):
@@ -61,7 +61,9 @@ class ServerLog(QFrame):
         self.toggle.clicked.connect(self._toggle)
         lay.addWidget(self.toggle)
         self.requests = QListWidget(self)
-        self.requests.setMinimumWidth(360)
+        self.requests.setWordWrap(True)
+        self.requests.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setFixedWidth(400)
         self.requests.setMaximumHeight(170)
         lay.addWidget(self.requests)
         note = QLabel("Requests use this chat's settings for what they leave out.", self)
@@ -118,7 +120,8 @@ class ServerChip(QToolButton):
         s = self.server
         n = len(s.log)
         if s.running and s.server is not None:
-            self.setText(f"Serving :{s.server.port}" + (f" · {n} requests" if n else ""))
+            count = f" · {n} request" + ("s" if n != 1 else "") if n else ""
+            self.setText(f"Serving :{s.server.port}{count}")
             self.setProperty("on", True)
         else:
             self.setText("Server off")

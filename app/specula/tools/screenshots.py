@@ -147,6 +147,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--prefix", default="", help="prefix of the PNG names")
     p.add_argument("--prompt", default=PROMPT)
     p.add_argument("--max-tokens", type=int, default=120)
+    p.add_argument("--mode", help="the chat's speculative mode (chain, adaptive, tree, lookup; "
+                   "default: the app's own)")
     p.add_argument("--with-unreadable", action="store_true",
                    help="put a file that is not a GGUF model in the models folder (My Models "
                         "lists it greyed with its reason)")
@@ -182,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings()
     settings.extra_model_dirs = [str(served.folder)]
     settings.generation.max_tokens = args.max_tokens
+    if args.mode:
+        settings.speculative.mode = args.mode
     settings.save()
     if args.with_unreadable:
         from specula.core.library.scan import resolve_models_dir

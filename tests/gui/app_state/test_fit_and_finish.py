@@ -6,23 +6,21 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from PySide6.QtCore import QRect, QSize, Qt
+from PySide6.QtCore import QRect, QSize, Qt, QUrl
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QApplication
 
 from specula.core.gguf.model_info import read_model_info
 from specula.core.settings import Settings
-from specula.tools.tiny_models import DRAFT, TARGET, build_tiny_model
 from specula.gui import theme
-from specula.gui.chat.copy_feedback import COPIED
 from specula.gui.chat.model_bar import PATH_ROLE, USABLE_ROLE
-from specula.gui.shell_geometry import first_geometry, inside
+from specula.tools.tiny_models import DRAFT, TARGET, build_tiny_model
 from tests.gui.conftest import send_and_wait
-
 
 # -- item 5: the window fits the screen ----------------------------------------------------
 
 def test_first_window_fits_a_small_screen() -> None:
+    from specula.gui.shell_geometry import first_geometry, inside
+
     available = QRect(0, 0, 1280, 800 - 26)  # a 1280x800 screen less a panel
     rect = first_geometry(available)
     assert available.contains(rect)
@@ -150,13 +148,15 @@ def test_an_incompatible_library_draft_is_listed_with_why(make_window, tiny, qtb
     assert other, [i.text() for i in items]
     item = other[0]
     assert item.data(USABLE_ROLE) is False and not item.isEnabled()
-    assert "(incompatible: " in item.text() and ".;" not in item.text()
+    assert "— incompatible: " in item.text() and ".;" not in item.text()
+    assert ". (" not in item.text() and not item.text().endswith(".")
     assert "tokenizer" in item.text().lower()
 
 
 # -- item 10: small habits ---------------------------------------------------------------
 
 def test_copy_says_copied(loaded, qtbot) -> None:  # type: ignore[no-untyped-def]
+    COPIED = "Copied"  # what the user reads
     page = loaded.chat
     widget = page.transcript.add_message("assistant", "")
     widget.set_text("Here:\n\n```python\nprint('hi')\n```\n")
@@ -165,7 +165,7 @@ def test_copy_says_copied(loaded, qtbot) -> None:  # type: ignore[no-untyped-def
     assert widget.copy_button.text() == COPIED
     assert QGuiApplication.clipboard().text() == widget.text
     assert COPIED not in widget.body.toPlainText()
-    widget.body.anchorClicked.emit(__import__("PySide6.QtCore").QtCore.QUrl("copy:0"))
+    widget.body.anchorClicked.emit(QUrl("copy:0"))
     assert QGuiApplication.clipboard().text().strip() == "print('hi')"
     assert COPIED in widget.body.toPlainText()
     qtbot.waitUntil(lambda: widget.copy_button.text() == "Copy", timeout=5000)

@@ -15,7 +15,6 @@ import pytest
 from specula.core.gguf.model_info import read_model_info
 from specula.core.settings import Settings
 from specula.server import ServedModel
-from specula.server.queue import aliases_for
 
 
 def _free_port() -> int:
@@ -25,6 +24,8 @@ def _free_port() -> int:
 
 
 def test_the_model_answers_to_its_display_name_and_aliases(tiny: dict[str, Path]) -> None:
+    from specula.server.queue import aliases_for
+
     path = "/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
     info = replace(read_model_info(tiny["draft"]), source=path,
                    name="Qwen2.5 Coder 0.5B Instruct AWQ")

@@ -30,15 +30,15 @@ from PySide6.QtWidgets import (
 from specula.core.gguf import compat_sentences
 from specula.core.gguf.compat import CompatReport, check
 from specula.core.gguf.model_info import ModelInfo, read_model_info
-from specula.core.library.labels import describe as describe_info
 from specula.core.library.labels import ModelLabel, label_for
+from specula.core.library.labels import describe as describe_info
 from specula.core.library.scan import LocalModel
 from specula.core.pairing.choices import draft_choices
 from specula.gui.chat.draft_offer import DraftOffer
 from specula.gui.chat.load_gear import LoadGear
+from specula.gui.chat.load_status import LoadStatus
 from specula.gui.chat.spec_switch import SpecSwitch
 from specula.gui.context import AppContext
-from specula.gui.chat.load_status import LoadStatus
 from specula.gui.elided import DETAIL_ROLE, ElidingCombo
 from specula.gui.server_chip import ServerChip
 from specula.gui.tasks import start_task
@@ -61,11 +61,21 @@ class DraftEntry:
     detail: str = ""  # size and quantization, shown whole
 
 
+def why_not(report: CompatReport) -> str:
+    """The first reason a draft is refused, for the list: 'The two models use different
+    kinds of tokenizer (and 2 more)' (no sentence stop inside the entry's brackets)."""
+    sentences = compat_sentences.refusal_sentences(report)
+    if not sentences:
+        return report.reason().rstrip(".")
+    more = len(sentences) - 1
+    return sentences[0].rstrip(".") + (f" (and {more} more)" if more else "")
+
+
 def _short(t_info: ModelInfo, path: str, reason: str) -> str:
     try:
-        return compat_sentences.short_reason(check(t_info, read_model_info(path))) or reason
+        return why_not(check(t_info, read_model_info(path)))
     except Exception:  # unreadable: the reason already says so
-        return reason
+        return reason.rstrip(".")
 
 
 def check_drafts(target: str, drafts: list[str], library: list[LocalModel] | None = None
@@ -103,8 +113,8 @@ def check_drafts(target: str, drafts: list[str], library: list[LocalModel] | Non
         if report.usable:
             continue  # usable but not chosen by draft_choices (e.g. not smaller): not a refusal
         label = label_for(path, m.info)
-        out.append(DraftEntry(path, label.name, False, report.reason(),
-                              compat_sentences.short_reason(report), label.detail))
+        out.append(DraftEntry(path, label.name, False, report.reason(), why_not(report),
+                              label.detail))
         refused += 1
     return out
 
@@ -409,7 +419,7 @@ class ModelBar(QFrame):
         for e in entries:
             head = f"{e.name}  {e.detail}" if e.detail else e.name
             why = (e.short or e.reason).rstrip(".")
-            item = QStandardItem(head if e.usable else f"{head}  (incompatible: {why})")
+            item = QStandardItem(head if e.usable else f"{head}  — incompatible: {why}")
             item.setData(e.path, PATH_ROLE)
             item.setData(e.usable, USABLE_ROLE)
             item.setData(e.detail if e.usable else "incompatible", DETAIL_ROLE)
@@ -542,10 +552,10 @@ class ModelBar(QFrame):
         if e.target_info is None:
             self.status.setText("No model loaded. Open a GGUF file to start.")
             return
-        text = f"Target: {describe(e.target_info)}"
+        # One line per model; "·" never starts a wrapped line (a no-break space before it).
+        text = f"Target: {describe(e.target_info)} · on {e.backend}, {e.n_threads} threads"
         if self._draft_pending():
-            text += f"   Draft: loading {self.label(self._wanted_draft).name}…"
+            text += f"\nDraft: loading {self.label(self._wanted_draft).name}…"
         else:
-            text += f"   Draft: {describe(e.draft_info)}" if e.draft_info else "   No draft"
-        text += f"   on {e.backend}, {e.n_threads} threads"
-        self.status.setText(text)
+            text += f"\nDraft: {describe(e.draft_info)}" if e.draft_info else "\nNo draft"
+        self.status.setText(text.replace(" · ", "\u00a0· "))

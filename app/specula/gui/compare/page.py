@@ -33,6 +33,7 @@ from specula.core.compare import (
 )
 from specula.core.engine.events import Done
 from specula.core.engine.sampling import SamplingParams
+from specula.core.library.labels import label_for
 from specula.gui.compare.column import Column
 from specula.gui.compare.options import CompareOptions
 from specula.gui.context import AppContext
@@ -141,8 +142,8 @@ class ComparePage(QWidget):
 
     def _update_models(self, *_args: object) -> None:
         e = self.engine
-        t = e.target_info.display_name if e.target_info else "none"
-        d = e.draft_info.display_name if e.draft_info else "none"
+        t = label_for(e.target_info.source, e.target_info).text if e.target_info else "none"
+        d = label_for(e.draft_info.source, e.draft_info).text if e.draft_info else "none"
         self.models.setText(f"Target: {t}    Draft: {d}")
         self.models.setToolTip(f"Target: {e.target_info.source if e.target_info else '-'}\n"
                                f"Draft: {e.draft_info.source if e.draft_info else '-'}")

@@ -114,7 +114,8 @@ class LibraryTableModel(RowTableModel):
 def unreadable_reason(m: LocalModel) -> str:
     """Why a file cannot be loaded, in a few words (the whole error is the tooltip)."""
     reason = (m.error or "not a GGUF model").strip().rstrip(".")
-    return reason if len(reason) <= 80 else reason[:79] + "…"
+    head = reason.split(" (", 1)[0]  # "not a GGUF file (starts with b'this', ...)"
+    return head if len(head) <= 60 else head[:59] + "…"
 
 
 def tokenizer_summary(info: ModelInfo) -> str:
