@@ -64,7 +64,7 @@ class ServerLog(QFrame):
         self.requests.setWordWrap(True)
         self.requests.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setFixedWidth(400)
-        self.requests.setMaximumHeight(170)
+        self.requests.setFixedHeight(110)
         lay.addWidget(self.requests)
         note = QLabel("Requests use this chat's settings for what they leave out.", self)
         note.setObjectName("Muted")

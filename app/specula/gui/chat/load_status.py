@@ -3,7 +3,8 @@
 Why its own widget: the line names both models with their size and
 quantization and the backend; in a narrow window it used to be cut in the
 middle of a word ("Q4_…0.5B Instruct AWQ"). It wraps instead, never widening
-the window, and keeps the whole text readable for tests and tooltips.
+the window; it keeps two lines' room (a line per model), so the header's height
+does not change when a load starts or ends.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ class LoadStatus(QLabel):
         self.setObjectName("Muted")
         self.setWordWrap(True)
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        super().setText("Target\nDraft")  # room for a line per model, as the label lays it out
+        self.setMinimumHeight(super().sizeHint().height())
+        super().setText(text)
 
     def full_text(self) -> str:
         return self.text()

@@ -198,12 +198,12 @@ class ModelBar(QFrame):
         status.addWidget(self.cancel)
         self.server_chip = ServerChip(ctx.server, self)
         status.addWidget(self.server_chip)
-        # The load progress keeps its room while hidden: the header never changes height
-        # when a load starts or ends (it used to grow by the bar's height and stay grown).
-        for w in (self.progress, self.cancel):
-            policy = w.sizePolicy()
-            policy.setRetainSizeWhenHidden(True)
-            w.setSizePolicy(policy)
+        # The header never changes height when a load starts or ends: the status keeps
+        # room for two lines (one per model) and for the progress bar and Cancel it shares
+        # the row with; hidden, those give their width back to the status.
+        self.status.setMinimumHeight(max(self.status.minimumHeight(),
+                                         self.cancel.sizeHint().height(),
+                                         self.progress.sizeHint().height()))
         self.offer = DraftOffer(ctx, self)
         self.offer.draft_downloaded.connect(self.choose_draft)
         outer.addWidget(self.offer)
