@@ -72,7 +72,7 @@ def test_the_chip_logs_requests_answered_with_the_chats_settings(loaded, qtbot) 
     assert "reply" in out, out
     assert out["reply"]["usage"]["completion_tokens"] <= 5  # type: ignore[index]
     qtbot.waitUntil(lambda: len(w.ctx.server.log) == 1, timeout=10000)
-    assert chip.text() == f"Serving :{port} · 1 requests"
+    assert chip.text() == f"Serving :{port} · 1 request"
     panel = chip.show_log()
     line = panel.requests.item(0).text()
     tokens = out["reply"]["usage"]["completion_tokens"]  # type: ignore[index]
