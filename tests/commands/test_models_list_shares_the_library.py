@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from specula.cli import main
-from specula.core.library.configured import configured_library
 from specula.core.settings import Settings
 
 
@@ -33,6 +32,8 @@ def test_the_cli_lists_the_extra_folders_the_app_added(tiny: dict[str, Path], tm
     assert "in-extra.gguf" in names
     assert names["junk.gguf"]["info"] is None and names["junk.gguf"]["error"]
     # the app's service builds the same folders from the same settings
+    from specula.core.library.configured import configured_library
+
     assert [str(r) for r in configured_library(Settings.load()).roots] == data["folders"]
 
 
