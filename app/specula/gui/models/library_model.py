@@ -83,7 +83,7 @@ class LibraryTableModel(RowTableModel):
         if col == 0:
             suffix = "" if m.complete else "  (incomplete split)"
             if info is None:
-                suffix += f"  (unreadable: {unreadable_reason(m)})"
+                suffix += f"  — {unreadable_reason(m)}"  # Arch says "unreadable"
             return m.name + suffix
         if col == 1:
             return (info.architecture or "") if info else "unreadable"
