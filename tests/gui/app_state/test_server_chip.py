@@ -64,6 +64,7 @@ def test_the_chip_logs_requests_answered_with_the_chats_settings(loaded, qtbot) 
     port = _free_port()
     w.ctx.server.start(port)
     assert chip.text() == f"Serving :{port}"
+    assert w.pages["settings"].port.value() == port  # the Settings page shows the same server
     assert w.ctx.server.server.sampling.max_tokens == 5  # the chat's, not the Settings page's
     out: dict[str, object] = {}
     t = _post(port, {"model": "TINY TARGET",  # the display name, in any case and spacing

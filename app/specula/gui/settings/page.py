@@ -165,6 +165,11 @@ class SettingsPage(QScrollArea):
     def _server_state(self, running: bool, message: str) -> None:
         self.serve_status.setText(message)
         self.port.setEnabled(not running)
+        server = self.ctx.server.server
+        if running and server is not None and self.port.value() != server.port:
+            self.port.blockSignals(True)
+            self.port.setValue(server.port)  # started from the chat's chip or at start
+            self.port.blockSignals(False)
         if self.serve.isChecked() != running:
             self.serve.blockSignals(True)
             self.serve.setChecked(running)
