@@ -103,20 +103,9 @@ def broken_links(md: Path, root: Path) -> list[str]:
     return bad
 
 
-# The README's pictures by the names it has always used: the files were replaced by the
-# screenshot tool's <page>-<W>x<H>.png set and are being remade under these names on another
-# branch. Only these, only in the README, and only while missing; delete the set once they land.
-PENDING_README_IMAGES = frozenset(f"docs/screenshots/{name}.png" for name in (
-    "real-chat-token-colours", "real-compare", "chat-token-colours", "chat-heat",
-    "chat-markdown", "chat-light", "compare", "settings", "discover", "discover-0.5b",
-    "my-models", "downloads"))
-
-
 @pytest.mark.parametrize("md", markdown_files(ROOT), ids=lambda p: str(p.relative_to(ROOT)))
 def test_relative_links_and_images_resolve(md: Path) -> None:
-    pending = PENDING_README_IMAGES if md == ROOT / "README.md" else frozenset()
-    excused = {f"{name}: no such file" for name in pending}
-    assert [b for b in broken_links(md, ROOT) if b not in excused] == []
+    assert broken_links(md, ROOT) == []
 
 
 def test_the_pages_that_matter_are_checked() -> None:

@@ -100,7 +100,7 @@ def test_draft_picker_disables_incompatible(make_window, tiny, qtbot) -> None:  
     rows = [model.item(r) for r in range(model.rowCount())]
     assert rows[1].data(USABLE_ROLE) is True and rows[1].isEnabled()  # compatible first
     other = rows[2]
-    assert other.text().endswith("(incompatible)") and not other.isEnabled()
+    assert "— incompatible: " in other.text() and not other.isEnabled()
     assert "Tokenizer types differ" in other.toolTip() or "differ" in other.toolTip()
     qtbot.waitUntil(lambda: w.ctx.engine.has_target, timeout=60000)
     with qtbot.waitSignal(w.ctx.engine.load_failed, timeout=30000):

@@ -20,6 +20,7 @@ from specula.core.hub.download import Download, DownloadState
 from specula.core.hub.errors import HubError
 from specula.core.hub.remote_header import read_remote_info
 from specula.core.hub.targets import resolve_model
+from specula.core.library.configured import configured_library
 from specula.core.library.scan import Library, LibraryError
 from specula.core.pairing.badges import detected_gpu_free
 from specula.core.pairing.drafts import hub_drafts, library_drafts
@@ -29,7 +30,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="print JSON")
     common.add_argument("--models-dir", help="the models folder (default: the settings' folder; "
-                        "SPECULA_MODELS_DIR overrides)")
+                        "SPECULA_MODELS_DIR overrides); the app's extra folders are "
+                        "indexed too")
     sub = p.add_subparsers(dest="models_command", metavar="ACTION", required=True)
 
     s = sub.add_parser("search", parents=[common], help="search GGUF repositories on the hub")
@@ -100,7 +102,8 @@ def _error(args: argparse.Namespace, kind: str, message: str) -> int:
 
 
 def _library(args: argparse.Namespace) -> Library:
-    return Library(args.models_dir, extra_dirs=getattr(args, "extra", []))
+    """The app's library (the settings' models folder and extra folders), plus --extra."""
+    return configured_library(models_dir=args.models_dir, extra_dirs=getattr(args, "extra", []))
 
 
 def _search(args: argparse.Namespace) -> int:
@@ -138,7 +141,7 @@ def _files(args: argparse.Namespace) -> int:
 
 def _pull(args: argparse.Namespace) -> int:
     bar = None if (args.quiet or args.json) else text.ProgressBar(sys.stderr)
-    library = Library(args.models_dir)
+    library = _library(args)
     dl = Download(args.repo, args.file, models_dir=library.models_dir,
                   on_progress=bar.update if bar else None)
     try:
@@ -179,7 +182,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _rm(args: argparse.Namespace) -> int:
-    removed = Library(args.models_dir).remove(args.model)
+    removed = _library(args).remove(args.model)
     if args.json:
         print_json({"removed": [str(p) for p in removed]})
     else:
@@ -203,7 +206,7 @@ def _drafts_for(args: argparse.Namespace) -> int:
 
 
 def _fit(args: argparse.Namespace) -> int:
-    models_dir = Library(args.models_dir).models_dir
+    models_dir = _library(args).models_dir
     target = resolve_model(args.target, models_dir=models_dir)
     draft = resolve_model(args.draft, models_dir=models_dir) if args.draft else None
     gpu = [int(g * GiB) for g in args.gpu_free] if args.gpu_free else detected_gpu_free()

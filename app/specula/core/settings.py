@@ -37,7 +37,7 @@ log = logging.getLogger("specula.settings")
 SCHEMA_VERSION = 4
 FILE_NAME = "settings.json"
 RECENT_MAX = 12
-THEMES = ("dark", "light")
+THEMES = ("dark", "light", "system")  # system: light or dark as the desktop is
 TOKEN_COLOURS = ("off", "source", "heat")
 
 
@@ -52,6 +52,7 @@ class GenerationDefaults:
     min_p: float = 0.05
     max_tokens: int = 512
     seed: int = -1
+    repeat_penalty: float = 1.0  # 1 = off (llama.cpp's repeat_penalty over its last 64 tokens)
 
     def to_sampling(self) -> SamplingParams:
         return SamplingParams(
@@ -61,6 +62,7 @@ class GenerationDefaults:
             min_p=self.min_p,
             max_tokens=self.max_tokens,
             seed=None if self.seed < 0 else self.seed,
+            repeat_penalty=self.repeat_penalty,
         )
 
 
@@ -111,6 +113,8 @@ class Settings:
     last_draft: str = ""
     models_dir: str = ""  # "" = the default folder (SPECULA_MODELS_DIR still wins)
     extra_model_dirs: list[str] = field(default_factory=list)  # indexed in place, never copied
+    server_on: bool = False  # the app's local server runs (restored at start)
+    server_port: int = 1234  # its port (the server's DEFAULT_PORT, LM Studio's)
 
     # What load() found, for the app to tell the user; never saved.
     load_notice: str | None = field(default=None, compare=False, repr=False)

@@ -46,6 +46,7 @@ def create_window(model: str | None = None, draft: str | None = None):  # type: 
     theme.apply(ctx.settings.theme)
     window = MainWindow(ctx)
     show_startup_notices(window)
+    ctx.server.restore()  # the local server, if it ran when the app closed
     if model:
         window.chat.model_bar.choose_target(model)
         if draft:

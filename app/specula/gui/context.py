@@ -35,7 +35,7 @@ class AppContext(QObject):
         self.downloads.download_finished.connect(lambda *_a: self.library.rescan())
         self.library_folders_changed.connect(self.library.rescan)
         self.library.rescan()
-        self.server = ServerSwitch(self.engine, self.settings.n_ctx, self)
+        self.server = ServerSwitch(self.engine, self.settings.n_ctx, self, self.settings)
 
     def engine_options(self) -> EngineOptions:
         """The engine options the settings ask for (0 threads: let the engine choose)."""
@@ -47,14 +47,14 @@ class AppContext(QObject):
     def save_settings(self) -> None:
         """Save, apply theme and engine options, and tell the pages."""
         self.settings.save()
-        if theme.current() != self.settings.theme:
+        if theme.chosen() != self.settings.theme:
             theme.apply(self.settings.theme)
         self.engine.configure(self.engine_options())
         self.settings_changed.emit()
 
     def close(self) -> None:
         if self.server.running:
-            self.server.stop()
+            self.server.stop(remember=False)  # it runs again at the next start
         self.downloads.shutdown()
         self.engine.shutdown()
         self.store.close()

@@ -49,8 +49,16 @@ class ElidedLabel(QLabel):
                    shown)
 
 
+DETAIL_ROLE = Qt.ItemDataRole.UserRole + 20  # a short part shown whole after the name
+
+
 class ElidingCombo(QComboBox):
-    """A combo box whose width does not follow its longest item; names elide in the middle."""
+    """A combo box whose width does not follow its longest item; names elide in the middle.
+
+    An item may carry a detail (:data:`DETAIL_ROLE`, e.g. "1.5B · Q4_K_M"): the box then
+    shows the name elided before it and the detail whole, so two models of one family
+    still look different in a narrow box.
+    """
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -65,8 +73,20 @@ class ElidingCombo(QComboBox):
         self.initStyleOption(opt)
         rect = self.style().subControlRect(QStyle.ComplexControl.CC_ComboBox, opt,
                                            QStyle.SubControl.SC_ComboBoxEditField, self)
+        width = max(rect.width() - 4, 10)
+        detail = self.currentData(DETAIL_ROLE) if self.currentIndex() >= 0 else None
+        if detail:
+            text = str(opt.currentText)
+            tail = f"  {detail}"
+            if text.endswith(tail):
+                text = text[: -len(tail)]
+            fm = self.fontMetrics()
+            room = width - fm.horizontalAdvance(tail)
+            if room >= fm.horizontalAdvance("M…M"):
+                return fm.elidedText(text, Qt.TextElideMode.ElideMiddle, room) + tail
+            return fm.elidedText(str(detail), Qt.TextElideMode.ElideRight, width)
         return self.fontMetrics().elidedText(opt.currentText, Qt.TextElideMode.ElideMiddle,
-                                             max(rect.width() - 4, 10))
+                                             width)
 
     def paintEvent(self, event: QPaintEvent) -> None:
         p = QStylePainter(self)

@@ -34,7 +34,9 @@ class EngineClient(QObject):
     load_started = Signal(str, str)
     """A load of ``kind`` began for this path."""
     load_progressed = Signal(str, float)
-    """A load of ``kind`` reached this fraction."""
+    """A load of ``kind`` reached this fraction (of its current step)."""
+    load_step = Signal(str, str)
+    """A load of ``kind`` began a named step after reading the file ("Measuring the pair")."""
     load_failed = Signal(str, str)
     """A load of ``kind`` failed with this message."""
     load_cancelled = Signal(str)
@@ -86,6 +88,7 @@ class EngineClient(QObject):
         w.draft_unloaded.connect(self._on_draft_unloaded, q)
         w.target_unloaded.connect(self._on_target_unloaded, q)
         w.load_progressed.connect(self.load_progressed, q)
+        w.load_step.connect(self.load_step, q)
         w.load_failed.connect(self._on_load_failed, q)
         w.load_cancelled.connect(self._on_load_cancelled, q)
         w.draft_refused.connect(self.draft_refused, q)

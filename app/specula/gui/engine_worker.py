@@ -41,6 +41,7 @@ from specula.core.hardware.offload import resolve_for_file
 log = logging.getLogger("specula.gui.worker")
 
 BATCH_S = 0.05  # how often streamed tokens cross to the GUI thread
+MEASURING_STEP = "Measuring the pair"  # the draft load's timing step (calibration.measure)
 
 
 @dataclass
@@ -56,7 +57,10 @@ class EngineWorker(QObject):
     """Lives on the engine thread; every slot runs there."""
 
     load_progressed = Signal(str, float)
-    """A load of ``kind`` (target | draft) reached this fraction."""
+    """A load of ``kind`` (target | draft) reached this fraction (of its current step)."""
+    load_step = Signal(str, str)
+    """A load of ``kind`` began a step after reading the file (its name, e.g. "Measuring the
+    pair"); the fractions that follow are that step's."""
     target_loaded = Signal(object, str, int)
     """The target is ready: ModelInfo, backend name, thread count."""
     draft_loaded = Signal(object, object)
@@ -135,10 +139,16 @@ class EngineWorker(QObject):
         if self._engine is None or not self._engine.has_target:
             self.load_failed.emit("draft", "Load a target model before a draft model.")
             return
+        def measuring(frac: float) -> None:
+            if frac == 0.0:
+                self.load_step.emit("draft", MEASURING_STEP)
+            self.load_progressed.emit("draft", float(frac))
+
         try:
             self._engine.options.n_gpu_layers_draft = resolve_for_file(
                 self._settings.n_gpu_layers_draft, path, self._settings.n_ctx)  # "auto"
-            report: CompatReport = self._engine.load_draft(path, progress=progress)
+            report: CompatReport = self._engine.load_draft(path, progress=progress,
+                                                           measuring=measuring)
         except Exception as exc:  # every failure is reported, none escapes into Qt
             self._load_failed("draft", path, exc)
             return

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from PySide6.QtCore import QByteArray, QSettings, Qt
-from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
+from PySide6.QtCore import QByteArray, QRect, QSettings, QSize, Qt
+from PySide6.QtGui import QCloseEvent, QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QListWidget,
@@ -27,6 +27,7 @@ from specula.gui.downloads.page import DownloadsPage
 from specula.gui.models.discover_page import DiscoverPage
 from specula.gui.models.library_page import LibraryPage
 from specula.gui.settings.page import SettingsPage
+from specula.gui.shell_geometry import PREFERRED, first_geometry, inside
 from specula.gui.shortcuts_help import ShortcutsHelp
 from specula.gui.wheel_guard import install as install_wheel_guard
 
@@ -86,10 +87,11 @@ class MainWindow(QMainWindow):
             QShortcut(QKeySequence(f"Ctrl+{i + 1}"), self, lambda i=i: self.nav.setCurrentRow(i))
         for keys in ("F1", "Ctrl+/"):
             QShortcut(QKeySequence(keys), self, self.show_shortcuts)
+        QShortcut(QKeySequence("Ctrl+Q"), self, self.close,
+                  context=Qt.ShortcutContext.ApplicationShortcut)  # quit (the window saves)
         self.shortcuts_help: ShortcutsHelp | None = None
         ctx.page_requested.connect(self.show_page)
         ctx.engine.notice.connect(self._show_data_notice)
-        self.resize(1320, 840)
         self._restore_geometry()
 
     def _show_data_notice(self, text: str) -> None:
@@ -113,11 +115,32 @@ class MainWindow(QMainWindow):
         assert isinstance(page, ChatPage)
         return page
 
+    def available_geometry(self) -> QRect | None:
+        """The screen's area less panels and docks (None without a screen)."""
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        return screen.availableGeometry() if screen is not None else None
+
     def _restore_geometry(self) -> None:
-        geometry = QSettings().value("window/geometry")
-        if isinstance(geometry, QByteArray):
-            self.restoreGeometry(geometry)
+        """The size the window was left at, else the preferred size; inside the screen."""
+        available = self.available_geometry()
+        settings = QSettings()
+        geometry, size = settings.value("window/geometry"), settings.value("window/size")
+        restored = isinstance(geometry, QByteArray) and self.restoreGeometry(geometry)
+        if available is None:
+            if not restored:
+                self.resize(PREFERRED)
+            return
+        if self.isMaximized():
+            return
+        if isinstance(size, QSize) and size.isValid():  # our own record: Qt's is clipped to
+            rect = QRect(self.geometry().topLeft(), size)  # the screen it finds at restore
+        elif restored:
+            rect = self.geometry()
+        else:
+            rect = first_geometry(available)
+        self.setGeometry(inside(rect, available))
 
     def closeEvent(self, event: QCloseEvent) -> None:
         QSettings().setValue("window/geometry", self.saveGeometry())
+        QSettings().setValue("window/size", self.size())
         super().closeEvent(event)

@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import deque
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
+from specula.core.engine.config import SpecConfig
+from specula.core.engine.sampling import SamplingParams
+from specula.core.settings import Settings
 from specula.gui.engine_client import EngineClient
 from specula.server import DEFAULT_PORT, LocalServer, ServedModel
-from specula.server.queue import Job
+from specula.server.local import Finished
+from specula.server.queue import Job, aliases_for
+
+LOG_SIZE = 50  # requests the chip's log keeps
 
 log = logging.getLogger("specula.gui.server")
 
@@ -45,7 +52,8 @@ class GuiServerHost:
         if c.target_info is not None:
             target = self._paths.get("target", c.target_info.source)
             draft = Path(self._paths.get("draft", c.draft_info.source)).stem if c.draft_info else None
-            served = ServedModel(Path(target).stem, target, draft, self._n_ctx, c.backend or "CPU")
+            served = ServedModel(Path(target).stem, target, draft, self._n_ctx, c.backend or "CPU",
+                                 aliases=aliases_for(target, c.target_info))
         with self._lock:
             self._served = served
 
@@ -58,35 +66,81 @@ class GuiServerHost:
 
 
 class ServerSwitch(QObject):
-    """Starts and stops the local server for the app (the Settings page's switch)."""
+    """Starts and stops the local server for the app (the Settings page's switch and the
+    chat page's chip); remembers whether it ran (restored at the next start), keeps a
+    log of the requests it answered, and answers them with the chat's settings."""
 
     state_changed = Signal(bool, str)
     """Running or not, and a sentence for the user (the URL, or why it stopped/failed)."""
+    request_finished = Signal(object)
+    """A request was answered (a server.local.Finished); queued to the GUI thread."""
 
-    def __init__(self, client: EngineClient, n_ctx: int, parent: QObject | None = None) -> None:
+    def __init__(self, client: EngineClient, n_ctx: int, parent: QObject | None = None,
+                 settings: Settings | None = None) -> None:
         super().__init__(parent)
         self.host = GuiServerHost(client, n_ctx)
         self.server: LocalServer | None = None
+        self.settings = settings
+        self.log: deque[Finished] = deque(maxlen=LOG_SIZE)
+        self.message = "Local server off."
+        # What a request leaves out comes from the chat panel (set_defaults), not the
+        # Settings page: requests behave like the chat the user is looking at.
+        self.sampling: SamplingParams | None = None
+        self.spec: SpecConfig | None = None
+        self.request_finished.connect(self.log.append)
 
     @property
     def running(self) -> bool:
         return self.server is not None and self.server.running
 
+    def set_defaults(self, sampling: SamplingParams, spec: SpecConfig) -> None:
+        """The chat's settings, for the fields a request leaves out (from now on)."""
+        self.sampling, self.spec = sampling, spec
+        if self.server is not None:
+            self.server.sampling, self.server.spec = sampling, spec
+
+    def restore(self) -> None:
+        """Start the server if it ran when the app last closed."""
+        s = self.settings
+        if s is not None and s.server_on and not self.running:
+            self.start(s.server_port)
+
     def start(self, port: int = DEFAULT_PORT) -> None:
         if self.running:
             return
         try:
-            server = LocalServer(self.host, port=port)
+            server = LocalServer(self.host, port=port, sampling=self.sampling, spec=self.spec)
             server.start()
         except OSError as exc:
             self.server = None
-            self.state_changed.emit(False, f"Could not listen on port {port}: {exc.strerror or exc}")
+            self.message = f"Could not listen on port {port}: {exc.strerror or exc}"
+            self.state_changed.emit(False, self.message)
             return
+        server.on_finished = self.request_finished.emit  # from HTTP threads: queued
         self.server = server
-        self.state_changed.emit(True, f"Serving the loaded models at {server.url}/v1")
+        self._remember(True, port)
+        self.message = f"Serving the loaded models at {server.url}/v1"
+        self.state_changed.emit(True, self.message)
 
-    def stop(self) -> None:
+    def stop(self, remember: bool = True) -> None:
+        """Stop serving; ``remember=False`` when the app closes (it starts again next time)."""
         if self.server is not None:
+            self.server.on_finished = None
             self.server.stop()
             self.server = None
-        self.state_changed.emit(False, "Local server off.")
+        if remember:
+            self._remember(False, None)
+        self.message = "Local server off."
+        self.state_changed.emit(False, self.message)
+
+    def _remember(self, on: bool, port: int | None) -> None:
+        s = self.settings
+        if s is None or (s.server_on == on and (port is None or s.server_port == port)):
+            return
+        s.server_on = on
+        if port is not None:
+            s.server_port = port
+        try:
+            s.save()
+        except OSError:
+            pass  # the server runs; only the next start's memory of it is lost

@@ -17,6 +17,7 @@ SHORTCUTS: list[tuple[str, str]] = [
     ("Ctrl+1", "Chat page (Ctrl+2 … Ctrl+6: the other pages)"),
     ("F1", "This list"),
     ("Ctrl+/", "This list"),
+    ("Ctrl+Q", "Quit Specula"),
 ]
 COMPOSER_KEYS = ("Enter", "Shift+Enter")
 

@@ -1,5 +1,9 @@
 """Light and dark themes: QSS files from ``resources/themes`` plus colours used in code.
 
+"system" follows the desktop's colour scheme (Qt's style hints): light or dark
+now, and again whenever the desktop switches. :func:`chosen` is the setting,
+:func:`current` the theme painted (never "system").
+
 The QSS files live in the repository's top-level ``resources/`` folder. An
 installed wheel carries a copy inside the package (``specula/resources``,
 copied by ``setup.py``'s build step); a source checkout reads the folder
@@ -12,14 +16,15 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
 
 import specula
 
 log = logging.getLogger("specula.gui.theme")
 
-THEMES = ("dark", "light")
+THEMES = ("dark", "light", "system")
 
 
 def resources_dir() -> Path:
@@ -73,6 +78,8 @@ PALETTES: dict[str, Palette] = {
 }
 
 _current = "dark"
+_chosen = "dark"
+_following = False  # connected to the desktop's colour scheme changes
 
 
 class ThemeNotifier(QObject):
@@ -92,7 +99,27 @@ def notifier() -> ThemeNotifier:
 
 
 def current() -> str:
+    """The theme painted now: "dark" or "light"."""
     return _current
+
+
+def chosen() -> str:
+    """The theme the settings ask for: "dark", "light" or "system"."""
+    return _chosen
+
+
+def system_scheme() -> str:
+    """"light" or "dark", as the desktop's colour scheme says (dark when it says nothing)."""
+    app = QGuiApplication.instance()
+    if not isinstance(app, QGuiApplication):
+        return "dark"
+    scheme = QGuiApplication.styleHints().colorScheme()
+    return "light" if scheme == Qt.ColorScheme.Light else "dark"
+
+
+def _desktop_changed(*_args: object) -> None:
+    if _chosen == "system":
+        apply("system")
 
 
 def palette() -> Palette:
@@ -100,11 +127,18 @@ def palette() -> Palette:
 
 
 def apply(name: str) -> None:
-    """Apply theme ``name`` to the running QApplication."""
-    global _current
+    """Apply theme ``name`` to the running QApplication ("system": the desktop's scheme)."""
+    global _current, _chosen, _following
     if name not in THEMES:
         log.warning("unknown theme %r; using dark", name)
         name = "dark"
+    _chosen = name
+    if name == "system":
+        name = system_scheme()
+        app = QGuiApplication.instance()
+        if not _following and isinstance(app, QGuiApplication):
+            QGuiApplication.styleHints().colorSchemeChanged.connect(_desktop_changed)
+            _following = True
     changed = name != _current
     _current = name
     app = QApplication.instance()

@@ -5,8 +5,10 @@ from __future__ import annotations
 import ipaddress
 import logging
 import threading
+import time
 from collections import deque
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from specula.core.engine.config import DEFAULT_MODE, SpecConfig
 from specula.core.engine.events import Done, StopReason
@@ -79,6 +81,11 @@ class Finished:
     request_id: str
     stop_reason: StopReason | None  # None: the engine failed
     tokens: int
+    tokens_per_s: float = 0.0
+    drafted: int = 0
+    accepted: int = 0
+    mode: str = ""
+    at: float = field(default_factory=time.time)  # when it ended (seconds since the epoch)
 
 
 class LocalServer:
@@ -110,6 +117,8 @@ class LocalServer:
         self.max_connections = max_connections  # None: from the open-file limit
         self.render_timeout_s = render_timeout_s  # the chat template's time limit per request
         self.finished: deque[Finished] = deque(maxlen=100)
+        # Called on the HTTP thread with each request's Finished (the app's request log).
+        self.on_finished: Callable[[Finished], None] | None = None
         self._httpd: SpeculaHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -119,9 +128,17 @@ class LocalServer:
         return SpecConfig(mode=DEFAULT_MODE)
 
     def record(self, request_id: str, done: Done | None) -> None:
+        stats = done.stats if done else None
         f = Finished(request_id, done.stop_reason if done else None,
-                     len(done.token_ids) if done else 0)
+                     len(done.token_ids) if done else 0,
+                     stats.tokens_per_s if stats else 0.0, stats.drafted if stats else 0,
+                     stats.accepted if stats else 0, stats.mode if stats else "")
         self.finished.append(f)
+        if self.on_finished is not None:
+            try:
+                self.on_finished(f)
+            except Exception:  # a listener's bug never costs the request its answer
+                log.exception("request listener failed")
         log.info("%s: %s, %d tokens", request_id, f.stop_reason.value if f.stop_reason else
                  "failed", f.tokens)
 

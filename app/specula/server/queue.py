@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -24,6 +25,8 @@ from typing import Protocol
 
 from specula.core.chat.template import ChatTemplate
 from specula.core.engine.engine import Engine
+from specula.core.gguf.model_info import ModelInfo
+from specula.core.library.labels import clean_name, label_for
 
 log = logging.getLogger("specula.server")
 
@@ -55,19 +58,41 @@ class ServedModel:
     # The target's chat template, so that HTTP threads render prompts themselves (a
     # template is untrusted code: see server/render.py); None: rendered on the engine thread.
     template: ChatTemplate | None = field(default=None, compare=False, repr=False)
+    # Other names a client may use: the model's display name, its name without quantization
+    # words, the file's stem without its quantization (compared ignoring case and separators).
+    aliases: tuple[str, ...] = field(default=(), compare=False)
 
     @classmethod
     def from_engine(cls, engine: Engine, target_path: str | Path,
                     draft_path: str | Path | None = None) -> ServedModel:
         model = engine.target_model
+        info = engine.target_info
         return cls(Path(target_path).stem, str(target_path),
                    Path(draft_path).stem if draft_path else None, engine.n_ctx, engine.backend,
-                   template=ChatTemplate.for_model(model) if model is not None else None)
+                   template=ChatTemplate.for_model(model) if model is not None else None,
+                   aliases=aliases_for(target_path, info))
 
     def matches(self, name: str) -> bool:
-        """The id, the file name or the full path all name the model."""
+        """The id, the file name, the full path or an alias name the model (aliases and the
+        id ignoring case, spaces, hyphens and underscores)."""
         p = Path(self.target_path)
-        return name in (self.id, p.name, str(p))
+        if name in (self.id, p.name, str(p)):
+            return True
+        wanted = _normal(name)
+        return bool(wanted) and wanted in {_normal(a) for a in (self.id, *self.aliases)}
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[\s_-]+", "-", name.strip().lower())
+
+
+def aliases_for(path: str | Path, info: ModelInfo | None) -> tuple[str, ...]:
+    """The names a client may use for the model at ``path`` besides its file name."""
+    out = []
+    if info is not None:
+        out += [info.display_name, label_for(path, info).name]
+    out.append(clean_name(Path(path).stem))
+    return tuple(dict.fromkeys(a for a in out if a))
 
 
 class EngineHost(Protocol):

@@ -34,7 +34,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-PAGES = ("chat", "compare", "discover", "discover-repo", "models", "downloads", "settings")
+PAGES = ("chat", "compare", "discover", "discover-repo", "models", "downloads", "settings",
+         "server")  # server: the chat page with the local server's chip open on its log
 PROMPT = "Write a Python function that checks whether a string is a palindrome."
 BENCH = Path(os.environ.get("SPECULA_BENCH_DIR", Path.home() / ".cache/specula-bench"))
 
@@ -146,6 +147,11 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--prefix", default="", help="prefix of the PNG names")
     p.add_argument("--prompt", default=PROMPT)
     p.add_argument("--max-tokens", type=int, default=120)
+    p.add_argument("--mode", help="the chat's speculative mode (chain, adaptive, tree, lookup; "
+                   "default: the app's own)")
+    p.add_argument("--with-unreadable", action="store_true",
+                   help="put a file that is not a GGUF model in the models folder (My Models "
+                        "lists it greyed with its reason)")
     args = p.parse_args(argv)
     args.size = args.size or [(1024, 700), (1600, 1000)]
     args.pages = [name.strip() for name in args.pages.split(",") if name.strip()]
@@ -178,7 +184,15 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings()
     settings.extra_model_dirs = [str(served.folder)]
     settings.generation.max_tokens = args.max_tokens
+    if args.mode:
+        settings.speculative.mode = args.mode
     settings.save()
+    if args.with_unreadable:
+        from specula.core.library.scan import resolve_models_dir
+
+        junk = resolve_models_dir(None) / "junk.gguf"
+        junk.parent.mkdir(parents=True, exist_ok=True)
+        junk.write_bytes(b"this is not a GGUF model" * 40)
 
     from PySide6.QtCore import QEventLoop
 
@@ -209,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
             _show(window, page, served, wait)
             settle()
             path = out / f"{args.prefix}{page}-{w}x{h}.png"
-            window.grab().save(str(path))
+            _grab(window, page).save(str(path))
             print(path, f"(window {window.width()}x{window.height()})")
     served.hub.release.set()
     ctx.close()
@@ -233,6 +247,8 @@ def _prepare(window: Any, served: Served, args: argparse.Namespace,
         compare.compared.connect(compared.append)
         compare.run()
         wait(lambda: bool(compared))
+    if "server" in args.pages:
+        _serve_one_request(window, args, wait)
     if "downloads" in args.pages:
         hub, downloads = served.hub, ctx.downloads
         repo, name = served.paused
@@ -250,8 +266,57 @@ def _prepare(window: Any, served: Served, args: argparse.Namespace,
         wait(lambda: hub.stalled.is_set())
 
 
+def _serve_one_request(window: Any, args: argparse.Namespace, wait: Callable[..., None]) -> None:
+    """The app's local server started, and one OpenAI request answered (its log's first line)."""
+    import json
+    import socket
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    server = window.ctx.server
+    server.start(port)
+    name = window.ctx.engine.target_info.display_name  # the display name is a valid model id
+    body = json.dumps({"model": name, "max_tokens": 40,
+                       "messages": [{"role": "user", "content": args.prompt}]}).encode()
+    done = threading.Event()
+
+    def call() -> None:
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", body,
+                                     {"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=600) as r:
+            r.read()
+        done.set()
+
+    threading.Thread(target=call, daemon=True).start()
+    wait(lambda: done.is_set() and len(server.log) > 0)
+
+
+def _grab(window: Any, page: str) -> Any:
+    """The window's pixels; for "server", with the chip's log panel (a popup) drawn over it."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtGui import QPainter
+
+    pixmap = window.grab()
+    if page == "server":
+        panel = window.chat.model_bar.server_chip.panel
+        at = panel.pos() - window.mapToGlobal(QPoint(0, 0))
+        painter = QPainter(pixmap)
+        painter.drawPixmap(at, panel.grab())
+        painter.end()
+    return pixmap
+
+
 def _show(window: Any, page: str, served: Served, wait: Callable[..., None]) -> None:
     """Bring ``page`` up in the state its screenshot shows."""
+    chip = window.chat.model_bar.server_chip
+    if page != "server" and chip.panel.isVisible():
+        chip.panel.hide()
+    if page == "server":
+        window.show_page("chat")
+        chip.show_log()
+        return
     if page in ("discover", "discover-repo"):
         discover = window.show_page("discover")
         if page == "discover":

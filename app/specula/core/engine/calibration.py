@@ -16,6 +16,7 @@ refine them as before.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from specula.core.engine.config import DEFAULT_DRAFT_MAX
@@ -81,12 +82,14 @@ def _rollback(target: KVCache, n_vocab: int) -> float:
 
 
 def measure(target: KVCache, draft: KVCache | None, n_vocab: int, *,
-            max_batch: int = MAX_BATCH) -> Calibration:
+            max_batch: int = MAX_BATCH,
+            progress: Callable[[float], None] | None = None) -> Calibration:
     """Time target batches of 1..max_batch tokens (and TREE_BATCH) and single draft decodes.
 
     Both caches are cleared before and after (the measurement's tokens must never
     pass for a conversation's prefix). Each size is decoded once after one
-    warm-up decode; a size that does not fit the context is skipped.
+    warm-up decode; a size that does not fit the context is skipped. ``progress`` hears
+    the fraction done after each timed decode (the app names this load step with it).
     """
     t0 = time.perf_counter()
     cal = Calibration()
@@ -94,6 +97,17 @@ def measure(target: KVCache, draft: KVCache | None, n_vocab: int, *,
     try:
         target.clear()
         sizes = [*range(1, max_batch + 1), *([TREE_BATCH] if max_batch < TREE_BATCH else [])]
+        total = len(sizes) + (DRAFT_DECODES + 2 if draft is not None else 0)
+        done = 0
+
+        def tick() -> None:
+            nonlocal done
+            done += 1
+            if progress is not None:
+                progress(min(done / total, 1.0))
+
+        if progress is not None:
+            progress(0.0)  # the step begins (its warm-up decode costs as much as a size)
         if not target.fits(CONTEXT_TOKENS + max(sizes)):
             return cal
         target.feed(base, "none")
@@ -103,6 +117,7 @@ def measure(target: KVCache, draft: KVCache | None, n_vocab: int, *,
         for n in sizes:
             cal.verify[n] = target.feed(_filler(n_vocab, n, n), "all")
             target.cut(CONTEXT_TOKENS)
+            tick()
         if not target.exact_cut:
             cal.rollback = _rollback(target, n_vocab)
         if draft is not None:
@@ -116,14 +131,17 @@ def measure(target: KVCache, draft: KVCache | None, n_vocab: int, *,
                 for i in range(DRAFT_DECODES):
                     spent.append(draft.feed(_filler(n_vocab, 1, i + 2), "last"))
                     draft.cut(CONTEXT_TOKENS)
+                    tick()
                 cal.draft = sorted(spent)[len(spent) // 2]
                 # a catch-up (after plain steps, or the bonus token) is one batched feed
                 batch = draft.feed(_filler(n_vocab, CATCHUP_BATCH, 3), "last")
                 draft.cut(CONTEXT_TOKENS)
+                tick()
                 cal.catchup_per_token = max(batch - cal.draft, 0.0) / (CATCHUP_BATCH - 1)
                 if draft.fits(CONTEXT_TOKENS + LONG_BATCH):
                     long = draft.feed(_filler(n_vocab, LONG_BATCH, 5), "last")
                     draft.cut(CONTEXT_TOKENS)
+                    tick()
                     cal.catchup_long_per_token = max(long - batch, 0.0) / (LONG_BATCH - CATCHUP_BATCH)
     finally:
         target.clear()

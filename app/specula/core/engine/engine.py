@@ -177,8 +177,10 @@ class Engine:
         self._gen.lookup.cache = self.ngrams.cache
         return info
 
-    def load_draft(self, path: str | Path, progress: Progress | None = None) -> CompatReport:
-        """Load a draft model after checking that its tokenizer can serve the target."""
+    def load_draft(self, path: str | Path, progress: Progress | None = None,
+                   measuring: Callable[[float], None] | None = None) -> CompatReport:
+        """Load a draft model after checking that its tokenizer can serve the target;
+        ``measuring`` hears the calibration's progress (a step of its own, after the load)."""
         if self._target is None or self.target_info is None or self._gen is None:
             raise LoadError("Load a target model before a draft model.")
         info = self._info(path)
@@ -196,7 +198,8 @@ class Engine:
         self._policies = {}
         if self.options.calibrate:
             n_vocab = min(self._target.n_vocab, self._drafter.n_vocab)
-            self.calibration = measure(self._gen.kv, self._drafter.kv, n_vocab)
+            self.calibration = measure(self._gen.kv, self._drafter.kv, n_vocab,
+                                       progress=measuring)
         return report
 
     def unload_draft(self) -> None:

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 from specula.core.engine.events import TokenEvent
 from specula.gui import theme
 from specula.gui.chat.coloured_markdown import render_reply
+from specula.gui.chat.copy_feedback import flash_block, flash_button
 from specula.gui.chat.render import SOURCE_LETTER, TokenTuple, plain_html
 
 ROLE_NAMES = {"user": "You", "assistant": "Assistant", "system": "System"}
@@ -31,6 +32,7 @@ class AutoHeightBrowser(QTextBrowser):
         self.setObjectName("MessageBody")
         self.setOpenLinks(False)  # copy:N copies a code block; other links open outside
         self.code_blocks: list[str] = []
+        self.html = ""  # what was last rendered (the Copy link's "Copied" is shown over it)
         self.anchorClicked.connect(self._on_link)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -43,6 +45,7 @@ class AutoHeightBrowser(QTextBrowser):
             i = int(url.path()) if url.path().isdigit() else -1
             if 0 <= i < len(self.code_blocks):
                 QGuiApplication.clipboard().setText(self.code_blocks[i])
+                flash_block(self, self.html, i)
         else:
             QDesktopServices.openUrl(url)
 
@@ -66,7 +69,7 @@ class MessageWidget(QFrame):
     regenerate_requested = Signal(object)
     """The user asked for a new version of this (assistant) reply."""
     continue_requested = Signal(object)
-    """The user asked this reply (stopped at the token limit) to go on."""
+    """The user asked this reply (stopped at the token limit or by Stop) to go on."""
     version_requested = Signal(object, int)
     """The user asked to show another version of this reply (widget, index)."""
     menu_requested = Signal(object, object)
@@ -112,7 +115,7 @@ class MessageWidget(QFrame):
                 head.addWidget(w)
             self.continue_button = self._action(
                 "Continue", lambda: self.continue_requested.emit(self),
-                "The reply stopped at the token limit: let it go on")
+                "The reply stopped before its end (token limit or Stop): let it go on")
             head.addWidget(self.continue_button)
             self.regen_button = self._action(
                 "Regenerate", lambda: self.regenerate_requested.emit(self),
@@ -233,11 +236,13 @@ class MessageWidget(QFrame):
         else:
             out = render_reply(self.tokens, self._text, self._colour_mode, pal)
             self.body.code_blocks = out.code_blocks
+            self.body.html = out.html
             self.body.setHtml(out.html)
         self.dirty = False
 
     def copy_text(self) -> None:
         QGuiApplication.clipboard().setText(self._text)
+        flash_button(self.copy_button)
 
     def set_actions_enabled(self, enabled: bool) -> None:
         for b in self.findChildren(QToolButton):

@@ -28,20 +28,27 @@ from PySide6.QtWidgets import (
 )
 
 from specula.core.gguf import compat_sentences
-from specula.core.gguf.compat import CompatReport
-from specula.core.gguf.model_info import ModelInfo
+from specula.core.gguf.compat import CompatReport, check
+from specula.core.gguf.model_info import ModelInfo, read_model_info
+from specula.core.library.labels import ModelLabel, label_for
+from specula.core.library.labels import describe as describe_info
 from specula.core.library.scan import LocalModel
 from specula.core.pairing.choices import draft_choices
 from specula.gui.chat.draft_offer import DraftOffer
 from specula.gui.chat.load_gear import LoadGear
+from specula.gui.chat.load_status import LoadStatus
 from specula.gui.chat.spec_switch import SpecSwitch
 from specula.gui.context import AppContext
-from specula.gui.elided import ElidedLabel, ElidingCombo
+from specula.gui.elided import DETAIL_ROLE, ElidingCombo
+from specula.gui.server_chip import ServerChip
 from specula.gui.tasks import start_task
 
 PATH_ROLE = Qt.ItemDataRole.UserRole + 1
 USABLE_ROLE = Qt.ItemDataRole.UserRole + 2
 GGUF_FILTER = "GGUF models (*.gguf);;All files (*)"
+
+
+MAX_REFUSED_SHOWN = 6  # library files listed as incompatible drafts (each costs a header read)
 
 
 @dataclass
@@ -50,19 +57,70 @@ class DraftEntry:
     name: str
     usable: bool
     reason: str
+    short: str = ""  # why not, in one sentence the list shows (incompatible entries)
+    detail: str = ""  # size and quantization, shown whole
+
+
+def why_not(report: CompatReport) -> str:
+    """The first reason a draft is refused, for the list: 'The two models use different
+    kinds of tokenizer (and 2 more)' (no sentence stop inside the entry's brackets)."""
+    sentences = compat_sentences.refusal_sentences(report)
+    if not sentences:
+        return report.reason().rstrip(".")
+    more = len(sentences) - 1
+    return sentences[0].rstrip(".") + (f" (and {more} more)" if more else "")
+
+
+def _short(t_info: ModelInfo, path: str, reason: str) -> str:
+    try:
+        return why_not(check(t_info, read_model_info(path)))
+    except Exception:  # unreadable: the reason already says so
+        return reason.rstrip(".")
 
 
 def check_drafts(target: str, drafts: list[str], library: list[LocalModel] | None = None
                  ) -> list[DraftEntry]:
-    """The picker's entries, as :func:`specula.core.pairing.choices.draft_choices` decides them
-    (runs off the GUI thread)."""
-    return [DraftEntry(c.path, c.name, c.usable, c.reason)
-            for c in draft_choices(target, drafts, library or [])]
+    """The picker's entries, as :func:`specula.core.pairing.choices.draft_choices` decides them,
+    and the library's smaller files that cannot draft for ``target``, each with why in one
+    sentence (runs off the GUI thread: it reads headers)."""
+    library = library or []
+    t_info = read_model_info(target)
+    infos = {str(m.path): m.info for m in library}
+    out = []
+    for c in draft_choices(target, drafts, library):
+        info = infos.get(c.path)
+        if info is None:
+            try:
+                info = read_model_info(c.path)
+            except Exception:  # unreadable: the file name speaks
+                info = None
+        label = label_for(c.path, info)
+        short = "" if c.usable else _short(t_info, c.path, c.reason)
+        out.append(DraftEntry(c.path, label.name, c.usable, c.reason, short, label.detail))
+    listed = {e.path for e in out} | {target}
+    refused = 0
+    for m in library:
+        if refused >= MAX_REFUSED_SHOWN:
+            break
+        path = str(m.path)
+        if path in listed or m.info is None or not m.complete or \
+                (t_info.file_size and m.size >= t_info.file_size):
+            continue
+        try:
+            report = check(t_info, read_model_info(path))
+        except Exception:
+            continue
+        if report.usable:
+            continue  # usable but not chosen by draft_choices (e.g. not smaller): not a refusal
+        label = label_for(path, m.info)
+        out.append(DraftEntry(path, label.name, False, report.reason(), why_not(report),
+                              label.detail))
+        refused += 1
+    return out
 
 
 def describe(info: ModelInfo) -> str:
-    bits = [info.display_name, info.architecture, info.size_label, info.quantization]
-    return " · ".join(b for b in bits if b)
+    return describe_info(info)
 
 
 class ModelBar(QFrame):
@@ -84,6 +142,7 @@ class ModelBar(QFrame):
         self._check_id = 0  # only the newest compatibility check may fill the list
         self._refusal: CompatReport | None = None  # the newest refused draft's report
         self._restore_done = False  # the last session's models are loaded once, at start
+        self._loading_target = ""  # the target asked for and not yet loaded (or failed)
 
         outer = QVBoxLayout(self)
         outer.setContentsMargins(12, 8, 12, 8)
@@ -126,8 +185,7 @@ class ModelBar(QFrame):
 
         status = QHBoxLayout()
         outer.addLayout(status)
-        self.status = ElidedLabel("No model loaded. Open a GGUF file to start.", self)
-        self.status.setObjectName("Muted")
+        self.status = LoadStatus("No model loaded. Open a GGUF file to start.", self)
         status.addWidget(self.status, 1)
         self.progress = QProgressBar(self)
         self.progress.setRange(0, 1000)
@@ -138,12 +196,14 @@ class ModelBar(QFrame):
         self.cancel.clicked.connect(self.engine.cancel_load)
         self.cancel.hide()
         status.addWidget(self.cancel)
-        # The load progress keeps its room while hidden: the header never changes height
-        # when a load starts or ends (it used to grow by the bar's height and stay grown).
-        for w in (self.progress, self.cancel):
-            policy = w.sizePolicy()
-            policy.setRetainSizeWhenHidden(True)
-            w.setSizePolicy(policy)
+        self.server_chip = ServerChip(ctx.server, self)
+        status.addWidget(self.server_chip)
+        # The header never changes height when a load starts or ends: the status keeps
+        # room for two lines (one per model) and for the progress bar and Cancel it shares
+        # the row with; hidden, those give their width back to the status.
+        self.status.setMinimumHeight(max(self.status.minimumHeight(),
+                                         self.cancel.sizeHint().height(),
+                                         self.progress.sizeHint().height()))
         self.offer = DraftOffer(ctx, self)
         self.offer.draft_downloaded.connect(self.choose_draft)
         outer.addWidget(self.offer)
@@ -151,6 +211,7 @@ class ModelBar(QFrame):
         e = self.engine
         e.load_started.connect(self._on_load_started)
         e.load_progressed.connect(self._on_progress)
+        e.load_step.connect(self._on_load_step)
         e.target_loaded.connect(self._on_target_loaded)
         e.draft_loaded.connect(self._on_draft_loaded)
         e.draft_unloaded.connect(self._on_draft_unloaded)
@@ -230,6 +291,7 @@ class ModelBar(QFrame):
         self._restore_done = True
         self.ctx.settings.remember("target", str(path))
         self.ctx.settings.save()
+        self._loading_target = str(path)
         self._fill_targets()
         self.engine.load_target(str(path))
         self.refresh_drafts()
@@ -283,18 +345,36 @@ class ModelBar(QFrame):
         self.draft_switch.set_lookup_mode(lookup)
 
     # -- lists ---------------------------------------------------------------
+    def label(self, path: str) -> ModelLabel:
+        """A model's picker label: its clean name, size and quantization (from the library's
+        header summary or the loaded model's, else from the file name)."""
+        e = self.engine
+        for info in (e.target_info, e.draft_info):
+            if info is not None and info.source == path:
+                return label_for(path, info)
+        model = self.ctx.library.find(path)
+        if model is not None:
+            return label_for(path, model.info, model.size)
+        return label_for(path)
+
+    def shown_target(self) -> str:
+        """The target the box shows: the one loading, else the one loaded, never one that failed."""
+        info = self.engine.target_info
+        return self._loading_target or (info.source if info is not None else "")
+
     def _fill_targets(self) -> None:
         """Recent targets first, then the rest of the library."""
         self.target_combo.clear()
         recent = list(self.ctx.settings.recent_targets)
         paths = recent + [p for p in self._library_paths() if p not in recent]
         for path in paths:
-            label = Path(path).name if path in recent else f"{Path(path).name}  (library)"
-            self.target_combo.addItem(label)
+            label = self.label(path)
+            self.target_combo.addItem(label.text)
             i = self.target_combo.count() - 1
             self.target_combo.setItemData(i, path, PATH_ROLE)
+            self.target_combo.setItemData(i, label.detail, DETAIL_ROLE)
             self.target_combo.setItemData(i, path, Qt.ItemDataRole.ToolTipRole)
-        current = self.ctx.settings.last_target
+        current = self.shown_target()
         self.target_combo.setCurrentIndex(paths.index(current) if current in paths else -1)
 
     def refresh_drafts(self) -> None:
@@ -337,9 +417,12 @@ class ModelBar(QFrame):
         m.appendRow(none)
         select = 0
         for e in entries:
-            item = QStandardItem(e.name if e.usable else f"{e.name}  (incompatible)")
+            head = f"{e.name}  {e.detail}" if e.detail else e.name
+            why = (e.short or e.reason).rstrip(".")
+            item = QStandardItem(head if e.usable else f"{head}  — incompatible: {why}")
             item.setData(e.path, PATH_ROLE)
             item.setData(e.usable, USABLE_ROLE)
+            item.setData(e.detail if e.usable else "incompatible", DETAIL_ROLE)
             item.setToolTip(f"{e.path}\n{e.reason}")
             item.setEnabled(e.usable)
             m.appendRow(item)
@@ -366,6 +449,14 @@ class ModelBar(QFrame):
         self.progress.show()
         self.cancel.show()
         self.status.setText(f"Loading {Path(path).name}…")
+        self.draft_switch.set_draft_loading(self._draft_pending())
+
+    def _on_load_step(self, kind: str, step: str) -> None:
+        """A step after reading the file (the pair's timing): named, with its own progress."""
+        self.progress.setValue(0)
+        self.progress.setFormat(f"{step}: %p%")
+        self.status.setText(f"{step}… (timing the target's and the draft's decodes, so the "
+                            f"adaptive policy starts from this machine's costs)")
 
     def _on_progress(self, _kind: str, frac: float) -> None:
         self.progress.setValue(int(frac * 1000))
@@ -376,6 +467,8 @@ class ModelBar(QFrame):
 
     def _on_target_loaded(self, _info: ModelInfo) -> None:
         self._done_loading()
+        self._loading_target = ""
+        self._fill_targets()  # labels from the loaded header
         self._update_status()
         if self._wanted_draft and not self.engine.is_loading("draft"):
             entry = self.draft_entry(self._wanted_draft)
@@ -389,6 +482,7 @@ class ModelBar(QFrame):
         if entry is not None:
             self.draft_combo.setCurrentIndex(entry.row())
         self.draft_switch.set_draft_loaded(True)
+        self.draft_switch.set_draft_loading(self._draft_pending())
 
     def _on_draft_unloaded(self) -> None:
         self.draft_switch.set_draft_loaded(self.engine.has_draft)
@@ -404,23 +498,44 @@ class ModelBar(QFrame):
         self._refusal = report
     def _on_failed(self, kind: str, message: str) -> None:
         self._done_loading()
-        if kind == "target" and not self.engine.has_target:
-            self.target_combo.setCurrentIndex(-1)  # never show a file that is not loaded
-        if kind == "draft":
-            self._wanted_draft = ""
-            self.draft_combo.setCurrentIndex(0)
+        self._keep_loaded(kind)
         self._update_status()
         self._show_error(message)
 
     def _on_cancelled(self, kind: str) -> None:
         self._done_loading()
-        if kind == "target" and not self.engine.has_target:
-            self.target_combo.setCurrentIndex(-1)
-        if kind == "draft":
-            self._wanted_draft = ""
-            self.draft_combo.setCurrentIndex(0)
+        self._keep_loaded(kind)
         self._update_status()
         self.status.setText(self.status.text() + f"  (loading the {kind} was cancelled)")
+
+    def _keep_loaded(self, kind: str) -> None:
+        """After a failed or cancelled load, the header and the session name what is still
+        loaded and in use (the old pair), never the file that did not load."""
+        e, s = self.engine, self.ctx.settings
+        if kind == "target":
+            self._loading_target = ""
+            s.last_target = e.target_info.source if e.target_info is not None else ""
+            if e.draft_info is not None:
+                s.last_draft = e.draft_info.source
+            self._fill_targets()
+            self.refresh_drafts()
+        else:
+            self._wanted_draft = ""
+            s.last_draft = e.draft_info.source if e.draft_info is not None else ""
+            entry = self.draft_entry(s.last_draft) if s.last_draft else None
+            self.draft_combo.setCurrentIndex(entry.row() if entry is not None else 0)
+        try:
+            s.save()
+        except OSError:
+            pass  # the header is right; only the next start's memory is lost
+        self.draft_switch.set_draft_loading(self._draft_pending())
+
+    def _draft_pending(self) -> bool:
+        """A draft was asked for and has not loaded yet (the target may still be loading)."""
+        e = self.engine
+        return bool(self._wanted_draft) and (
+            e.is_loading("draft") or e.is_loading("target")) and (
+            e.draft_info is None or e.draft_info.source != self._wanted_draft)
 
     def _show_error(self, message: str) -> None:
         report, self._refusal = self._refusal, None
@@ -437,7 +552,10 @@ class ModelBar(QFrame):
         if e.target_info is None:
             self.status.setText("No model loaded. Open a GGUF file to start.")
             return
-        text = f"Target: {describe(e.target_info)}"
-        text += f"   Draft: {describe(e.draft_info)}" if e.draft_info else "   No draft"
-        text += f"   on {e.backend}, {e.n_threads} threads"
-        self.status.setText(text)
+        # One line per model; "·" never starts a wrapped line (a no-break space before it).
+        text = f"Target: {describe(e.target_info)} · on {e.backend}, {e.n_threads} threads"
+        if self._draft_pending():
+            text += f"\nDraft: loading {self.label(self._wanted_draft).name}…"
+        else:
+            text += f"\nDraft: {describe(e.draft_info)}" if e.draft_info else "\nNo draft"
+        self.status.setText(text.replace(" · ", "\u00a0· "))

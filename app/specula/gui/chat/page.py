@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from specula.core import reply_stats
 from specula.core.chat import versions
 from specula.core.chat.attachments import attachments_of
 from specula.core.chat.conversations import Message, title_from
@@ -40,6 +41,12 @@ from specula.gui.chat.load_defaults import LoadDefaultsHook
 from specula.gui.chat.message import MessageWidget
 from specula.gui.chat.message_menu import MessageActions
 from specula.gui.chat.model_bar import ModelBar
+from specula.gui.chat.reply_notes import (
+    SAME_TEXT_SENTENCES,
+    SAME_TEXT_TITLE,
+    can_continue,
+    same_as_earlier,
+)
 from specula.gui.chat.side_column import SideColumn
 from specula.gui.chat.transcript import Transcript
 from specula.gui.context import AppContext
@@ -106,6 +113,11 @@ class ChatPage(QWidget):
         self.model_bar.problem.connect(self.banner.show_message)
         self.model_bar.problem_cleared.connect(self.banner.hide)
         self.settings_panel.spec.changed.connect(self._sync_lookup)
+        self.model_bar.server_chip.follow(  # the local server answers with this chat's settings
+            lambda: (self.settings_panel.sampling(),
+                     self.settings_panel.spec_config(self.model_bar.speculating)),
+            [self.settings_panel.changed, self.model_bar.draft_switch_toggled,
+             self.engine.draft_loaded, self.engine.draft_unloaded])
         self._sync_lookup()
         QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self._escape,
                   context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
@@ -284,8 +296,8 @@ class ChatPage(QWidget):
         if m.role == "assistant":
             count = len(m.meta.get("versions") or []) or 1
             widget.set_versions(int(m.meta.get("version", count - 1)), count)
-            widget.set_can_continue(last and m.meta.get("stop_reason") == "length"
-                                    and bool(m.meta.get("token_ids")))
+            widget.set_can_continue(last and can_continue(str(m.meta.get("stop_reason", "")),
+                                                          bool(m.meta.get("token_ids"))))
         widget.render()
 
     def _stored_at(self, position: int) -> Message | None:
@@ -369,17 +381,21 @@ class ChatPage(QWidget):
         stats = done.stats.to_dict()
         stats.update(drafting_steps=self.stats_panel.live.drafting_steps,
                      plain_run=self.stats_panel.live.plain_run)
+        old = self._continuing
+        if old is not None:  # one reply written in parts: its statistics add up
+            stats = reply_stats.merge(old.meta.get("stats"), stats)
         footer = footer_text(stats, done.stop_reason.value)
         if done.message:
             footer += f"\n{done.message}"
-        old = self._continuing
         text = (old.content if old is not None else "") + done.text
         ids = [*(old.meta.get("token_ids") or [] if old is not None else []), *done.token_ids]
         if widget is not None:
             widget.set_text(text)
             widget.set_footer(footer)
-            widget.set_can_continue(done.stop_reason.value == "length")
+            widget.set_can_continue(can_continue(done.stop_reason.value, bool(ids)))
             widget.render()
+            if same_as_earlier(text, self._earlier, done.stats.acceptance_rule == "greedy"):
+                self.banner.show_message(SAME_TEXT_TITLE, SAME_TEXT_SENTENCES, kind="info")
             if self.conversation_id is not None:
                 meta: dict[str, Any] = {"stats": stats, "stop_reason": done.stop_reason.value,
                                         "tokens": [list(t) for t in widget.tokens],

@@ -132,6 +132,7 @@ class SettingsPanel(QWidget):
         super().__init__(parent)
         self.ctx = ctx
         self.session = ChatSession.load()
+        self._following_defaults = False  # set while the defaults are shown, not chosen
         gen = copy.deepcopy(self.session.generation or ctx.settings.generation)
         spec_values = copy.deepcopy(self.session.speculative or ctx.settings.speculative)
         lay = QVBoxLayout(self)
@@ -155,6 +156,9 @@ class SettingsPanel(QWidget):
         form.addRow("Max tokens", self.max_tokens)
         self.seed = spin(-1, 2**31 - 1, gen.seed, "-1 = a new random seed each reply")
         form.addRow("Seed", self.seed)
+        self.repeat_penalty = dspin(0.5, 2.0, 0.05, gen.repeat_penalty,
+                                    "Repeat penalty over the last 64 tokens (1 = off)")
+        form.addRow("Repeat penalty", self.repeat_penalty)
         lay.addWidget(box)
         spec_box = QGroupBox("Speculative decoding")
         spec_lay = QVBoxLayout(spec_box)
@@ -169,12 +173,14 @@ class SettingsPanel(QWidget):
         self.system_prompt.textChanged.connect(self._remember)
         for w in (self.top_k, self.max_tokens, self.seed):
             w.valueChanged.connect(self._remember)
-        for d in (self.temperature, self.top_p, self.min_p):
+        for d in (self.temperature, self.top_p, self.min_p, self.repeat_penalty):
             d.valueChanged.connect(self._remember)
         self.spec.changed.connect(self._remember)
 
     def _remember(self) -> None:
         """Keep the panel's values for the next start."""
+        if self._following_defaults:
+            return
         self.session.generation = self.generation()
         self.session.speculative = self.spec.values()
         try:
@@ -188,6 +194,7 @@ class SettingsPanel(QWidget):
             system_prompt=self.system_prompt.toPlainText(), temperature=self.temperature.value(),
             top_k=self.top_k.value(), top_p=self.top_p.value(), min_p=self.min_p.value(),
             max_tokens=self.max_tokens.value(), seed=self.seed.value(),
+            repeat_penalty=self.repeat_penalty.value(),
         )
 
     def sampling(self) -> SamplingParams:
@@ -207,5 +214,15 @@ class SettingsPanel(QWidget):
         self.ctx.save_settings()
 
     def _defaults_changed(self) -> None:
-        if self.spec.values() != self.ctx.settings.speculative:
+        """New defaults reach a panel only while it holds no values of its own: a chat's
+        own choices (Chain, max draft 4) are never overwritten by a change on the Settings
+        page (a theme switch saved the whole page and reset them)."""
+        if self.session.speculative is not None or \
+                self.spec.values() == self.ctx.settings.speculative:
+            return
+        self._following_defaults = True
+        try:
             self.spec.set_values(self.ctx.settings.speculative)
+        finally:
+            self._following_defaults = False
+        self.changed.emit()

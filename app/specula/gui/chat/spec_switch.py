@@ -3,7 +3,8 @@
 On whenever a compatible draft is loaded (loading one turns it on, whether
 from the picker, My Models or ``--draft`` on the command line), or when the
 mode is prompt lookup, which needs no draft model. With no draft it reads
-"Speculative: off (no draft)" and is disabled. Turning it off lasts until the
+"Speculative: off (no draft)" and is disabled; while a draft is loading (a relaunch
+restores the pair) it says so instead of "off". Turning it off lasts until the
 next draft load; it is not saved, so an old session cannot silently disable a
 draft given today.
 """
@@ -24,6 +25,7 @@ class SpecSwitch(QCheckBox):
         self._has_draft = False
         self._lookup = False
         self._off_by_user = False
+        self._draft_loading = False
         self.toggled.connect(self._on_toggled)
         self._sync()
 
@@ -36,6 +38,11 @@ class SpecSwitch(QCheckBox):
             self._off_by_user = False  # loading a draft means: speculate with it
         self._has_draft = loaded
         self._sync()
+
+    def set_draft_loading(self, loading: bool) -> None:
+        """A draft is on its way: the label says so rather than "off (no draft)"."""
+        self._draft_loading = loading
+        self._label()
 
     def set_lookup_mode(self, lookup: bool) -> None:
         self._lookup = lookup
@@ -50,6 +57,10 @@ class SpecSwitch(QCheckBox):
         self._label()
 
     def _label(self) -> None:
+        if not self.isEnabled() and self._draft_loading:
+            self.setText("Speculative: draft loading…")
+            self.setToolTip("Speculation starts once the draft is loaded")
+            return
         if not self.isEnabled():
             self.setText("Speculative: off (no draft)")
             self.setToolTip("Load a draft model to speculate")

@@ -33,6 +33,7 @@ from specula.core.compare import (
 )
 from specula.core.engine.events import Done
 from specula.core.engine.sampling import SamplingParams
+from specula.core.library.labels import label_for
 from specula.gui.compare.column import Column
 from specula.gui.compare.options import CompareOptions
 from specula.gui.context import AppContext
@@ -65,6 +66,7 @@ class ComparePage(QWidget):
         self._order: list[Side] = []
         self._index = 0
         self._stopped = False
+        self._running = False  # from Run until the last run ends (a reply is None between runs)
         self._exact = True
         self._messages: list[dict[str, str]] = []
         self._sampling = SamplingParams()
@@ -140,12 +142,12 @@ class ComparePage(QWidget):
 
     def _update_models(self, *_args: object) -> None:
         e = self.engine
-        t = e.target_info.display_name if e.target_info else "none"
-        d = e.draft_info.display_name if e.draft_info else "none"
+        t = label_for(e.target_info.source, e.target_info).text if e.target_info else "none"
+        d = label_for(e.draft_info.source, e.draft_info).text if e.draft_info else "none"
         self.models.setText(f"Target: {t}    Draft: {d}")
         self.models.setToolTip(f"Target: {e.target_info.source if e.target_info else '-'}\n"
                                f"Draft: {e.draft_info.source if e.draft_info else '-'}")
-        running = self.reply is not None
+        running = self._running or self.reply is not None
         why = self.readiness()
         self.run_button.setEnabled(not why and not running and not e.busy)
         self.run_button.setToolTip(why or "Run the prompt with the draft off and on, interleaved")
@@ -160,7 +162,7 @@ class ComparePage(QWidget):
 
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
-        if self.reply is None:
+        if not self._running:
             self.options.refresh()  # follow what the chat panel holds now
             self._update_models()  # and what is loaded (e.g. after an eject)
 
@@ -198,6 +200,7 @@ class ComparePage(QWidget):
         self.progress.setVisible(True)
         self.stop_button.setEnabled(True)
         self.run_button.setEnabled(False)
+        self._running = True
         self._next()
 
     def _column(self, side: Side) -> Column:
@@ -238,6 +241,7 @@ class ComparePage(QWidget):
             self._next()
 
     def _end(self) -> None:
+        self._running = False
         self.progress.setValue(self._index)
         self.progress.setVisible(False)
         self.stop_button.setEnabled(False)
@@ -258,6 +262,7 @@ class ComparePage(QWidget):
 
     def _failed(self, message: str) -> None:
         self.reply = None
+        self._running = False
         self._stopped = True
         self.progress.setVisible(False)
         self.stop_button.setEnabled(False)

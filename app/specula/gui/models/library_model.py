@@ -10,10 +10,12 @@ from PySide6.QtCore import (
     QSortFilterProxyModel,
     Qt,
 )
+from PySide6.QtGui import QColor
 
 from specula.core.gguf.model_info import ModelInfo
 from specula.core.library.scan import LocalModel
 from specula.core.pairing.badges import human_params, human_size
+from specula.gui import theme
 from specula.gui.models.row_table import RowTableModel
 
 MODEL_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -67,6 +69,8 @@ class LibraryTableModel(RowTableModel):
             return str(m.path) if m.error is None else f"{m.path}\n{m.error}"
         if role == Qt.ItemDataRole.DisplayRole:
             return self.name_text(m) if col == 0 else self._text(m, col)
+        if role == Qt.ItemDataRole.ForegroundRole and m.info is None:
+            return QColor(theme.palette().muted)  # listed, greyed: it cannot be loaded
         if role == SORT_ROLE:
             return self._sort_key(m, col)
         if role == Qt.ItemDataRole.TextAlignmentRole and col in (2, 4, 5):
@@ -78,6 +82,8 @@ class LibraryTableModel(RowTableModel):
         info = m.info
         if col == 0:
             suffix = "" if m.complete else "  (incomplete split)"
+            if info is None:
+                suffix += f"  — {unreadable_reason(m)}"  # Arch says "unreadable"
             return m.name + suffix
         if col == 1:
             return (info.architecture or "") if info else "unreadable"
@@ -103,6 +109,13 @@ class LibraryTableModel(RowTableModel):
         if col == 5:
             return float(info.context_length or 0) if info else 0.0
         return LibraryTableModel._text(m, col).lower()
+
+
+def unreadable_reason(m: LocalModel) -> str:
+    """Why a file cannot be loaded, in a few words (the whole error is the tooltip)."""
+    reason = (m.error or "not a GGUF model").strip().rstrip(".")
+    head = reason.split(" (", 1)[0]  # "not a GGUF file (starts with b'this', ...)"
+    return head if len(head) <= 60 else head[:59] + "…"
 
 
 def tokenizer_summary(info: ModelInfo) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
+from specula.core.library.configured import configured_library
 from specula.core.library.scan import Library, LocalModel, ScanResult, resolve_models_dir
 from specula.core.settings import Settings
 from specula.gui.tasks import Task, TaskContext, TaskError, start_task
@@ -38,7 +39,7 @@ class LibraryService(QObject):
         return resolve_models_dir(self.settings.models_dir or None)
 
     def library(self) -> Library:
-        return Library(self.settings.models_dir or None, extra_dirs=self.settings.extra_model_dirs)
+        return configured_library(self.settings)  # the same folders as `specula models list`
 
     def rescan(self) -> None:
         """Scan every folder again (cheap for unchanged files: the index answers)."""

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 
 from specula.core.gguf.model_info import ModelInfo, read_model_info
 from specula.core.gguf.speculation_notes import kind_rows
+from specula.core.library.labels import clean_name
 from specula.core.library.scan import LocalModel
 from specula.core.pairing.badges import human_params, human_size, is_same_file, plural
 from specula.core.pairing.drafts import DraftCandidate, LibraryPairs, judge, library_pairs
@@ -186,12 +187,16 @@ class ModelDetails(QFrame):
             self.meta.setText("")
             self.pairs_status.setText("")
             return
-        self.title.setText(model.info.display_name if model.info else model.name)
+        self.title.setText(clean_name(model.info.display_name) if model.info else model.name)
         self.title.setToolTip(str(model.path))
         self.meta.setText(metadata_html(model))
         self.pairs_status.setText("Checking which library models pair with it…")
         self.load_draft.setToolTip("")
-        if not (model.complete and model.info is not None):
+        if model.info is None:
+            why = model.error or "it is not a readable GGUF model"
+            self.pairs_status.setText(f"Specula cannot load this file: {why}")
+            return
+        if not model.complete:
             return
         others, target = list(self.library), self.target
 
@@ -228,7 +233,7 @@ class ModelDetails(QFrame):
         for p in pairs:
             mark = "✓" if p.report.verdict.value == "identical" else "≈"
             folder = p.model.root.name if p.model is not None else ""
-            item = QListWidgetItem(f"{mark} {role}: {p.info.display_name}\n{p.name} · "
+            item = QListWidgetItem(f"{mark} {role}: {clean_name(p.info.display_name)}\n{p.name} · "
                                    f"{human_size(p.size)}" + (f" · in {folder}" if folder else ""))
             item.setToolTip(f"{p.source}\n{', '.join(p.reasons)}\n{p.report.reason()}")
             item.setData(PATH_ROLE, p.source)

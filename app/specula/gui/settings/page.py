@@ -49,6 +49,8 @@ class SettingsPage(QScrollArea):
         self.theme = QComboBox()
         self.theme.addItem("Dark", "dark")
         self.theme.addItem("Light", "light")
+        self.theme.addItem("System", "system")
+        self.theme.setToolTip("System: light or dark as the desktop is, following its changes")
         self.theme.setCurrentIndex(max(self.theme.findData(s.theme), 0))
         self.theme.setMinimumWidth(160)
         form.addRow("Theme", self.theme)
@@ -93,15 +95,16 @@ class SettingsPage(QScrollArea):
             "with the same engine and speculative settings as the chat; requests queue with "
             "your own replies. Speculative statistics come back in a \"specula\" field.")
         form.addRow(self.serve)
-        self.port = spin(1, 65535, DEFAULT_PORT, "TCP port on 127.0.0.1")
+        self.port = spin(1, 65535, s.server_port or DEFAULT_PORT, "TCP port on 127.0.0.1")
         form.addRow("Port", self.port)
-        self.serve_status = QLabel("Local server off.")
+        self.serve_status = QLabel(ctx.server.message)
         self.serve_status.setObjectName("Muted")
         self.serve_status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         form.addRow(self.serve_status)
         lay.addWidget(served)
         self.serve.toggled.connect(self._toggle_server)
         ctx.server.state_changed.connect(self._server_state)
+        self._server_state(ctx.server.running, ctx.server.message)
 
         spec = QGroupBox("Default speculative settings")
         spec_lay = QVBoxLayout(spec)
@@ -162,6 +165,11 @@ class SettingsPage(QScrollArea):
     def _server_state(self, running: bool, message: str) -> None:
         self.serve_status.setText(message)
         self.port.setEnabled(not running)
+        server = self.ctx.server.server
+        if running and server is not None and self.port.value() != server.port:
+            self.port.blockSignals(True)
+            self.port.setValue(server.port)  # started from the chat's chip or at start
+            self.port.blockSignals(False)
         if self.serve.isChecked() != running:
             self.serve.blockSignals(True)
             self.serve.setChecked(running)
