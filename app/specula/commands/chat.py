@@ -137,8 +137,8 @@ def run(a: argparse.Namespace) -> int:
         try:
             for ev in engine.chat(msgs, reply, spec, cancel):
                 if isinstance(ev, TokenEvent):
-                    if color and ev.source in (Source.DRAFT, Source.LOOKUP):
-                        sys.stdout.write((GREEN if ev.source is Source.DRAFT else CYAN) + ev.text + RESET)
+                    if color and ev.source in (Source.DRAFT, Source.LOOKUP, Source.MTP):
+                        sys.stdout.write((CYAN if ev.source is Source.LOOKUP else GREEN) + ev.text + RESET)
                     else:
                         sys.stdout.write(ev.text)
                     sys.stdout.flush()
