@@ -1,0 +1,164 @@
+"""The tiny model families load in llama.cpp, decode, and are what they claim to be.
+
+llama.cpp itself is the independent judge here: ``llama_model_is_recurrent`` /
+``llama_model_is_hybrid`` / ``llama_model_n_layer_nextn`` for what each file is,
+and the size of a sequence's recurrent state as llama.cpp saves it
+(``llama_state_seq_get_size_ext`` with ``PARTIAL_ONLY``) for the header's state size.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Iterator
+from pathlib import Path
+
+import llama_cpp as L
+import numpy as np
+import pytest
+
+from specula.core.engine.batch import Batch
+from specula.core.engine.llama import Context, Model
+from specula.core.gguf.memory_kind import MemoryKind
+from specula.core.gguf.model_info import read_model_info
+from specula.tools.tiny_families import FAMILIES, build_qwen35_mtp
+
+KEYS = sorted(FAMILIES)
+PROMPT = [0, 104, 101, 108, 108, 111, 32, 119, 111, 114, 108, 100]  # BOS "hello world"
+PARTIAL_ONLY = 1  # LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY (llama.h)
+
+
+@pytest.fixture(scope="module")
+def models(families: dict[str, Path]) -> Iterator[dict[str, Model]]:
+    loaded = {k: Model(p) for k, p in families.items()}
+    yield loaded
+    for m in loaded.values():
+        m.close()
+
+
+def _greedy(model: Model, prompt: list[int], n: int) -> tuple[list[int], list[np.ndarray]]:
+    """``n`` greedy tokens decoded one at a time after a one-batch prefill."""
+    ctx = Context(model, n_ctx=256, n_threads=1)
+    b = Batch(256)
+    b.fill(prompt, 0, outputs="last")
+    ctx.decode(b)
+    out: list[int] = []
+    rows: list[np.ndarray] = []
+    for i in range(n):
+        row = ctx.logits(-1).copy()
+        rows.append(row)
+        out.append(int(np.argmax(row)))
+        b.fill([out[-1]], len(prompt) + i, outputs="last")
+        ctx.decode(b)
+    ctx.close()
+    return out, rows
+
+
+def _fresh_logits(model: Model, tokens: list[int]) -> np.ndarray:
+    ctx = Context(model, n_ctx=256, n_threads=1)
+    b = Batch(256)
+    b.fill(tokens, 0, outputs="last")
+    ctx.decode(b)
+    row = ctx.logits(-1).copy()
+    ctx.close()
+    return row
+
+
+@pytest.mark.parametrize("family", KEYS)
+def test_llama_cpp_says_what_each_family_is(models: dict[str, Model], family: str) -> None:
+    _builder, arch, memory, nextn = FAMILIES[family]
+    for key in (family, f"{family}-draft"):
+        m = models[key]
+        assert m.meta("general.architecture") == arch
+        assert bool(L.llama_model_is_recurrent(m.ptr)) is (memory == "recurrent")
+        assert bool(L.llama_model_is_hybrid(m.ptr)) is (memory == "hybrid")
+        assert int(L.llama_model_n_layer_nextn(m.ptr)) == nextn
+        assert m.n_vocab == 398  # the tiny tokenizer of specula.tools.tiny_models
+
+
+@pytest.mark.parametrize("family", KEYS)
+def test_header_memory_kind_agrees_with_llama_cpp(families: dict[str, Path],
+                                                  models: dict[str, Model], family: str) -> None:
+    info = read_model_info(families[family])
+    m = models[family]
+    expected = (MemoryKind.RECURRENT if L.llama_model_is_recurrent(m.ptr) else
+                MemoryKind.HYBRID if L.llama_model_is_hybrid(m.ptr) else MemoryKind.ATTENTION)
+    assert info.memory is expected
+    assert (info.nextn_layers or 0) == int(L.llama_model_n_layer_nextn(m.ptr))
+
+
+@pytest.mark.parametrize("family", KEYS)
+def test_each_family_decodes_consistently(models: dict[str, Model], family: str) -> None:
+    """Token by token equals a fresh one-batch prefill (the state carries over exactly), the
+    logits are finite, and greedy decoding does not collapse onto one token."""
+    m = models[family]
+    tokens, rows = _greedy(m, PROMPT, 12)
+    assert all(np.isfinite(r).all() for r in rows)
+    assert len(set(tokens)) >= 3, tokens
+    for i in (0, 5, 11):
+        fresh = _fresh_logits(m, PROMPT + tokens[:i])
+        assert int(np.argmax(fresh)) == tokens[i]
+        assert np.allclose(fresh, rows[i], atol=1e-2)  # batch shapes: float noise
+
+
+@pytest.mark.parametrize("family", KEYS)
+def test_the_draft_agrees_often_but_not_always(models: dict[str, Model], family: str) -> None:
+    """Teacher-forced on the target's greedy reply, the noisy copy picks the same token at
+    most positions and a different one at some: drafts are accepted and rejected."""
+    target, draft = models[family], models[f"{family}-draft"]
+    tokens, _rows = _greedy(target, PROMPT, 40)
+    ctx = Context(draft, n_ctx=256, n_threads=1)
+    b = Batch(256)
+    b.fill(PROMPT + tokens, 0, outputs="all")
+    ctx.decode(b)
+    base = len(PROMPT) - 1
+    agree = sum(int(np.argmax(ctx.logits(base + i))) == tokens[i] for i in range(len(tokens)))
+    ctx.close()
+    print(f"[{family}] draft agrees on {agree}/{len(tokens)}")
+    assert 0.5 * len(tokens) <= agree < len(tokens)
+
+
+def test_mtp_trunk_at_full_gain_is_the_hybrid(models: dict[str, Model], tmp_path: Path) -> None:
+    """qwen35-mtp draws qwen35's weights: at full gain it is qwen35 plus one NextN layer that
+    the main pass does not run; at its default gain the trunk differs (weaker blocks)."""
+    full = Model(build_qwen35_mtp(tmp_path / "full.gguf", out_gain=1.0))
+    try:
+        a = _fresh_logits(models["qwen35"], PROMPT)
+        assert np.array_equal(a, _fresh_logits(full, PROMPT))
+        assert not np.array_equal(a, _fresh_logits(models["qwen35-mtp"], PROMPT))
+    finally:
+        full.close()
+
+
+def test_mtp_layer_loads(families: dict[str, Path]) -> None:
+    """With ``load_mtp`` the NextN tensors load too (llama.cpp skips them otherwise)."""
+    from specula.core.engine.llama import ensure_backend
+
+    ensure_backend()
+    params = L.llama_model_default_params()
+    params.load_mtp = True
+    ptr = L.llama_model_load_from_file(str(families["qwen35-mtp"]).encode(), params)
+    assert ptr
+    try:
+        assert int(L.llama_model_n_layer_nextn(ptr)) == 1
+        assert int(L.llama_model_n_params(ptr)) > 0
+    finally:
+        L.llama_model_free(ptr)
+
+
+@pytest.mark.parametrize("family", [k for k in KEYS if FAMILIES[k][2] != "attention"])
+def test_header_state_size_is_llama_cpps(families: dict[str, Path], models: dict[str, Model],
+                                         family: str) -> None:
+    """The recurrent state the header promises is what llama.cpp saves for a sequence
+    (its partial state: the recurrent part only, plus a few bytes of bookkeeping)."""
+    info = read_model_info(families[family])
+    assert info.recurrent_state_bytes
+    ctx = Context(models[family], n_ctx=256, n_threads=1)
+    b = Batch(256)
+    b.fill(PROMPT, 0, outputs="last")
+    ctx.decode(b)
+    raw = ctx._ctx  # the llama_context pointer (test-only access)
+    size = int(L.llama_state_seq_get_size_ext(raw, 0, PARTIAL_ONLY))
+    ctx.close()
+    print(f"[{family}] header {info.recurrent_state_bytes} B, llama.cpp partial state {size} B")
+    assert info.recurrent_state_bytes <= size < info.recurrent_state_bytes + 256
+    assert ctypes.sizeof(ctypes.c_float) == 4
