@@ -42,8 +42,6 @@ from tests.core.engine.conftest import PLAIN, run
 from tests.core.engine.reference import FreshTarget, Transform
 from tests.core.engine.sampling_runs import ALPHA_PASS, check, prompt_of, spec
 
-tiny_families = pytest.importorskip("specula.tools.tiny_families")
-
 PROMPTS = ["hello world the model", "def print(self): return the code", "x",
            "the model and the token " * 4]
 GREEDY = SamplingParams(max_tokens=40)
@@ -51,10 +49,9 @@ MTP = SpecConfig(mode=Mode.MTP)
 
 
 @pytest.fixture(scope="module")
-def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    d = tmp_path_factory.mktemp("mtp-models")
-    return {"mtp": tiny_families.build_qwen35_mtp(d / "tiny-qwen35-mtp.gguf"),
-            "qwen35": tiny_families.build_qwen35(d / "tiny-qwen35.gguf")}
+def models(families: dict[str, Path]) -> dict[str, Path]:
+    """The qwen35 with one NextN layer, and the same trunk without it."""
+    return {"mtp": families["qwen35-mtp"], "qwen35": families["qwen35"]}
 
 
 def _cut_is_exact(path: Path) -> bool:
