@@ -285,18 +285,18 @@ class Engine:
         """Adaptive on a target with an MTP head: the head in the draft's place, or, with a
         draft model too, the faster of the two by measured rate (mtp_choice.py)."""
         key = "adaptive-mtp" if self._drafter is None else "adaptive-both"
-        pol = self._policies.get(key)
-        if pol is None:
-            mtp = MTPAsDraft(AdaptivePolicy(spec, self._policy_state_path("adaptive-mtp")))
-            if self._drafter is None:
-                pol = mtp
-            else:
-                draft = AdaptivePolicy(spec, self._policy_state_path("adaptive"))
-                if self.calibration is not None:
-                    self.calibration.seed(draft.cost)
-                pol = RateChooser({"mtp": mtp, "draft": draft})
-            self._policies[key] = pol
-        pol.cfg = spec  # type: ignore[attr-defined]
+        known = self._policies.get(key)
+        if isinstance(known, (MTPAsDraft, RateChooser)):
+            known.cfg = spec
+            return known
+        mtp = MTPAsDraft(AdaptivePolicy(spec, self._policy_state_path("adaptive-mtp")))
+        pol: MTPAsDraft | RateChooser = mtp
+        if self._drafter is not None:
+            draft = AdaptivePolicy(spec, self._policy_state_path("adaptive"))
+            if self.calibration is not None:
+                self.calibration.seed(draft.cost)
+            pol = RateChooser({"mtp": mtp, "draft": draft})
+        self._policies[key] = pol
         return pol
 
     def _policy_state_path(self, mode: str) -> Path:

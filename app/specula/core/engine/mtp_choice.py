@@ -95,6 +95,7 @@ class RateChooser:
         self.arms = arms
         self.rate: dict[str, float] = {}  # tokens per second of each arm's replies (EWMA)
         self.current = next(iter(arms))
+        self.wants: frozenset[DraftSource] = frozenset()  # the current arm's (per reply)
         self.replies = 0
         self._tokens = 0
         self._seconds = 0.0
@@ -115,10 +116,6 @@ class RateChooser:
         return self.arms[self.current]
 
     @property
-    def wants(self) -> frozenset[DraftSource]:  # type: ignore[override]
-        return self.arm.wants
-
-    @property
     def reads_confidence(self) -> bool:
         return self.arm.reads_confidence
 
@@ -126,11 +123,12 @@ class RateChooser:
         untried = [k for k in self.arms if k not in self.rate]
         if untried:
             self.current = untried[0]
-            return
-        best = max(self.rate, key=lambda k: self.rate[k])
-        others = [k for k in self.arms if k != best]
-        retry = others and self.replies % RETRY_EVERY == 0
-        self.current = others[0] if retry else best
+        else:
+            best = max(self.rate, key=lambda k: self.rate[k])
+            others = [k for k in self.arms if k != best]
+            retry = bool(others) and self.replies % RETRY_EVERY == 0
+            self.current = others[0] if retry else best
+        self.wants = self.arm.wants
 
     def plan(self, inp: PlanInput) -> Plan:
         return self.arm.plan(inp)

@@ -112,7 +112,6 @@ class MTPContext(NativeHandle):
         self._embd = L.llama_embd()
         self._embd.n_rows = 1
         self._embd.n_embd = self.n_embd
-        self._row_type = ctypes.c_float * self.n_embd
 
     @property
     def n_ctx(self) -> int:
@@ -158,8 +157,8 @@ class MTPContext(NativeHandle):
         ptr = _ext.llama_get_embeddings_nextn_ith(self.ctx.ptr, -1)
         if not ptr:
             raise DecodeError("the MTP head returned no hidden row")
-        return np.frombuffer(self._row_type.from_address(ctypes.addressof(ptr.contents)),
-                             dtype=np.float32).copy()
+        out: F32 = np.array(np.ctypeslib.as_array(ptr, shape=(self.n_embd,)), dtype=np.float32)
+        return out
 
     def close(self) -> None:
         if getattr(self, "_batch", None):
@@ -177,5 +176,5 @@ def target_rows(target: Context, n: int, n_embd: int) -> F32 | None:
     ptr = _ext.llama_get_embeddings_nextn(target.ptr)  # unmasked: one row per batch entry
     if not ptr:
         return None
-    buf = (ctypes.c_float * (n * n_embd)).from_address(ctypes.addressof(ptr.contents))
-    return np.frombuffer(buf, dtype=np.float32).reshape(n, n_embd).copy()
+    out: F32 = np.array(np.ctypeslib.as_array(ptr, shape=(n, n_embd)), dtype=np.float32)
+    return out
