@@ -297,6 +297,24 @@ def test_every_row_fed_is_the_targets_row_of_the_token_before(eng: Engine,
     """Prefill, plain steps, verify steps with rejections, the carried row m, and a second
     reply: each token the head is fed from the target pairs with a fresh target's row of
     the token before it (zeros at position 0), as in llama.cpp's draft-mtp loop."""
+    _check_rows(eng, params)
+
+
+def test_a_carry_one_row_off_is_caught(eng: Engine) -> None:
+    """The check above has power: rows of the token itself instead of the one before."""
+    head = eng._mtp
+    assert head is not None
+    right = head.rows_for
+
+    def shifted(start: int, end: int, window: np.ndarray | None, valid: int) -> np.ndarray:
+        return right(start + 1, end + 1, window, valid)
+
+    head.rows_for = shifted  # type: ignore[method-assign]
+    with pytest.raises(AssertionError):
+        _check_rows(eng, GREEDY)
+
+
+def _check_rows(eng: Engine, params: SamplingParams) -> None:
     head = eng._mtp
     assert head is not None
     fed = _recorded_rows(eng, head)

@@ -76,7 +76,7 @@ class MTPHead(DraftModel):
         self._row: F32 | None = None  # the head's own row after its last decode
         self.watching = False
         self.missing_rows = 0  # rows fed as zeros because the target's was gone
-        self.row_of = self._row_of  # patch point: the tests break the carried row on purpose
+        self.rows_for = self._rows_for  # patch point: a test breaks the carried rows on purpose
 
     # -- DraftModel's face ---------------------------------------------------------------
     @property
@@ -174,14 +174,19 @@ class MTPHead(DraftModel):
                 self._win_toks = self._win_toks[:keep]
                 self._win_rows = [np.concatenate(self._win_rows)[:keep]]
 
-    def _row_of(self, pos: int, rows: F32 | None, valid: int) -> F32 | None:
-        """The target's row of position ``pos`` (the input of the token after it): from the
-        window when it holds that position for the reply's own tokens, else None."""
-        i = pos - self._win_start
-        if rows is not None and 0 <= i < valid:
-            out: F32 = rows[i]
-            return out
-        return None
+    def _rows_for(self, start: int, end: int, window: F32 | None, valid: int) -> F32:
+        """The input rows of positions ``start..end-1``: position p pairs with the target's
+        row of p - 1, from the window where it holds that position for the reply's own
+        tokens (its first ``valid`` rows); zeros at position 0 (llama.cpp's start) and
+        where the row is gone (counted in ``missing_rows``)."""
+        rows = np.zeros((end - start, self.n_embd), dtype=np.float32)
+        lo = max(start, 1)
+        ws = self._win_start
+        a, b = max(lo, ws + 1), min(end, ws + valid + 1)  # positions whose row p-1 is there
+        if window is not None and b > a:
+            rows[a - start:b - start] = window[a - 1 - ws:b - 1 - ws]
+        self.missing_rows += max(end - lo, 0) - max(b - a, 0)
+        return rows
 
     # -- feeding -------------------------------------------------------------------------
     def _cut(self) -> None:
@@ -214,15 +219,7 @@ class MTPHead(DraftModel):
         ws = self._win_start
         valid = common_prefix(self._win_toks, committed[ws:ws + len(self._win_toks)]) \
             if ws < len(committed) else 0
-        rows = np.zeros((end - start, self.n_embd), dtype=np.float32)
-        for p in range(start, end):
-            if p == 0:
-                continue  # the first position has no token before it (llama.cpp: zeros)
-            r = self.row_of(p - 1, rows_all, valid)
-            if r is None:
-                self.missing_rows += 1
-            else:
-                rows[p - start] = r
+        rows = self.rows_for(start, end, rows_all, valid)
         toks = list(committed[start:end])
         spent = 0.0
         step = self.mtp.ctx.n_batch
