@@ -342,3 +342,20 @@ def _check_rows(eng: Engine, params: SamplingParams) -> None:
     assert head.missing_rows == 0
     # the mirror is the context: what the head says it holds is what llama.cpp holds
     assert head.ctx.pos_max(0) + 1 == len(head.tokens)
+
+
+def test_adaptive_drafts_with_the_head_when_no_draft_model(eng: Engine) -> None:
+    """Adaptive on a target with MTP and no draft model drafts with the head (MTP tokens),
+    and the reply is plain's. The clock is fake so the policy's timing-based choices are a
+    function of the code path alone."""
+    from tests.core.engine.sampling_runs import fake_clock
+
+    spec_ = SpecConfig(mode=Mode.ADAPTIVE, draft_max=3)
+    sources: set[str] = set()
+    with fake_clock():
+        for prompt in PROMPTS:
+            plain, _ = run(eng, prompt, GREEDY, PLAIN)
+            done, events = run(eng, prompt, GREEDY, spec_)
+            assert done.token_ids == plain.token_ids, prompt
+            sources |= {ev.source.value for ev in events}
+    assert "mtp" in sources
