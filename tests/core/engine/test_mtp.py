@@ -359,3 +359,11 @@ def test_adaptive_drafts_with_the_head_when_no_draft_model(eng: Engine) -> None:
             assert done.token_ids == plain.token_ids, prompt
             sources |= {ev.source.value for ev in events}
     assert "mtp" in sources
+
+
+def test_info_says_how_to_draft_with_the_head(models: dict[str, Path]) -> None:
+    from specula.commands.info import format_info
+    from specula.core.gguf.model_info import read_model_info
+
+    assert "--mode mtp" in format_info(read_model_info(models["mtp"]))
+    assert "--mode mtp" not in format_info(read_model_info(models["qwen35"]))
