@@ -367,3 +367,20 @@ def test_info_says_how_to_draft_with_the_head(models: dict[str, Path]) -> None:
 
     assert "--mode mtp" in format_info(read_model_info(models["mtp"]))
     assert "--mode mtp" not in format_info(read_model_info(models["qwen35"]))
+
+
+def test_a_head_that_cannot_open_leaves_the_target_usable(models: dict[str, Path],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Drafting is optional: when the MTP context cannot be made (memory), the target loads
+    and replies without its head."""
+    def refuse(self: mtp_native.MTPContext, *a: Any, **kw: Any) -> None:
+        raise LoadError("could not create a context (not enough memory?)")
+
+    monkeypatch.setattr(mtp_native.MTPContext, "__init__", refuse)
+    e = make(models["mtp"])
+    try:
+        assert e.has_target and e.mtp_layers == 0
+        done, _ = run(e, PROMPTS[2], GREEDY, MTP)
+        assert done.stats.drafted == 0 and done.token_ids
+    finally:
+        e.close()

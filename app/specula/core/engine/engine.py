@@ -10,6 +10,7 @@ server's queue) calls it.
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -55,6 +56,7 @@ __all__ = [
     "LoadError",
 ]
 
+log = logging.getLogger("specula.engine")
 Progress = Callable[[float], bool]
 MAX_VERIFY_TOKENS = 64  # n_outputs_max: the largest verify batch (chain or tree) plus margin
 
@@ -178,11 +180,15 @@ class Engine:
                                 load_mtp=load_mtp)
         try:
             template = ChatTemplate.for_model(model)
-            head = open_head(model, ctx)  # None: no MTP layers (no MTP context is opened)
-        except (TemplateError, LoadError) as exc:  # a template that does not compile fails the load
+        except TemplateError as exc:  # a template that does not compile fails the load
             ctx.close()
             model.close()
             raise LoadError(f"{path}: {exc}") from None
+        try:
+            head = open_head(model, ctx)  # None: no MTP layers (no MTP context is opened)
+        except LoadError as exc:  # the target still serves; it drafts without its head
+            log.warning("%s: the MTP layers cannot draft (%s)", path, exc)
+            head = None
         self.unload()
         self._target, self.target_info = model, info
         self._template = template
