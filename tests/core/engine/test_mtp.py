@@ -258,11 +258,11 @@ def _recorded_rows(eng: Engine, head: MTPHead) -> list[tuple[int, list[int], np.
 
     feed_one = head.feed_one
 
-    def own_row(token: int) -> float | None:
+    def own_row(token: int, *, first: bool = False) -> float | None:
         nonlocal own
         own = True
         try:
-            return feed_one(token)
+            return feed_one(token, first=first)
         finally:
             own = False
 

@@ -246,8 +246,9 @@ class MTPHead(DraftModel):
             return 0, 0.0
         return self._safe_feed(committed, len(committed), logits=True)
 
-    def feed_one(self, token: int) -> float | None:
-        """Feed a drafted token with the head's own row of the token before it."""
+    def feed_one(self, token: int, *, first: bool = False) -> float | None:
+        """Feed a drafted token with the head's own row of the token before it (``first``
+        needs nothing here: the head's memory is attention only, cut by seq_rm)."""
         if self._row is None:
             return None
         try:
