@@ -73,6 +73,7 @@ class MTPHead(DraftModel):
         self._win_toks: list[int] = []
         self._win_rows: list[F32] = []
         self._committed: Sequence[int] = ()  # the reply's tokens (begin hands them over)
+        self._sure, self._sure_of = 0, self._committed  # entries known to hold that list
         self._row: F32 | None = None  # the head's own row after its last decode
         self.watching = False
         self.missing_rows = 0  # rows fed as zeros because the target's was gone
@@ -115,7 +116,12 @@ class MTPHead(DraftModel):
         self._row = None
 
     def _agreement(self, committed: Sequence[int]) -> int:
-        return common_prefix(self.tokens[: self.held], committed)
+        """How many of the ``held`` entries hold ``committed``'s tokens. The reply's list
+        only grows by appending: what agreed with it last time is not compared again."""
+        start = min(self._sure, self.held) if committed is self._sure_of else 0
+        n = min(common_prefix(self.tokens, committed, start), self.held)
+        self._sure, self._sure_of = n, committed
+        return n
 
     # -- the target's rows (llama.cpp's process()) ---------------------------------------
     def watch(self, on: bool) -> None:
