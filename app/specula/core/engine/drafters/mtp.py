@@ -73,7 +73,8 @@ class MTPHead(DraftModel):
         self._win_toks: list[int] = []
         self._win_rows: list[F32] = []
         self._committed: Sequence[int] = ()  # the reply's tokens (begin hands them over)
-        self._sure, self._sure_of = 0, self._committed  # entries known to hold that list
+        self._sure = 0  # entries known to hold the tokens of ``_sure_of``
+        self._sure_of: Sequence[int] = ()
         self._row: F32 | None = None  # the head's own row after its last decode
         self.watching = False
         self.missing_rows = 0  # rows fed as zeros because the target's was gone
