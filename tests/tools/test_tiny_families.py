@@ -162,3 +162,69 @@ def test_header_state_size_is_llama_cpps(families: dict[str, Path], models: dict
     print(f"[{family}] header {info.recurrent_state_bytes} B, llama.cpp partial state {size} B")
     assert info.recurrent_state_bytes <= size < info.recurrent_state_bytes + 256
     assert ctypes.sizeof(ctypes.c_float) == 4
+
+
+def _mtp_guesses(path: Path, n: int = 60) -> int:
+    """Teacher-forced: at how many of the target's ``n`` greedy positions the NextN head's
+    argmax is the target's next token. The MTP context is fed what llama.cpp's
+    draft-mtp feeds it (common/speculative.cpp): token k with the target's hidden row k-1."""
+    from llama_cpp import llama_cpp_ext as X
+
+    from specula.core.engine.llama import ensure_backend
+
+    ensure_backend()
+    mp = L.llama_model_default_params()
+    mp.load_mtp = True
+    model = L.llama_model_load_from_file(str(path).encode(), mp)
+    assert model
+    n_vocab = L.llama_vocab_n_tokens(L.llama_model_get_vocab(model))
+    n_embd = L.llama_model_n_embd(model)
+    ref = Model(path)
+    seq = PROMPT + _greedy(ref, PROMPT, n)[0]
+    ref.close()
+
+    def params(mtp_of: object = None) -> object:
+        cp = L.llama_context_default_params()
+        cp.n_ctx = cp.n_batch = cp.n_ubatch = 256
+        cp.n_threads = cp.n_threads_batch = 1
+        if mtp_of is not None:
+            cp.ctx_type, cp.ctx_other, cp.n_rs_seq = L.LLAMA_CONTEXT_TYPE_MTP, mtp_of, 0
+        return cp
+
+    tgt = L.llama_init_from_model(model, params())
+    X.llama_set_embeddings_nextn(tgt, True, False)
+    arr = (L.llama_token * len(seq))(*seq)
+    assert L.llama_decode(tgt, L.llama_batch_get_one(arr, len(seq))) == 0
+    hidden = np.ctypeslib.as_array(X.llama_get_embeddings_nextn(tgt), shape=(len(seq), n_embd)).copy()
+    mtp = L.llama_init_from_model(model, params(tgt))
+    X.llama_set_embeddings_nextn(mtp, True, True)
+    batch = L.llama_batch_ext_init(mtp)
+    rows = [np.zeros(n_embd, dtype=np.float32), *hidden[:-1]]
+    for k, token in enumerate(seq):
+        idx = L.llama_batch_ext_add_token(batch, 0, token)
+        pos = L.llama_pos(k)
+        L.llama_batch_ext_set_pos(batch, idx, ctypes.byref(pos))
+        row = rows[k]
+        L.llama_batch_ext_set_embd_token(batch, idx, L.llama_embd(
+            row.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), 1, n_embd))
+        L.llama_batch_ext_set_output_logits(batch, idx, True)
+    assert L.llama_process(mtp, L.LLAMA_PROCESS_TYPE_DECODE, batch) == 0
+    hits = 0
+    for k in range(len(PROMPT) - 1, len(seq) - 1):
+        logits = np.ctypeslib.as_array(L.llama_get_logits_ith(mtp, k), shape=(n_vocab,))
+        hits += int(np.argmax(logits)) == seq[k + 1]
+    L.llama_batch_ext_free(batch)
+    L.llama_free(mtp)
+    L.llama_free(tgt)
+    L.llama_model_free(model)
+    return hits
+
+
+def test_the_mtp_head_guesses_often_but_not_always(families: dict[str, Path], tmp_path: Path) -> None:
+    """The NextN head of qwen35-mtp agrees with the target at a fair share of positions, so an
+    MTP draft is accepted and rejected; a head without the embedding pass-through almost never."""
+    hits = _mtp_guesses(families["qwen35-mtp"])
+    blind = _mtp_guesses(build_qwen35_mtp(tmp_path / "blind.gguf", mtp_align=0.0))
+    print(f"[qwen35-mtp] MTP head guesses {hits}/60 (without the pass-through: {blind}/60)")
+    assert 15 <= hits < 60
+    assert blind <= 5

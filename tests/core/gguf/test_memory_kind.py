@@ -35,13 +35,13 @@ STATE = {
 # family -> (architecture, memory, block count, attention layers, recurrent layers,
 #            experts, experts used, MTP layers)
 EXPECTED = {
-    "mamba": ("mamba", MemoryKind.RECURRENT, 2, 0, 2, None, None, None),
-    "mamba2": ("mamba2", MemoryKind.RECURRENT, 2, 0, 2, None, None, None),
-    "qwen35": ("qwen35", MemoryKind.HYBRID, 4, 1, 3, None, None, None),
-    "granitehybrid": ("granitehybrid", MemoryKind.HYBRID, 4, 1, 3, None, None, None),
-    "lfm2": ("lfm2", MemoryKind.HYBRID, 4, 1, 3, None, None, None),
-    "qwen3moe": ("qwen3moe", MemoryKind.ATTENTION, 2, 2, 0, 4, 2, None),
-    "qwen35-mtp": ("qwen35", MemoryKind.HYBRID, 5, 1, 3, None, None, 1),
+    "mamba": ("mamba", MemoryKind.RECURRENT, 2, 0, 2, 0, 0, 0),
+    "mamba2": ("mamba2", MemoryKind.RECURRENT, 2, 0, 2, 0, 0, 0),
+    "qwen35": ("qwen35", MemoryKind.HYBRID, 4, 1, 3, 0, 0, 0),
+    "granitehybrid": ("granitehybrid", MemoryKind.HYBRID, 4, 1, 3, 0, 0, 0),
+    "lfm2": ("lfm2", MemoryKind.HYBRID, 4, 1, 3, 0, 0, 0),
+    "qwen3moe": ("qwen3moe", MemoryKind.ATTENTION, 2, 2, 0, 4, 2, 0),
+    "qwen35-mtp": ("qwen35", MemoryKind.HYBRID, 5, 1, 3, 0, 0, 1),
 }
 
 
@@ -51,7 +51,7 @@ def test_header_says_what_each_family_is(families: dict[str, Path], family: str)
     for key in (family, f"{family}-draft"):
         info = read_model_info(families[key])
         assert info.architecture == arch and info.memory is memory
-        assert info.n_layers == blocks and info.trunk_layers == blocks - (nextn or 0)
+        assert info.n_layers == blocks and info.trunk_layers == blocks - nextn
         assert (info.attention_layers, info.recurrent_layers) == (attn, recr)
         assert (info.expert_count, info.expert_used_count, info.nextn_layers) == (experts, used, nextn)
         assert info.recurrent_state_bytes == STATE[family]
@@ -62,7 +62,7 @@ def test_the_tiny_llama_is_attention(tiny: dict[str, Path]) -> None:
     info = read_model_info(tiny["target"])
     assert info.memory is MemoryKind.ATTENTION
     assert (info.attention_layers, info.recurrent_layers, info.recurrent_state_bytes) == (2, 0, 0)
-    assert info.nextn_layers is None and info.expert_count is None
+    assert (info.nextn_layers, info.expert_count, info.expert_used_count) == (0, 0, 0)
 
 
 @pytest.mark.parametrize(("arch", "kind"), [

@@ -98,8 +98,9 @@ class ModelInfo:
     chat_template: str | None = field(default=None, repr=False)
     tokenizer: TokenizerInfo | None = field(default=None, repr=False)
     # What the model is (see memory_kind.py): mixture of experts, MTP layers, and the
-    # layers that hold a KV cache or a recurrent state. None: the header does not say
-    # (or an index entry written before these fields existed).
+    # layers that hold a KV cache or a recurrent state. Counts are 0 when the header has
+    # no such key (llama.cpp's default); None means not known: a shape the header does
+    # not give, or a library index entry written before these fields existed.
     expert_count: int | None = None
     expert_used_count: int | None = None
     nextn_layers: int | None = None  # <arch>.nextn_predict_layers: MTP layers after the trunk
@@ -296,14 +297,14 @@ def model_info_from_header(header: GGUFHeader) -> ModelInfo:
     size_label = f.label("general.size_label") or (size_label_for(n_params) if n_params else None)
     vocab_size = len(tok.tokens) if tok else a_int("vocab_size")
     n_layers = a_int("block_count")
-    nextn = a_int("nextn_predict_layers")
+    nextn = a_int("nextn_predict_layers") or 0  # llama.cpp's default when absent
     used_key = f"{arch}.expert_used_count"
     if arch and isinstance(f.get(used_key), list):  # per-layer in some architectures
         expert_used = max(f.int_list(used_key), default=None)
     else:
         expert_used = a_int("expert_used_count")
-    trunk = n_layers - (nextn or 0) if n_layers is not None else None
-    if nextn is not None and (nextn < 0 or (trunk is not None and trunk < 0)):
+    trunk = n_layers - nextn if n_layers is not None else None
+    if nextn < 0 or (trunk is not None and trunk < 0):
         raise f.bad(f"{arch}.nextn_predict_layers", f"at most the block count ({n_layers})", nextn)
     shape = memory_shape(arch, f.get, trunk)
     return ModelInfo(
@@ -333,8 +334,8 @@ def model_info_from_header(header: GGUFHeader) -> ModelInfo:
         gguf_version=header.version,
         chat_template=template,
         tokenizer=tok,
-        expert_count=a_int("expert_count"),
-        expert_used_count=expert_used,
+        expert_count=a_int("expert_count") or 0,
+        expert_used_count=expert_used or 0,
         nextn_layers=nextn,
         attention_layers=shape.attention_layers,
         recurrent_layers=shape.recurrent_layers,

@@ -41,6 +41,8 @@ def memory_note(kind: MemoryKind | None) -> str:
 
 def experts_note(total: int | None, used: int | None) -> str:
     """One line on what mixture-of-experts routing means for speculation."""
+    if total is None:
+        return "not known"
     if not total:
         return "none (dense: every weight works on every token)"
     active = f"{used} active per token" if used else "active count not given"
@@ -50,6 +52,8 @@ def experts_note(total: int | None, used: int | None) -> str:
 
 def mtp_note(layers: int | None, architecture: str | None) -> str:
     """One line on the model's MTP (NextN) layers."""
+    if layers is None:
+        return "not known"
     if not layers:
         return "none (drafting needs a draft model or lookup)"
     n = f"{layers} layer" + ("s" if layers != 1 else "")

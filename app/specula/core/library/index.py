@@ -20,7 +20,7 @@ from pathlib import Path
 from specula.core import paths
 from specula.core.gguf.model_info import ModelInfo
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2  # 2: ModelInfo says what a model is (memory, experts, MTP): read headers again
 _INFO_FIELDS = {f.name for f in dataclasses.fields(ModelInfo)} - {"tokenizer", "chat_template"}
 
 
