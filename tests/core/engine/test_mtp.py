@@ -384,3 +384,31 @@ def test_a_head_that_cannot_open_leaves_the_target_usable(models: dict[str, Path
         assert done.stats.drafted == 0 and done.token_ids
     finally:
         e.close()
+
+
+def test_with_a_draft_model_too_adaptive_tries_both_then_the_faster(
+        models: dict[str, Path], families: dict[str, Path], exact_cut: bool) -> None:
+    """Head and draft model both there: each reply runs one of the two adaptive policies
+    (the head's first, then the draft model's, then by measured rate); every reply is
+    plain's, and the head follows only the replies it may draft in."""
+    from specula.core.engine.mtp_choice import RateChooser
+    from tests.core.engine.sampling_runs import fake_clock
+
+    e = make(models["mtp"])
+    try:
+        e.load_draft(families["qwen35-mtp-draft"])
+        pol = e.policy_for(SpecConfig(mode=Mode.ADAPTIVE, draft_max=3))
+        assert isinstance(pol, RateChooser)
+        arms, watched = [], []
+        with fake_clock():
+            for prompt in PROMPTS[:3]:
+                plain, _ = run(e, prompt, GREEDY, PLAIN)
+                arms.append(pol.current)
+                done, _ = run(e, prompt, GREEDY, SpecConfig(mode=Mode.ADAPTIVE, draft_max=3))
+                watched.append(e._mtp.watching if e._mtp is not None else None)
+                assert done.token_ids == plain.token_ids, prompt
+        assert arms[:2] == ["mtp", "draft"]
+        assert set(pol.rate) == {"mtp", "draft"}
+        assert watched[:2] == [True, False]
+    finally:
+        e.close()
