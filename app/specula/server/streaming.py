@@ -44,7 +44,7 @@ def usage(prompt_tokens: int, done: Done) -> dict[str, int]:
 def spec_stats(done: Done, draft: str | None) -> dict[str, Any]:
     """The speculative statistics of one reply (acceptance is of drafted tokens)."""
     s = done.stats
-    return {
+    out = {
         "mode": s.mode, "draft": draft if s.mode != "plain" else None,
         "acceptance_rule": s.acceptance_rule,
         "drafted": s.drafted, "accepted": s.accepted,
@@ -54,6 +54,15 @@ def spec_stats(done: Done, draft: str | None) -> dict[str, Any]:
         "tokens_per_s": round(s.tokens_per_s, 2), "ttft_s": round(s.ttft_s, 4),
         "total_s": round(s.total_s, 4), "stop_reason": done.stop_reason.value,
     }
+    if s.memory != "attention":  # what keeping a recurrent target exact cost (kv.py)
+        out["memory"] = {
+            "kind": s.memory, "checkpoints": s.checkpoints,
+            "checkpoint_bytes": s.checkpoint_bytes_each,
+            "checkpoint_s": round(s.checkpoint_s + s.draft_checkpoint_s, 4),
+            "replayed_tokens": s.replayed_tokens, "replay_s": round(s.replay_s, 4),
+            "trees_as_chains": s.trees_as_chains,
+        }
+    return out
 
 
 def stats_header(stats: dict[str, Any]) -> str:

@@ -52,6 +52,7 @@ def format_report(report: BenchReport) -> str:
         if s.get("draft_catchup_s_median") or s.get("draft_catchup_tokens_median"):
             lines.append(f"  {mode:<10}{s['draft_catchup_s_median']:>8.2f} s"
                          f"{s['draft_catchup_tokens_median']:>8.0f} tokens")
+    lines.extend(_format_memory(report.summary))
     lines.append("")
     lines.append("Speedup by category (median)")
     for mode, s in report.summary.items():
@@ -61,6 +62,24 @@ def format_report(report: BenchReport) -> str:
         lines.append(f"  {mode:<10}" + "  ".join(f"{c} {v:.2f}x" for c, v in cats.items()))
     lines.extend(_format_oracle(report.oracle))
     return "\n".join(lines)
+
+
+def _format_memory(summary: dict[str, object]) -> list[str]:
+    """What keeping a recurrent or hybrid target exact cost (nothing on attention memory)."""
+    rows = [(m, s) for m, s in summary.items()
+            if isinstance(s, dict) and s.get("memory", "attention") != "attention"]
+    if not rows:
+        return []
+    lines = ["", f"Recurrent memory ({rows[0][1]['memory']}): checkpoints and replay, median per reply",
+             f"  {'mode':<10}{'ckpt KB':>9}{'ckpt ms/step':>14}{'replayed':>10}{'replay ms/step':>16}"
+             f"{'draft re-fed':>14}"]
+    for mode, s in rows:
+        lines.append(
+            f"  {mode:<10}{s['checkpoint_bytes'] / 1024:>9.0f}{s['checkpoint_ms_per_step_median']:>14.3f}"
+            f"{s['replayed_tokens_median']:>10.0f}{s['replay_ms_per_step_median']:>16.3f}"
+            f"{s['draft_replayed_tokens_median']:>14.0f}"
+        )
+    return lines
 
 
 def _format_oracle(orc: dict[str, object]) -> list[str]:

@@ -49,6 +49,16 @@ class RunResult:
     # its first draft step (see from_json).
     draft_catchup_s: float = 0.0
     draft_catchup_tokens: int = 0
+    # Keeping a recurrent or hybrid target exact (all 0 on attention memory): its memory
+    # kind, one checkpoint's bytes, the checkpoints' copy and restore time, tokens decoded
+    # again after a restore (target, and the draft's re-fed ones) and those decodes' time.
+    memory: str = "attention"
+    checkpoint_bytes: int = 0
+    checkpoints: int = 0
+    checkpoint_s: float = 0.0
+    replayed_tokens: int = 0
+    replay_s: float = 0.0
+    draft_replayed_tokens: int = 0
 
     @classmethod
     def from_json(cls, d: dict[str, object]) -> RunResult:
@@ -211,6 +221,12 @@ def summarize(runs: Sequence[RunResult]) -> dict[str, object]:
             "draft_catchup_s_median": _median([r.draft_catchup_s for r in rs]),
             "draft_catchup_tokens_median": _median([r.draft_catchup_tokens for r in rs]),
             "step_us_median": _median([r.step_us for r in rs]),
+            "memory": rs[0].memory,
+            "checkpoint_bytes": max((r.checkpoint_bytes for r in rs), default=0),
+            "checkpoint_ms_per_step_median": _median([1e3 * r.checkpoint_s / r.steps for r in rs if r.steps]),
+            "replayed_tokens_median": _median([float(r.replayed_tokens) for r in rs]),
+            "replay_ms_per_step_median": _median([1e3 * r.replay_s / r.steps for r in rs if r.steps]),
+            "draft_replayed_tokens_median": _median([float(r.draft_replayed_tokens) for r in rs]),
             "peak_rss_mb": max((r.peak_rss_bytes for r in rs), default=0) / 2**20,
             "identical": f"{sum(ident)}/{len(ident)}" if ident else "-",
         }

@@ -233,6 +233,9 @@ def _result(prompt: BenchPrompt, m: BenchMode, repeat: int, done: Done,
         draft_host_share=s.draft_host_s / s.step_s if s.step_s > 0 else 0.0,
         host_us_per_step=1e6 * s.overhead_s / s.steps if s.steps else 0.0,
         step_us=1e6 * s.step_s / s.steps if s.steps else 0.0,
+        memory=s.memory, checkpoint_bytes=s.checkpoint_bytes_each, checkpoints=s.checkpoints,
+        checkpoint_s=s.checkpoint_s + s.draft_checkpoint_s, replayed_tokens=s.replayed_tokens,
+        replay_s=s.replay_s, draft_replayed_tokens=s.draft_replayed_tokens,
     )
 
 

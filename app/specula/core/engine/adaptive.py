@@ -34,6 +34,7 @@ from specula.core.engine.cost_model import MEASURED, SHORT_FEED, CostModel, expe
 from specula.core.engine.drafters.base import DraftSource
 from specula.core.engine.drafters.lookup import long_copy
 from specula.core.engine.policy import Outcome, Plan, PlanInput
+from specula.core.engine.stats import StepRecord
 
 __all__ = ["AcceptanceModel", "AdaptivePolicy", "CostModel", "expected_tokens"]
 
@@ -155,7 +156,7 @@ class AdaptivePolicy:
         terms = self._catch_terms()
         for k in range(1, k_max + 1):
             e = pooled[k - 1] if a is None else expected_tokens(a, k)
-            rate = e / (self._share_of(terms, e) + k * self.cost.draft + self._v(k + 1))
+            rate = e / (self._share_of(terms, e) + k * self.cost.draft + self._v(k + 1) + self._rollback())
             if rate > best:
                 best, best_k = rate, k
         return best, best_k
@@ -168,7 +169,7 @@ class AdaptivePolicy:
         a = self.acc.predict_lookup(inp.lookup_match) if a is None else a
         best, best_k = 0.0, 0
         for k in range(1, min(k_max, len(inp.lookup_tokens)) + 1):
-            rate = expected_tokens(a, k) / self._v(k + 1)
+            rate = expected_tokens(a, k) / (self._v(k + 1) + self._rollback())
             if rate > best:
                 best, best_k = rate, k
         return best, best_k
@@ -237,7 +238,8 @@ class AdaptivePolicy:
         if k == 0:
             return False
         e = self.acc.expected(k)
-        step = self.cost.catchup_time(inp.draft_lag) + k * (self.cost.draft or 0.0) + self._v(k + 1)
+        step = (self.cost.catchup_time(inp.draft_lag) + k * (self.cost.draft or 0.0) + self._v(k + 1)
+                + self._rollback())
         loss = step - e * v1
         return loss <= EXPLORE_SHARE * self._plain_streak * v1
 
@@ -288,8 +290,17 @@ class AdaptivePolicy:
         draft decode per level and a verify of every node (a tree fills its budget)."""
         w = max(self.cfg.tree_width, 1)
         nodes = min(self.cfg.tree_budget, sum(w ** d for d in range(1, depth + 1)))
-        t = self._catch_share(depth + 1) + depth * (self.cost.draft or 0.0) + self._v(nodes + 1)
+        t = (self._catch_share(depth + 1) + depth * (self.cost.draft or 0.0) + self._v(nodes + 1)
+             + self._rollback())
         return (depth + 1) / t if t > 0 else 0.0
+
+    def _rollback(self) -> float:
+        """Seconds a drafted step spends keeping a recurrent or hybrid target exact
+        (checkpoint, restore, replay: kv.py); 0 on attention targets."""
+        return self.cost.rollback_time()
+
+    def _observe_rollback(self, rec: StepRecord) -> None:
+        self.cost.observe_rollback(rec.checkpoint_s + rec.replay_s)
 
     def _lookup_untried(self, inp: PlanInput) -> bool:
         """A match of 3+ tokens whose length has been judged fewer than 4 times."""
@@ -307,8 +318,8 @@ class AdaptivePolicy:
         if plan.source == DraftSource.DRAFT:
             self._fresh = False
             t_d = self.cost.draft or 0.0
-            self._step = {"E": 1.0, "P": 1.0, "D": self.cost.catchup_time(self._lag) + t_d,
-                          "k": float(plan.k)}
+            self._step = {"E": 1.0, "P": 1.0, "k": float(plan.k),
+                          "D": self.cost.catchup_time(self._lag) + t_d + self._rollback()}
         return plan
 
     def keep_drafting(self, i: int, p_top: float, entropy: float) -> tuple[bool, bool]:
@@ -344,10 +355,12 @@ class AdaptivePolicy:
     def observe(self, outcome: Outcome) -> None:
         rec = outcome.record
         if outcome.source in (DraftSource.DRAFT, DraftSource.TREE) and rec.drafted:
-            rate = rec.emitted / max(rec.draft_s + rec.verify_s + rec.overhead_s, 1e-9)
+            rate = rec.emitted / max(rec.draft_s + rec.verify_s + rec.overhead_s + rec.replay_s, 1e-9)
             key = DraftSource(outcome.source).value
             old = self.shape_rate.get(key, rate)
             self.shape_rate[key] = old + 0.2 * (rate - old)
+        if rec.drafted:
+            self._observe_rollback(rec)
         if outcome.source == DraftSource.TREE:
             return
         self.cost.observe_verify(rec.drafted + 1, rec.verify_s)
@@ -407,7 +420,7 @@ class AdaptivePolicy:
         draft can cost more than it could ever save, and probing it is pure loss)."""
         d = self.cost.draft or 0.0
         for k in range(1, self.cfg.draft_max + 1):
-            if (k + 1) / (k * d + self._v(k + 1)) > (1.0 + COULD_PAY_MARGIN) / v1:
+            if (k + 1) / (k * d + self._v(k + 1) + self._rollback()) > (1.0 + COULD_PAY_MARGIN) / v1:
                 return True
         return False
 

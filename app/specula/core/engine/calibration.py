@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from specula.core.engine.config import DEFAULT_DRAFT_MAX
 from specula.core.engine.cost_model import MEASURED, SHORT_FEED, CostModel
-from specula.core.engine.kv import KVCache
+from specula.core.engine.kv import ANCHOR, KVCache
 
 CONTEXT_TOKENS = 32  # a short context: verify cost at the start of a chat
 MAX_BATCH = DEFAULT_DRAFT_MAX + 1  # verify batches measured: 1..9 tokens (draft lengths 0..8)
@@ -39,6 +39,7 @@ class Calibration:
     draft: float | None = None
     catchup_per_token: float | None = None  # extra draft seconds per token of a batched feed
     catchup_long_per_token: float | None = None  # per token past CATCHUP_BATCH in a long feed
+    rollback: float | None = None  # a recurrent target's checkpoint, restore and replay per step
     seconds: float = 0.0  # wall time the measurement took
 
     def seed(self, cost: CostModel) -> bool:
@@ -54,6 +55,8 @@ class Calibration:
             cost.catchup_per_token = self.catchup_per_token
         if cost.catchup_long_per_token is None:
             cost.catchup_long_per_token = self.catchup_long_per_token
+        if cost.rollback is None:
+            cost.rollback = self.rollback
         return True
 
 
@@ -62,6 +65,19 @@ def _filler(n_vocab: int, n: int, offset: int = 0) -> list[int]:
     lo = min(100, n_vocab - 1)
     span = max(min(n_vocab - lo, 20000), 1)
     return [lo + (offset + 7919 * i) % span for i in range(n)]
+
+
+def _rollback(target: KVCache, n_vocab: int) -> float:
+    """What a drafted step of 4 tokens with 1 accepted costs a recurrent target besides its
+    verify: a checkpoint, then a restore and the replay of the 2 kept tokens."""
+    before = target.costs.copy()
+    target.feed(_filler(n_vocab, 2, 7), "none")
+    target.checkpoint(ANCHOR)  # a save timed like the one before each verify
+    target.feed(_filler(n_vocab, 4, 9), "all")
+    target.cut(CONTEXT_TOKENS + 4)  # the anchor's 2 tokens + 2 of the 4 verified: replay 2
+    spent = target.costs.since(before)
+    target.cut(CONTEXT_TOKENS)
+    return spent.checkpoint_s + spent.restore_s + spent.replay_s
 
 
 def measure(target: KVCache, draft: KVCache | None, n_vocab: int, *,
@@ -81,15 +97,19 @@ def measure(target: KVCache, draft: KVCache | None, n_vocab: int, *,
         if not target.fits(CONTEXT_TOKENS + max(sizes)):
             return cal
         target.feed(base, "none")
+        target.checkpoint()  # recurrent memory: every cut below comes back here
         target.feed(_filler(n_vocab, 1, 1), "all")  # warm-up: the first decode pays for allocation
         target.cut(CONTEXT_TOKENS)
         for n in sizes:
             cal.verify[n] = target.feed(_filler(n_vocab, n, n), "all")
             target.cut(CONTEXT_TOKENS)
+        if not target.exact_cut:
+            cal.rollback = _rollback(target, n_vocab)
         if draft is not None:
             draft.clear()
             if draft.fits(CONTEXT_TOKENS + CATCHUP_BATCH):
                 draft.feed(base, "last")
+                draft.checkpoint()
                 draft.feed(_filler(n_vocab, 1, 1), "last")  # warm-up
                 draft.cut(CONTEXT_TOKENS)
                 spent = []

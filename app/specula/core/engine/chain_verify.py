@@ -23,7 +23,7 @@ _REJECTION = sampling.Rule.REJECTION.value
 
 def accept_chain(
     ctx: Context, prop: Proposal, committed: list[int], reply: Reply,
-    gaps: list[float] | None = None,
+    gaps: list[float] | None = None, first: int = 0,
 ) -> tuple[list[NewToken], int, int]:
     """Walk the verified chain: (new tokens, accepted draft tokens m, of which relaxed).
 
@@ -32,6 +32,8 @@ def accept_chain(
     plus one token of the target's own (the correction at the first rejection, or the
     bonus after the last). ``gaps``: when a list, the target's top-2 logit gap at every
     position walked is appended (the benchmark explains greedy divergences with it).
+    ``first``: the batch index of the pending token (kept tokens decoded again may
+    come before it on recurrent memory, see Generator._verify_chain).
     """
     new: list[NewToken] = []
     src = prop.token_source
@@ -39,7 +41,7 @@ def accept_chain(
     n_relaxed = 0
     history = sampling.penalty_window(committed, params)  # the penalty's window, not the chat
     for i, d in enumerate(prop.tokens):
-        logits = ctx.logits(i)
+        logits = ctx.logits(first + i)
         if gaps is not None:
             gaps.append(topk.top2_gap(logits))
         if rule == _REJECTION:
@@ -67,7 +69,7 @@ def accept_chain(
         reply.took(logits, y)
         new.append((y, Source.TARGET, None, False))
         return new, len(new) - 1, n_relaxed
-    logits = ctx.logits(len(prop))
+    logits = ctx.logits(first + len(prop))
     if gaps is not None:
         gaps.append(topk.top2_gap(logits))
     if rule == _REJECTION:

@@ -28,6 +28,10 @@ class CostModel:
     draft: float | None = None
     catchup_per_token: float | None = None  # extra seconds per extra token in a catch-up feed
     catchup_long_per_token: float | None = None  # per token past SHORT_FEED (None: as above)
+    # Seconds a drafted step spends keeping a recurrent or hybrid target exact (kv.py): the
+    # checkpoint copy before the verify, and the restore and replay after a partial
+    # rejection, averaged over drafted steps. None (0) on attention targets.
+    rollback: float | None = None
 
     def observe_verify(self, n: int, seconds: float) -> None:
         c = self.verify_n.get(n, 0) + 1
@@ -52,6 +56,14 @@ class CostModel:
             self.catchup_per_token = old + 0.2 * (extra - old)
             return  # a catch-up step says little about one decode
         self.draft = per if self.draft is None else self.draft + 0.2 * (per - self.draft)
+
+    def observe_rollback(self, seconds: float) -> None:
+        """A drafted step's checkpoint, restore and replay seconds (0 when all was kept)."""
+        self.rollback = seconds if self.rollback is None else self.rollback + 0.2 * (seconds - self.rollback)
+
+    def rollback_time(self) -> float:
+        """What a drafted step is expected to spend keeping the target's memory exact."""
+        return self.rollback or 0.0
 
     def verify_time(self, n: int) -> float | None:
         """Verify seconds for a batch of n tokens: a weighted line through what was measured.

@@ -149,8 +149,10 @@ class Engine:
         n_ctx = min(self.options.n_ctx, model.n_ctx_train) if model.n_ctx_train > 0 else self.options.n_ctx
         return Context(
             model, n_ctx=n_ctx, n_threads=self.n_threads, n_batch=self.options.n_batch,
-            # Token trees: one sequence per branch, in one unified KV cache.
-            n_seq_max=MAX_TREE_SEQS + 1, kv_unified=True, n_outputs_max=MAX_VERIFY_TOKENS,
+            # Token trees: one sequence per branch, in one unified KV cache. Recurrent memory
+            # holds a whole state per sequence and cannot decode a tree: one sequence.
+            n_seq_max=MAX_TREE_SEQS + 1 if model.memory_kind.runs_trees else 1,
+            kv_unified=True, n_outputs_max=MAX_VERIFY_TOKENS,
         )
 
     @staticmethod

@@ -15,6 +15,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,31 @@ class DecodeError(RuntimeError):
 
 class ContextFull(RuntimeError):
     """No room left in the KV cache for the next batch."""
+
+
+class MemoryKind(str, Enum):
+    """What a model's memory can undo, which decides how a rejected suffix is cut.
+
+    llama.cpp creates the memory from the architecture (``llm_arch_is_recurrent`` /
+    ``llm_arch_is_hybrid`` in llama-model.cpp), and the same tables answer
+    ``llama_model_is_recurrent`` / ``llama_model_is_hybrid``: those two calls say which
+    memory a context over the model gets, no probe decode needed.
+    """
+
+    ATTENTION = "attention"  # a KV cache: a partial seq_rm is exact
+    RECURRENT = "recurrent"  # mamba, mamba2, rwkv: one state per sequence, no partial seq_rm
+    HYBRID = "hybrid"  # attention layers + recurrent layers (qwen35, granitehybrid, lfm2, ...)
+
+    @property
+    def cuts_exactly(self) -> bool:
+        """Whether ``seq_rm(seq, p, -1)`` removes a suffix exactly (else: checkpoints)."""
+        return self is MemoryKind.ATTENTION
+
+    @property
+    def runs_trees(self) -> bool:
+        """Whether one decode can hold a token tree (a token in several sequences):
+        llama.cpp refuses such a batch on pure recurrent memory."""
+        return self is not MemoryKind.RECURRENT
 
 
 def ensure_backend() -> None:
@@ -189,6 +215,11 @@ class Model(NativeHandle):
         self.n_params: int = int(L.llama_model_n_params(self._model))
         self.size_bytes: int = int(L.llama_model_size(self._model))
         self.n_ctx_train: int = int(L.llama_model_n_ctx_train(self._model))
+        self.memory_kind: MemoryKind = (
+            MemoryKind.RECURRENT if L.llama_model_is_recurrent(self._model)
+            else MemoryKind.HYBRID if L.llama_model_is_hybrid(self._model)
+            else MemoryKind.ATTENTION
+        )
         self._pieces: dict[int, bytes] = {}
         self._eog: dict[int, bool] = {}  # is_eog per token, asked once per emitted token
         self._piece_buf = ctypes.create_string_buffer(256)
@@ -283,6 +314,9 @@ _logits_address = L.llama_cpp._lib["llama_get_logits_ith"]
 _logits_address.argtypes = [ctypes.c_void_p, ctypes.c_int32]
 _logits_address.restype = ctypes.c_void_p
 
+_PARTIAL = L.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY
+
+
 class Context(NativeHandle):
     """One KV cache over a :class:`Model`; decode, logits, sequence operations."""
 
@@ -296,10 +330,13 @@ class Context(NativeHandle):
         n_seq_max: int = 1,
         n_outputs_max: int = 64,
         kv_unified: bool = False,
+        n_rs_seq: int = 0,
         ctx_type: int = 0,
         ctx_other: Context | None = None,
     ) -> None:
-        """``ctx_type``/``ctx_other``: an MTP context beside its target's (see mtp_native)."""
+        """``n_rs_seq``: llama.cpp's recurrent snapshots per sequence; the engine keeps 0
+        (see kv.py for why), the tests set it to show what trusting them would do.
+        ``ctx_type``/``ctx_other``: an MTP context beside its target's (see mtp_native)."""
         self.model = model
         p = L.llama_context_default_params()
         p.n_ctx = n_ctx
@@ -310,11 +347,11 @@ class Context(NativeHandle):
         p.n_threads_batch = n_threads
         p.n_outputs_max = n_outputs_max
         p.kv_unified = kv_unified
+        p.n_rs_seq = n_rs_seq
         p.no_perf = True
         p.flash_attn_type = -1  # LLAMA_FLASH_ATTN_TYPE_AUTO
         if ctx_type:
             p.ctx_type = ctx_type
-            p.n_rs_seq = 0
         if ctx_other is not None:
             p.ctx_other = ctx_other.ptr
         if model.closed:
@@ -336,6 +373,10 @@ class Context(NativeHandle):
         self._row_type = ctypes.c_float * self.n_vocab  # one logits row, made once
         self._rows: dict[int, F32] = {}  # address -> read-only view of the row there
         self._mem = L.llama_get_memory(self._ctx)
+        # What the memory can undo (see MemoryKind); n_rs_seq stays 0 (llama.cpp's default):
+        # its snapshot rollback is exact only for one rollback shorter than the last decode,
+        # so the KV mirror never relies on it (kv.py says why).
+        self.memory: MemoryKind = model.memory_kind
         # Seconds inside llama_decode over the context's life: every decode passes here,
         # so the time outside it (the host's share of a step) is measured in one place.
         self.decode_s = 0.0
@@ -410,6 +451,29 @@ class Context(NativeHandle):
 
     def clear(self) -> None:
         L.llama_memory_clear(self._memory(), True)
+
+    # -- checkpoints of the part of the memory a seq_rm cannot cut (recurrent state) ----
+
+    def state_size(self, seq: int = 0) -> int:
+        """Bytes of ``seq``'s recurrent state (``PARTIAL_ONLY``: a hybrid's attention
+        cells are left out, they are cut with seq_rm instead)."""
+        if not self._ctx:
+            raise DecodeError("state of a closed context")
+        return int(L.llama_state_seq_get_size_ext(self._ctx, seq, _PARTIAL))
+
+    def state_save(self, seq: int, buf: Any) -> int:
+        """Copy ``seq``'s recurrent state into ``buf`` (a ctypes uint8 array of at least
+        :meth:`state_size` bytes); returns the bytes written, 0 on failure."""
+        if not self._ctx:
+            raise DecodeError("state of a closed context")
+        return int(L.llama_state_seq_get_data_ext(self._ctx, buf, len(buf), seq, _PARTIAL))
+
+    def state_load(self, seq: int, buf: Any, size: int) -> bool:
+        """Put ``size`` bytes saved by :meth:`state_save` back as ``seq``'s recurrent state;
+        False when llama.cpp refused them (the sequence is then empty)."""
+        if not self._ctx:
+            raise DecodeError("state of a closed context")
+        return int(L.llama_state_seq_set_data_ext(self._ctx, buf, size, seq, _PARTIAL)) == size
 
     def close(self) -> None:
         if getattr(self, "_ctx", None):

@@ -24,7 +24,14 @@ import llama_cpp as L
 import numpy as np
 import numpy.typing as npt
 
-from specula.core.engine.llama import Context, ContextFull, DecodeError, LoadError, Model
+from specula.core.engine.llama import (
+    Context,
+    ContextFull,
+    DecodeError,
+    LoadError,
+    MemoryKind,
+    Model,
+)
 from specula.core.engine.native_handle import NativeHandle
 from specula.core.gguf.memory_kind import MTP_ARCHS
 
@@ -103,6 +110,9 @@ class MTPContext(NativeHandle):
         self.ctx = Context(model, n_ctx=target.n_ctx, n_threads=target.n_threads,
                            n_batch=n_batch, n_seq_max=1, n_outputs_max=4,
                            ctx_type=LLAMA_CONTEXT_TYPE_MTP, ctx_other=target)
+        # llama.cpp gives an MTP context a plain attention cache over the NextN layers only
+        # (llama-model.cpp, create_memory), whatever the trunk's memory: a cut is a seq_rm
+        self.ctx.memory = MemoryKind.ATTENTION
         _ext.llama_set_embeddings_nextn(self.ctx.ptr, True, True)
         self._batch = L.llama_batch_ext_init(self.ctx.ptr)
         if not self._batch:

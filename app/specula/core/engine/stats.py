@@ -4,8 +4,22 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from enum import Enum
+from typing import Protocol
 
 import psutil
+
+
+class MirrorCosts(Protocol):
+    """What a KV mirror spent keeping recurrent memory exact (``kv.KVCosts``)."""
+
+    checkpoints: int
+    checkpoint_bytes: int
+    checkpoint_s: float
+    restores: int
+    restore_s: float
+    replayed: int
+    replay_s: float
+    from_scratch: int
 
 _PROC: psutil.Process | None = None
 
@@ -49,6 +63,12 @@ class StepRecord:
     # Of draft_s: a catch-up on tokens the draft sat out for (the conversation at the first
     # draft step of a lazily fed reply, plain or lookup steps), 0 for a step's own short feed.
     catchup_s: float = 0.0
+    # Keeping a recurrent or hybrid cache exact (kv.py), target and draft: copying and
+    # restoring recurrent states (host time, of overhead_s), and the target's decodes of
+    # kept tokens again after a restore (replay_s, in no other field of the step).
+    checkpoint_s: float = 0.0
+    replay_s: float = 0.0
+    replayed: int = 0
 
     @property
     def host_share(self) -> float:
@@ -89,6 +109,23 @@ class GenerationStats:
     draft_host_s: float = 0.0  # of overhead_s: the drafters' own Python work
     step_s: float = 0.0  # wall time of the steps (see StepRecord.step_s)
     peak_rss_bytes: int = 0
+    # The target's memory (attention | recurrent | hybrid) and what keeping it exact cost
+    # this reply (all 0 on attention): recurrent states saved (their bytes and copy time),
+    # restored, tokens decoded again after a restore, cuts that found no checkpoint.
+    memory: str = "attention"
+    trees_as_chains: bool = False  # tree steps ran as chains (a pure recurrent target)
+    checkpoints: int = 0
+    checkpoint_bytes: int = 0
+    checkpoint_s: float = 0.0  # copies and restores together
+    restores: int = 0
+    replayed_tokens: int = 0
+    replay_s: float = 0.0
+    from_scratch: int = 0
+    # The draft's cache (a recurrent draft): its copies, and the tokens it was fed again
+    # after a restore (inside its catch-up feeds, so within draft_s).
+    draft_checkpoints: int = 0
+    draft_checkpoint_s: float = 0.0
+    draft_replayed_tokens: int = 0
 
     @property
     def decode_s(self) -> float:
@@ -151,6 +188,25 @@ class GenerationStats:
         self.draft_catchup_tokens += tokens
         self.draft_catchup_s += seconds
 
+    def add_mirror_costs(self, target: MirrorCosts, draft: MirrorCosts) -> None:
+        """This reply's share of what the target's and the draft's KV mirrors spent
+        keeping a recurrent memory exact (``kv.KVCosts``, passed by the generator)."""
+        self.checkpoints += target.checkpoints
+        self.checkpoint_bytes += target.checkpoint_bytes
+        self.checkpoint_s += target.checkpoint_s + target.restore_s
+        self.restores += target.restores
+        self.replayed_tokens += target.replayed
+        self.replay_s += target.replay_s
+        self.from_scratch += target.from_scratch
+        self.draft_checkpoints += draft.checkpoints
+        self.draft_checkpoint_s += draft.checkpoint_s + draft.restore_s
+        self.draft_replayed_tokens += draft.replayed
+
+    @property
+    def checkpoint_bytes_each(self) -> int:
+        """The size of one target checkpoint (the recurrent state of one sequence)."""
+        return self.checkpoint_bytes // self.checkpoints if self.checkpoints else 0
+
     def sample_memory(self) -> None:
         rss = _process().memory_info().rss
         self.peak_rss_bytes = max(self.peak_rss_bytes, rss)
@@ -176,5 +232,6 @@ class GenerationStats:
             overhead_fraction=self.overhead_fraction,
             host_share=self.host_share,
             decode_s=self.decode_s,
+            checkpoint_bytes_each=self.checkpoint_bytes_each,
         )
         return d

@@ -4,6 +4,9 @@ coupled rule, or greedy: exact for any tree), keeping the winning branch's cells
 
 Apart from the generator's loop because it is the one verification that needs
 branch sequences in the KV cache (``KVCache.branches``) and a tree-shaped batch.
+On a hybrid target the winning path is committed by a checkpoint taken before the
+tree and a replay of the path (``KVCache.commit_branch``); a pure recurrent target
+cannot decode a tree at all (the generator gives it chains).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from specula.core.engine import sampling, topk
 from specula.core.engine.batch import Batch
 from specula.core.engine.drafters import TokenTree
 from specula.core.engine.events import Source
-from specula.core.engine.kv import KVCache
+from specula.core.engine.kv import CutFailed, KVCache
 from specula.core.engine.reply import Reply
 
 NewToken = tuple[int, Source, float | None, bool]  # token, source, draft probability, relaxed
@@ -25,6 +28,12 @@ def verify_tree(
     """(verify seconds, new tokens, accepted tree nodes). ``gaps``: when a list, the
     target's top-2 logit gap at every position walked is appended (the benchmark)."""
     n_past = len(committed) - 1
+    if not kv.ctx.memory.runs_trees:
+        raise ValueError("a token tree cannot be verified on recurrent memory (the generator runs chains)")
+    if len(kv) != n_past:
+        raise CutFailed(f"The model's memory is out of step: the cache holds {len(kv)} tokens "
+                        f"where the tree needs {n_past}.")
+    kv.checkpoint()  # recurrent layers (a hybrid): the state the winning path is replayed from
     leaves = tree.leaves()
     new: list[NewToken] = []
     path: list[int] = []

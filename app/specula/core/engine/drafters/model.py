@@ -25,7 +25,7 @@ from specula.core.engine.drafters.base import (
     Proposal,
     softmax_stats,
 )
-from specula.core.engine.kv import KVCache
+from specula.core.engine.kv import ANCHOR, CutFailed, KVCache
 from specula.core.engine.llama import Context, ContextFull, DecodeError
 
 # What a draft step feeds before drafting when the draft drafted the step before: the
@@ -88,7 +88,11 @@ class DraftModel:
         ``keep_last``), leaving ``room_after`` cells free; (tokens fed, seconds). On failure
         the drafter stops (``stopped`` says why) and (0, 0.0) is returned."""
         want = len(committed) if keep_last else len(committed) - 1
-        n = self.kv.reuse(committed, limit=want - 1 if keep_last else want)
+        try:
+            n = self.kv.reuse(committed, limit=want - 1 if keep_last else want)
+        except CutFailed as exc:  # the cache was emptied: the draft sits out the reply
+            self.stop(str(exc))
+            return 0, 0.0
         todo = list(committed[n:want])
         if any(t >= self.n_vocab for t in todo):
             self.stop("the target produced a token outside the draft's vocabulary")
@@ -97,27 +101,39 @@ class DraftModel:
             self.stop(f"the draft's context window ({self.kv.n_ctx} tokens) is full")
             return 0, 0.0
         try:
-            return len(todo), self.kv.feed(todo, "last" if keep_last else "none")
-        except (ContextFull, DecodeError) as exc:
+            spent = self.kv.feed(todo, "last" if keep_last else "none")
+        except (ContextFull, DecodeError, CutFailed) as exc:
             self.stop(f"a draft decode failed ({exc})")
             return 0, 0.0
+        if len(todo) > STEP_FEED:
+            self.kv.checkpoint(ANCHOR)  # recurrent memory: the conversation, for the next reply
+        return len(todo), spent
 
-    def feed_one(self, token: int) -> float | None:
-        """Feed a drafted token; None when the draft cannot (it has stopped)."""
+    def feed_one(self, token: int, *, first: bool = False) -> float | None:
+        """Feed a drafted token; None when the draft cannot (it has stopped). ``first``:
+        the chain's first fed token, after which rejected ones may have to be cut
+        (recurrent memory: the state before it is saved first)."""
+        if first:
+            self.kv.checkpoint()
         try:
             return self.kv.feed([token], "last")
-        except (ContextFull, DecodeError) as exc:
+        except (ContextFull, DecodeError, CutFailed) as exc:
             self.stop(f"the draft's context window is full ({exc})")
             return None
 
     def drop_rejected(self, committed: Sequence[int]) -> None:
         """Cut the cache back to the committed tokens (compared from what agreed before
-        the proposal: the step's tokens, not the chat)."""
+        the proposal: the step's tokens, not the chat). On recurrent memory the cache goes
+        back to the checkpoint taken before the drafted tokens were fed, and the accepted
+        ones are fed again with the next step's catch-up (one decode, not two)."""
         keep = self.kv.agreement(committed)
-        # what the next step feeds first; a cache that could not be cut (recurrent) and
-        # starts over feeds more, and that counts as a catch-up
-        self._owed = len(committed) - keep
-        self.kv.cut(keep)
+        try:
+            kept = self.kv.rewind(keep)
+        except CutFailed as exc:  # the cache was emptied: the draft sits out the reply
+            self.stop(str(exc))
+            kept = 0
+        # what the next step feeds first: the tokens after what it kept
+        self._owed = len(committed) - kept
 
 
 class ModelDrafter:
@@ -250,7 +266,7 @@ class ChainDrafter(ModelDrafter):
                 break  # a token the grammar forbids (an unmasked draft): the target rejects it
             if not more or i + 1 >= k:
                 break
-            spent = dm.feed_one(tok)
+            spent = dm.feed_one(tok, first=i == 0)
             if spent is None:
                 break
             prop.draft_s += spent
