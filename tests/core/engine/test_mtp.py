@@ -9,10 +9,7 @@ target's hidden row of the token before (llama.cpp's pairing), whatever was
 accepted or rejected on the way.
 
 The target is hybrid (gated delta net + attention): its own cut after a rejected
-draft needs the KV mirror's checkpoints. Where the mirror at hand cannot cut such
-memory exactly (probed, not assumed), ``exact_cut`` gives the target an exact
-cut by prefilling the kept tokens again, so that these tests judge the drafter;
-where it can, the mirror runs as it is.
+draft is the KV mirror's checkpoint and replay (kv.py), which these tests rely on.
 """
 
 from __future__ import annotations
@@ -26,14 +23,12 @@ import numpy as np
 import pytest
 from llama_cpp import llama_cpp_ext as X
 
-from specula.core.engine import kv as kv_module
 from specula.core.engine import mtp_native
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.drafters.base import DraftSource
 from specula.core.engine.drafters.mtp import MTPHead
 from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import Source, StopReason
-from specula.core.engine.kv import KVCache
 from specula.core.engine.llama import Context, LoadError, Model
 from specula.core.engine.mtp_choice import MTP_DRAFT_MAX, MTPAsDraft, MTPPolicy
 from specula.core.engine.policy import PlainPolicy
@@ -54,43 +49,6 @@ def models(families: dict[str, Path]) -> dict[str, Path]:
     return {"mtp": families["qwen35-mtp"], "qwen35": families["qwen35"]}
 
 
-def _cut_is_exact(path: Path) -> bool:
-    """Whether KVCache cuts this model's memory back exactly (a behavioural probe)."""
-    model = Model(path)
-    ctx = Context(model, n_ctx=64, n_threads=1, n_batch=16)
-    try:
-        kv = KVCache(ctx)
-        kv.feed([5, 6, 7, 8, 9], "none")
-        kv.cut(3)
-        return len(kv.tokens) == 3 and ctx.pos_max(0) == 2
-    finally:
-        ctx.close()
-        model.close()
-
-
-@pytest.fixture(scope="module")
-def exact_cut(models: dict[str, Path]) -> Iterator[bool]:
-    """The target's cut made exact for these tests when the mirror cannot do it on hybrid
-    memory (True: patched): the kept tokens are prefilled again."""
-    if _cut_is_exact(models["mtp"]):
-        yield False
-        return
-    original = kv_module.KVCache._drop_from
-
-    def drop_from(self: KVCache, n: int) -> None:
-        if self.ctx.seq_rm(0, n, -1):
-            original(self, n)
-            return
-        keep = self.tokens[:n]
-        self.clear()
-        if keep:
-            self.feed(keep, "none")
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(kv_module.KVCache, "_drop_from", drop_from)
-        yield True
-
-
 def make(path: Path, **kw: Any) -> Engine:
     eng = Engine(EngineOptions(n_ctx=512, n_threads=1, calibrate=False, **kw))
     eng.load_target(path)
@@ -98,7 +56,7 @@ def make(path: Path, **kw: Any) -> Engine:
 
 
 @pytest.fixture
-def eng(models: dict[str, Path], exact_cut: bool) -> Iterator[Engine]:
+def eng(models: dict[str, Path]) -> Iterator[Engine]:
     e = make(models["mtp"])
     yield e
     e.close()
@@ -185,7 +143,7 @@ def test_greedy_mtp_equals_plain_and_drafts(eng: Engine) -> None:
     assert accepted > 0
 
 
-def test_two_replies_and_a_cut_near_a_full_context(models: dict[str, Path], exact_cut: bool) -> None:
+def test_two_replies_and_a_cut_near_a_full_context(models: dict[str, Path]) -> None:
     """A second reply reuses the prefix (the head keeps what it fed); a reply that runs
     into the window's end stops like plain."""
     e = make(models["mtp"])
@@ -227,7 +185,7 @@ def test_coupled_seed_gives_plains_text(eng: Engine, seed: int) -> None:
     assert done.token_ids == plain.token_ids
 
 
-def test_rejection_sampling_draws_from_the_target(models: dict[str, Path], exact_cut: bool) -> None:
+def test_rejection_sampling_draws_from_the_target(models: dict[str, Path]) -> None:
     """Chi-square of the first 3 tokens against the reference (a fresh target per prefix)."""
     e = make(models["mtp"])
     ref = FreshTarget(models["mtp"])
@@ -387,7 +345,7 @@ def test_a_head_that_cannot_open_leaves_the_target_usable(models: dict[str, Path
 
 
 def test_with_a_draft_model_too_adaptive_tries_both_then_the_faster(
-        models: dict[str, Path], families: dict[str, Path], exact_cut: bool) -> None:
+        models: dict[str, Path], families: dict[str, Path]) -> None:
     """Head and draft model both there: each reply runs one of the two adaptive policies
     (the head's first, then the draft model's, then by measured rate); every reply is
     plain's, and the head follows only the replies it may draft in."""
