@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from specula.core.engine.config import DEFAULT_DRAFT_MAX, DEFAULT_MODE, Mode, SpecConfig
-from specula.core.engine.engine import Engine, EngineOptions
+from specula.core.engine.engine import Engine, EngineOptions, LoadError
 from specula.core.engine.sampling import DEFAULT_RULE, Rule, SamplingParams
 
 
@@ -119,4 +119,13 @@ def load_engine(a: argparse.Namespace) -> Engine:
     if a.draft:
         print(f"loading draft {a.draft} ...", file=sys.stderr)
         engine.load_draft(a.draft)
+    check_mtp(engine, [a.mode] if getattr(a, "mode", None) else [])
     return engine
+
+
+def check_mtp(engine: Engine, modes: list[str]) -> None:
+    """Fail closed: mode ``mtp`` on a target without MTP layers would run plain unsaid."""
+    if Mode.MTP.value in modes and not engine.mtp_layers:
+        raise LoadError(f"{engine.target_info.source if engine.target_info else 'the target'} "
+                        "has no MTP (NextN) layers this llama.cpp can run: mode mtp needs a "
+                        "target such as Qwen3.5 / Qwen3.6 or Qwen3-Next with them")

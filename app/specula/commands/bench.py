@@ -11,7 +11,12 @@ import sys
 import tempfile
 
 from specula.commands._common import fail
-from specula.commands._engine_args import add_sampling_args, engine_options, sampling_params
+from specula.commands._engine_args import (
+    add_sampling_args,
+    check_mtp,
+    engine_options,
+    sampling_params,
+)
 from specula.core.bench import RunResult, format_report, load_prompts, parse_modes, run_bench
 from specula.core.engine.config import DEFAULT_DRAFT_MAX
 from specula.core.engine.engine import Engine, LoadError
@@ -24,7 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--categories", help="only these categories (comma-separated)")
     p.add_argument("--limit", type=int, help="only the first N prompts")
     p.add_argument("--modes", default="plain,chain",
-                   help="comma-separated: plain, chain, adaptive, tree, lookup; NAME:K sets the draft "
+                   help="comma-separated: plain, chain, adaptive, tree, lookup, mtp; NAME:K sets the draft "
                         "length, NAME:A-B runs every length (chain:1-6 gives the per-prompt best fixed chain)")
     p.add_argument("--cold", action="store_true",
                    help="start from an empty policy state (a fresh temporary data folder, no learning "
@@ -73,6 +78,7 @@ def run(a: argparse.Namespace) -> int:
         engine.load_target(a.target)
         if a.draft:
             engine.load_draft(a.draft)
+        check_mtp(engine, [m.spec.mode.value for m in modes])
     except LoadError as exc:
         return fail(str(exc))
     params = sampling_params(a)

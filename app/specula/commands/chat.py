@@ -153,8 +153,8 @@ def run(a: argparse.Namespace) -> int:
             state["left_out"] = fitted.left_out
             for ev in engine.chat(fitted.messages, reply, spec, cancel):
                 if isinstance(ev, TokenEvent):
-                    if color and ev.source in (Source.DRAFT, Source.LOOKUP):
-                        sys.stdout.write((GREEN if ev.source is Source.DRAFT else CYAN) + ev.text + RESET)
+                    if color and ev.source in (Source.DRAFT, Source.LOOKUP, Source.MTP):
+                        sys.stdout.write((CYAN if ev.source is Source.LOOKUP else GREEN) + ev.text + RESET)
                     else:
                         sys.stdout.write(ev.text)
                     sys.stdout.flush()

@@ -7,6 +7,7 @@ import argparse
 from specula.commands._common import fail, print_json
 from specula.commands._engine_args import rpc_endpoints
 from specula.commands._models_text import human
+from specula.core.gguf.memory_kind import MTP_ARCHS
 from specula.core.gguf.model_info import GGUFError, ModelInfo, read_model_info
 from specula.core.gguf.speculation_notes import kind_rows
 
@@ -42,8 +43,17 @@ def format_info(info: ModelInfo) -> str:
         ("chat template", "yes" if info.has_chat_template else "no"),
         ("tokenizer fingerprint", info.tokenizer_fingerprint),
         *kind_rows(info),
+        *mtp_use_rows(info),
     ]
     return "\n".join(f"{k:>22}: {v}" for k, v in rows)
+
+
+def mtp_use_rows(info: ModelInfo) -> list[tuple[str, str]]:
+    """How to draft with a target's own MTP layers (none without them)."""
+    if not info.nextn_layers or info.architecture not in MTP_ARCHS:
+        return []
+    return [("draft with MTP", "--mode mtp, or adaptive with no --draft (the app's picker: "
+                               "Built-in (MTP))")]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -64,6 +64,8 @@ class EngineClient(QObject):
         self.draft_report: CompatReport | None = None
         self.backend = ""
         self.n_threads = 0
+        self.mtp_layers = 0  # the loaded target's MTP layers (a built-in draft)
+        self.builtin_on = True  # the picker's "Built-in (MTP)" is chosen (no draft model)
         self._pending_loads: list[str] = []  # kinds asked for and not yet answered
         self._load_cancel = threading.Event()
         self._replies: dict[int, Reply] = {}
@@ -106,6 +108,16 @@ class EngineClient(QObject):
     @property
     def has_draft(self) -> bool:
         return self.draft_info is not None
+
+    @property
+    def has_builtin_draft(self) -> bool:
+        """The target drafts for itself (MTP) and the picker has that chosen."""
+        return self.target_info is not None and self.mtp_layers > 0 and self.builtin_on
+
+    @property
+    def can_speculate(self) -> bool:
+        """A draft model is loaded, or the target's built-in MTP draft is chosen."""
+        return self.has_draft or self.has_builtin_draft
 
     def is_loading(self, kind: str) -> bool:
         return kind in self._pending_loads
@@ -180,9 +192,11 @@ class EngineClient(QObject):
             self._thread.wait()
 
     # -- results -------------------------------------------------------------
-    def _on_target_loaded(self, info: ModelInfo, backend: str, n_threads: int) -> None:
+    def _on_target_loaded(self, info: ModelInfo, backend: str, n_threads: int,
+                          mtp_layers: int = 0) -> None:
         self._answered("target")
         self.target_info, self.backend, self.n_threads = info, backend, n_threads
+        self.mtp_layers = mtp_layers
         self.target_loaded.emit(info)
 
     def _on_draft_loaded(self, info: ModelInfo, report: CompatReport) -> None:
@@ -196,6 +210,7 @@ class EngineClient(QObject):
 
     def _on_target_unloaded(self) -> None:
         self.target_info = None
+        self.mtp_layers = 0
         self.target_unloaded.emit()
 
     def _on_load_failed(self, kind: str, message: str) -> None:

@@ -61,8 +61,8 @@ class EngineWorker(QObject):
     load_step = Signal(str, str)
     """A load of ``kind`` began a step after reading the file (its name, e.g. "Measuring the
     pair"); the fractions that follow are that step's."""
-    target_loaded = Signal(object, str, int)
-    """The target is ready: ModelInfo, backend name, thread count."""
+    target_loaded = Signal(object, str, int, int)
+    """The target is ready: ModelInfo, backend name, thread count, MTP layers that draft."""
     draft_loaded = Signal(object, object)
     """The draft is ready: ModelInfo, CompatReport."""
     draft_unloaded = Signal()
@@ -125,7 +125,8 @@ class EngineWorker(QObject):
             return
         if had_draft:
             self.draft_unloaded.emit()
-        self.target_loaded.emit(info, str(self._engine.backend), int(self._engine.n_threads))
+        self.target_loaded.emit(info, str(self._engine.backend), int(self._engine.n_threads),
+                                int(self._engine.mtp_layers))
         store = self._engine.ngrams
         if store is not None and store.notice:
             self.notice.emit(store.notice)

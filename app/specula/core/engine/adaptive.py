@@ -70,7 +70,8 @@ class AdaptivePolicy:
                  allow_draft: bool = True) -> None:
         self.cfg = cfg
         self.allow_draft = allow_draft
-        self.wants = frozenset(DraftSource) - {DraftSource.NONE}
+        # MTP is the target's own head: mtp_choice.py puts it in the draft's place
+        self.wants = frozenset(DraftSource) - {DraftSource.NONE, DraftSource.MTP}
         if not allow_draft:
             self.name = "lookup"  # prompt lookup alone, with the same cost model
             self.wants = frozenset({DraftSource.LOOKUP})

@@ -12,6 +12,7 @@ class Mode(str, Enum):
     ADAPTIVE = "adaptive"  # a cost model picks the draft length per step (may pick 0)
     TREE = "tree"  # the draft proposes a token tree, verified in one decode
     LOOKUP = "lookup"  # n-gram prompt lookup, no draft model needed
+    MTP = "mtp"  # the target's own MTP (NextN) layers draft a chain, no draft model needed
 
 
 DEFAULT_MODE = Mode.ADAPTIVE  # the one default of core, CLI, server and GUI: drafts only where it pays

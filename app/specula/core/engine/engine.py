@@ -10,6 +10,7 @@ server's queue) calls it.
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -21,7 +22,8 @@ from specula.core.chat.template import ChatTemplate, TemplateError
 from specula.core.engine.adaptive import AdaptivePolicy
 from specula.core.engine.calibration import Calibration, measure
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.drafters import MAX_TREE_SEQS, DraftModel
+from specula.core.engine.drafters import MAX_TREE_SEQS, DraftModel, DraftSource
+from specula.core.engine.drafters.mtp import MTPHead, open_head
 from specula.core.engine.drafters.ngram_store import NgramStore, cache_dir
 from specula.core.engine.events import Done, Event
 from specula.core.engine.generator import Generator
@@ -34,6 +36,8 @@ from specula.core.engine.llama import (
     backend_name,
     default_threads,
 )
+from specula.core.engine.mtp_choice import MTPAsDraft, MTPPolicy, RateChooser
+from specula.core.engine.mtp_native import has_mtp_graph
 from specula.core.engine.policy import (
     DraftPolicy,
     FixedPolicy,
@@ -52,6 +56,7 @@ __all__ = [
     "LoadError",
 ]
 
+log = logging.getLogger("specula.engine")
 Progress = Callable[[float], bool]
 MAX_VERIFY_TOKENS = 64  # n_outputs_max: the largest verify batch (chain or tree) plus margin
 
@@ -82,6 +87,9 @@ class EngineOptions:
     # Time verify batches of 1..8 tokens and draft decodes right after a draft loads
     # (core/engine/calibration.py): a pair without saved adaptive state starts from them.
     calibrate: bool = True
+    # Load a target's MTP (NextN) layers when it has them, as a draft that needs no draft
+    # model (docs/engine.md, "MTP"); off: they are skipped at load (less memory).
+    mtp: bool = True
 
 
 class Engine:
@@ -98,6 +106,7 @@ class Engine:
         self._draft: Model | None = None
         self._gen: Generator | None = None
         self._drafter: DraftModel | None = None
+        self._mtp: MTPHead | None = None
         self._template: ChatTemplate | None = None
         self._policies: dict[str, DraftPolicy] = {}
         self.calibration: Calibration | None = None
@@ -113,6 +122,11 @@ class Engine:
     @property
     def has_draft(self) -> bool:
         return self._drafter is not None
+
+    @property
+    def mtp_layers(self) -> int:
+        """The loaded target's MTP layers that draft (0: none, or not loaded)."""
+        return self._mtp.n_layers if self._mtp is not None else 0
 
     @property
     def target_model(self) -> Model | None:
@@ -149,9 +163,11 @@ class Engine:
             raise LoadError(str(exc)) from exc
 
     def _load(self, path: str | Path, info: ModelInfo, gpu_layers: int,
-              progress: Progress | None, devices: Sequence[int] | None = None) -> tuple[Model, Context]:
+              progress: Progress | None, devices: Sequence[int] | None = None,
+              load_mtp: bool = False) -> tuple[Model, Context]:
         model = Model(path, n_gpu_layers=gpu_layers, progress=progress,
-                      quantization=info.quantization, load_mode=self._load_mode, devices=devices)
+                      quantization=info.quantization, load_mode=self._load_mode, devices=devices,
+                      load_mtp=load_mtp)
         try:
             return model, self._context(model)
         except LoadError:
@@ -161,17 +177,26 @@ class Engine:
     def load_target(self, path: str | Path, progress: Progress | None = None) -> ModelInfo:
         """Load (or replace) the target; the draft is unloaded with the old target."""
         info = self._info(path)
-        model, ctx = self._load(path, info, self.options.n_gpu_layers_target, progress)
+        load_mtp = self.options.mtp and has_mtp_graph(info.architecture)
+        model, ctx = self._load(path, info, self.options.n_gpu_layers_target, progress,
+                                load_mtp=load_mtp)
         try:
             template = ChatTemplate.for_model(model)
         except TemplateError as exc:  # a template that does not compile fails the load
             ctx.close()
             model.close()
             raise LoadError(f"{path}: {exc}") from None
+        try:
+            head = open_head(model, ctx)  # None: no MTP layers (no MTP context is opened)
+        except LoadError as exc:  # the target still serves; it drafts without its head
+            log.warning("%s: the MTP layers cannot draft (%s)", path, exc)
+            head = None
         self.unload()
         self._target, self.target_info = model, info
         self._template = template
         self._gen = Generator(model, ctx)
+        self._mtp = head
+        self._gen.set_mtp(head)
         self._policies = {}
         self.ngrams = NgramStore(self._ngram_path(info), Path(info.source).name)
         self._gen.lookup.cache = self.ngrams.cache
@@ -219,6 +244,9 @@ class Engine:
         if self.ngrams is not None:
             self.ngrams.flush()
             self.ngrams = None
+        if self._mtp is not None:  # before the target's context it was opened beside
+            self._mtp.close()
+            self._mtp = None
         if self._gen is not None:
             self._gen.ctx.close()
         if self._target is not None:
@@ -235,11 +263,16 @@ class Engine:
     def policy_for(self, spec: SpecConfig) -> DraftPolicy:
         """The draft policy a reply with ``spec`` uses.
 
-        Chain and tree need a draft model (plain without one); lookup needs none;
-        adaptive uses whatever is there and keeps learning across replies.
+        Chain and tree need a draft model (without one: the target's MTP head if it has
+        one, else plain); lookup needs none; mtp needs the target's MTP head (plain
+        without); adaptive uses whatever is there and keeps learning across replies.
         """
         if spec.mode is Mode.PLAIN:
             return PlainPolicy()
+        if spec.mode is Mode.MTP or (spec.mode in (Mode.CHAIN, Mode.TREE) and self._drafter is None):
+            return MTPPolicy(spec) if self._mtp is not None else PlainPolicy()
+        if spec.mode is Mode.ADAPTIVE and self._mtp is not None:
+            return self._mtp_adaptive(spec)
         if spec.mode in (Mode.ADAPTIVE, Mode.LOOKUP):
             # Lookup alone uses the adaptive cost model too: it proposes only where
             # proposing pays, so it never costs much more than plain decoding.
@@ -258,6 +291,24 @@ class Engine:
         if spec.mode is Mode.TREE:
             return TreePolicy(spec)
         return FixedPolicy(spec)
+
+    def _mtp_adaptive(self, spec: SpecConfig) -> DraftPolicy:
+        """Adaptive on a target with an MTP head: the head in the draft's place, or, with a
+        draft model too, the faster of the two by measured rate (mtp_choice.py)."""
+        key = "adaptive-mtp" if self._drafter is None else "adaptive-both"
+        known = self._policies.get(key)
+        if isinstance(known, (MTPAsDraft, RateChooser)):
+            known.cfg = spec
+            return known
+        mtp = MTPAsDraft(AdaptivePolicy(spec, self._policy_state_path("adaptive-mtp")))
+        pol: MTPAsDraft | RateChooser = mtp
+        if self._drafter is not None:
+            draft = AdaptivePolicy(spec, self._policy_state_path("adaptive"))
+            if self.calibration is not None:
+                self.calibration.seed(draft.cost)
+            pol = RateChooser({"mtp": mtp, "draft": draft})
+        self._policies[key] = pol
+        return pol
 
     def _policy_state_path(self, mode: str) -> Path:
         """Where the adaptive policy's models for this pair on this machine are kept."""
@@ -321,7 +372,10 @@ class Engine:
             raise LoadError("No target model is loaded.")
         if grammar is None and sampling.grammar:
             grammar = self.open_grammar(sampling.grammar, sampling.grammar_root)
-        events = self._gen.generate(prompt, sampling, spec, self.policy_for(spec), cancel, grammar)
+        policy = self.policy_for(spec)
+        if self._mtp is not None:  # the head follows the target's decodes only when it may draft
+            self._mtp.watch(DraftSource.MTP in policy.wants)
+        events = self._gen.generate(prompt, sampling, spec, policy, cancel, grammar)
         return events if self.ngrams is None else self._learning(prompt, events, self.ngrams)
 
     def open_grammar(self, text: str, root: str = "root") -> GrammarState:

@@ -2,7 +2,8 @@
 
 The GUI colours ``TokenEvent.source`` (``draft`` = proposed by the draft and
 accepted by the target; ``target`` = produced by the target itself; ``lookup`` =
-proposed by prompt lookup and accepted), and pushes statistics to the view a
+proposed by prompt lookup and accepted; ``mtp`` = proposed by the target's own MTP
+layers and accepted, coloured as drafted), and pushes statistics to the view a
 few times a second from the StepEvents, never once per token.
 """
 
@@ -18,6 +19,7 @@ class Source(str, Enum):
     DRAFT = "draft"
     TARGET = "target"
     LOOKUP = "lookup"
+    MTP = "mtp"  # proposed by the target's own MTP layers and accepted
 
 
 class StopReason(str, Enum):

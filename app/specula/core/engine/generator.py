@@ -36,6 +36,7 @@ from specula.core.engine.drafters import (
     TokenTree,
     TreeDrafter,
 )
+from specula.core.engine.drafters.mtp import MTPDrafter, MTPHead
 from specula.core.engine.drafters.tree import MAX_TREE_SEQS
 from specula.core.engine.events import Done, Event, Source, StepEvent, StopReason, TokenEvent
 from specula.core.engine.grammar import GrammarError, GrammarState
@@ -66,6 +67,7 @@ class Generator:
         self.lookup = LookupDrafter()
         self._tree_batch: Batch | None = None
         self.draft: DraftModel | None = None
+        self.mtp: MTPHead | None = None
         self._drafters: dict[DraftSource, Drafter] = {}
         self.set_draft(draft)
 
@@ -81,6 +83,13 @@ class Generator:
             chain = ChainDrafter(draft)
             self._drafters[DraftSource.DRAFT] = chain
             self._drafters[DraftSource.TREE] = TreeDrafter(draft) if self.trees_run else chain
+        if self.mtp is not None:
+            self._drafters[DraftSource.MTP] = MTPDrafter(self.mtp)
+
+    def set_mtp(self, head: MTPHead | None) -> None:
+        """Attach (or detach) the target's own MTP head (a drafter that needs no model)."""
+        self.mtp = head
+        self.set_draft(self.draft)
 
     @property
     def trees_run(self) -> bool:
@@ -120,6 +129,8 @@ class Generator:
         self.kv.clear()
         if self.draft is not None:
             self.draft.reset()
+        if self.mtp is not None:
+            self.mtp.reset()
 
     # -- one reply -----------------------------------------------------------
 
@@ -181,6 +192,10 @@ class Generator:
             )
             return
         try:
+            # Before the prefill: a drafter fed from the target's own decodes (MTP) follows
+            # this reply's tokens from its first decode.
+            for d in active.values():
+                d.begin(committed, sync=False)
             n = self.kv.reuse(committed, limit=len(committed) - 1)
             self.kv.feed(committed[n:-1], "none", cancel)
             self.kv.checkpoint(ANCHOR)  # recurrent memory: the next reply starts from here
@@ -189,8 +204,6 @@ class Generator:
             # prompt after it is shown (see _catch_up_drafters), so a draft costs no TTFT.
             sync = policy.sync_draft_at_prefill()
             deferred = sync and not spec.draft_first_token
-            for d in active.values():
-                d.begin(committed, sync=False)
             if sync and not deferred:  # draft_first_token: the draft is fed the prompt now
                 stats.add_catchup(*self._catch_up_drafters(committed, active))
         except Cancelled:
@@ -393,6 +406,8 @@ class Generator:
     def _decode_clock(self) -> float:
         """Seconds spent in llama_decode so far, target and draft together."""
         s = self.ctx.decode_s
+        if self.mtp is not None:
+            s += self.mtp.ctx.decode_s
         return s + self.draft.ctx.decode_s if self.draft is not None else s
 
     # -- verification --------------------------------------------------------

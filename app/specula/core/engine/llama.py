@@ -157,9 +157,12 @@ class Model(NativeHandle):
         load_mode: int | None = None,
         quantization: str | None = None,
         devices: Sequence[int] | None = None,
+        load_mtp: bool = False,
     ) -> None:
         """``devices``: ggml device handles to offload to (None: llama.cpp's default, every
-        GPU and RPC worker; an empty list keeps the model on the CPU)."""
+        GPU and RPC worker; an empty list keeps the model on the CPU). ``load_mtp``: load
+        the model's MTP (NextN) layers too, so an MTP context may run over them
+        (:mod:`specula.core.engine.mtp_native`)."""
         ensure_backend()
         if use_extra_bufts is None:
             use_extra_bufts = extra_buffers_safe(quantization)
@@ -170,6 +173,8 @@ class Model(NativeHandle):
         params.n_gpu_layers = n_gpu_layers
         params.vocab_only = vocab_only
         params.use_extra_bufts = use_extra_bufts
+        if load_mtp:
+            params.load_mtp = True
         if load_mode is not None:
             params.load_mode = load_mode
         device_list: Any = None  # referenced until the load returns (llama.cpp copies it)
@@ -201,6 +206,7 @@ class Model(NativeHandle):
                 f"{self.path}: llama.cpp could not load this model "
                 "(unsupported architecture, corrupt or incomplete file, or not enough memory)"
             )
+        self.mtp_loaded = load_mtp  # an MTP context over weights without them aborts
         self._vocab = L.llama_model_get_vocab(self._model)
         self.n_vocab: int = L.llama_vocab_n_tokens(self._vocab)
         self.bos: int = L.llama_vocab_bos(self._vocab)
@@ -325,9 +331,12 @@ class Context(NativeHandle):
         n_outputs_max: int = 64,
         kv_unified: bool = False,
         n_rs_seq: int = 0,
+        ctx_type: int = 0,
+        ctx_other: Context | None = None,
     ) -> None:
         """``n_rs_seq``: llama.cpp's recurrent snapshots per sequence; the engine keeps 0
-        (see kv.py for why), the tests set it to show what trusting them would do."""
+        (see kv.py for why), the tests set it to show what trusting them would do.
+        ``ctx_type``/``ctx_other``: an MTP context beside its target's (see mtp_native)."""
         self.model = model
         p = L.llama_context_default_params()
         p.n_ctx = n_ctx
@@ -341,6 +350,10 @@ class Context(NativeHandle):
         p.n_rs_seq = n_rs_seq
         p.no_perf = True
         p.flash_attn_type = -1  # LLAMA_FLASH_ATTN_TYPE_AUTO
+        if ctx_type:
+            p.ctx_type = ctx_type
+        if ctx_other is not None:
+            p.ctx_other = ctx_other.ptr
         if model.closed:
             raise LoadError(f"{model.path}: the model is closed")
         self._ctx = L.llama_init_from_model(model.ptr, p)
@@ -355,6 +368,7 @@ class Context(NativeHandle):
         self.n_batch: int = min(int(L.llama_n_batch(self._ctx)), int(L.llama_n_ubatch(self._ctx)))
         self.n_seq_max: int = int(L.llama_n_seq_max(self._ctx))
         self.n_outputs_max = n_outputs_max
+        self.n_threads = n_threads
         self.n_vocab = model.n_vocab
         self._row_type = ctypes.c_float * self.n_vocab  # one logits row, made once
         self._rows: dict[int, F32] = {}  # address -> read-only view of the row there
@@ -366,6 +380,15 @@ class Context(NativeHandle):
         # Seconds inside llama_decode over the context's life: every decode passes here,
         # so the time outside it (the host's share of a step) is measured in one place.
         self.decode_s = 0.0
+        # Called with each batch right after it decoded (llama.cpp's process() hook): a
+        # drafter that reads the target's hidden rows (MTP) takes them here, before the
+        # next decode overwrites them.
+        self.observers: list[Callable[[Batch], None]] = []
+
+    @property
+    def ptr(self) -> Any:
+        """The llama_context pointer (None once closed)."""
+        return self._ctx
 
     def decode(self, batch: Batch) -> None:
         """Evaluate ``batch``; raises :class:`ContextFull` or :class:`DecodeError`."""
@@ -383,6 +406,8 @@ class Context(NativeHandle):
             raise ContextFull("no KV slot for the batch")
         if rc != 0:
             raise DecodeError(f"llama_decode returned {rc}")
+        for observe in self.observers:
+            observe(batch)
 
     def logits(self, i: int) -> F32:
         """Zero-copy, read-only view of the i-th output's logits (valid until the next decode)."""

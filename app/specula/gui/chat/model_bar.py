@@ -46,6 +46,8 @@ from specula.gui.tasks import start_task
 PATH_ROLE = Qt.ItemDataRole.UserRole + 1
 USABLE_ROLE = Qt.ItemDataRole.UserRole + 2
 GGUF_FILTER = "GGUF models (*.gguf);;All files (*)"
+# The picker's entry for a target that drafts with its own MTP layers (no file).
+BUILTIN_MTP = "builtin:mtp"
 
 
 MAX_REFUSED_SHOWN = 6  # library files listed as incompatible drafts (each costs a header read)
@@ -119,6 +121,11 @@ def check_drafts(target: str, drafts: list[str], library: list[LocalModel] | Non
     return out
 
 
+def builtin_label(n_layers: int) -> str:
+    """The picker's entry for a target that drafts with its own MTP layers."""
+    return f"Built-in (MTP, {n_layers} layer{'s' if n_layers != 1 else ''})"
+
+
 def describe(info: ModelInfo) -> str:
     return describe_info(info)
 
@@ -143,6 +150,7 @@ class ModelBar(QFrame):
         self._refusal: CompatReport | None = None  # the newest refused draft's report
         self._restore_done = False  # the last session's models are loaded once, at start
         self._loading_target = ""  # the target asked for and not yet loaded (or failed)
+        self._entries: list[DraftEntry] = []  # the newest checked draft files
 
         outer = QVBoxLayout(self)
         outer.setContentsMargins(12, 8, 12, 8)
@@ -327,13 +335,29 @@ class ModelBar(QFrame):
 
     def _on_draft_activated(self, index: int) -> None:
         path = self.draft_combo.itemData(index, PATH_ROLE)
-        if not path:
+        self.engine.builtin_on = path == BUILTIN_MTP
+        if path == BUILTIN_MTP:
+            self._wanted_draft = ""
+            self.ctx.settings.last_draft = ""
+            self.ctx.settings.save()
+            if self.engine.has_draft:
+                self.engine.unload_draft()  # draft_unloaded turns the switch on for the head
+            self._sync_switch()
+            self._update_status()
+        elif not path:
             self._wanted_draft = ""
             self.ctx.settings.last_draft = ""
             self.ctx.settings.save()
             self.engine.unload_draft()
+            self._sync_switch()
+            self._update_status()
         else:
             self.choose_draft(str(path))
+
+    def _sync_switch(self) -> None:
+        """The switch offers speculation with a draft model or the target's MTP head."""
+        self.draft_switch.set_builtin(self.engine.has_builtin_draft and not self.engine.has_draft)
+        self.draft_switch.set_draft_loaded(self.engine.can_speculate)
 
     @property
     def speculating(self) -> bool:
@@ -410,12 +434,25 @@ class ModelBar(QFrame):
             self.drafts_checked.emit()
 
     def _fill_drafts(self, entries: list[DraftEntry]) -> None:
+        """The picker: the target's built-in MTP draft first when it has one, "No draft",
+        then the draft files (compatible ones enabled)."""
+        self._entries = list(entries)
         m = self.draft_model
         m.clear()
+        select = 0
+        n_mtp = self.engine.mtp_layers if self.engine.has_target else 0
+        if n_mtp > 0:
+            builtin = QStandardItem(builtin_label(n_mtp))
+            builtin.setData(BUILTIN_MTP, PATH_ROLE)
+            builtin.setData(True, USABLE_ROLE)
+            builtin.setToolTip("The target's own multi-token-prediction layers draft: "
+                               "no draft model to load, exact like any draft")
+            m.appendRow(builtin)
         none = QStandardItem("No draft")
         none.setData("", PATH_ROLE)
         m.appendRow(none)
-        select = 0
+        if n_mtp > 0:
+            select = 0 if self.engine.builtin_on else 1
         for e in entries:
             head = f"{e.name}  {e.detail}" if e.detail else e.name
             why = (e.short or e.reason).rstrip(".")
@@ -469,6 +506,8 @@ class ModelBar(QFrame):
         self._done_loading()
         self._loading_target = ""
         self._fill_targets()  # labels from the loaded header
+        self._fill_drafts(self._entries)  # the built-in entry, now that the target is known
+        self._sync_switch()
         self._update_status()
         if self._wanted_draft and not self.engine.is_loading("draft"):
             entry = self.draft_entry(self._wanted_draft)
@@ -481,17 +520,17 @@ class ModelBar(QFrame):
         entry = self.draft_entry(self._wanted_draft)
         if entry is not None:
             self.draft_combo.setCurrentIndex(entry.row())
-        self.draft_switch.set_draft_loaded(True)
+        self._sync_switch()
         self.draft_switch.set_draft_loading(self._draft_pending())
 
     def _on_draft_unloaded(self) -> None:
-        self.draft_switch.set_draft_loaded(self.engine.has_draft)
+        self._sync_switch()
         self._update_status()
 
     def _on_target_unloaded(self) -> None:
         self.target_combo.setCurrentIndex(-1)
-        self.draft_combo.setCurrentIndex(0)
-        self.draft_switch.set_draft_loaded(self.engine.has_draft)
+        self._fill_drafts(self._entries)  # no built-in entry without a target
+        self._sync_switch()
         self._update_status()
 
     def _on_refused(self, report: CompatReport) -> None:
@@ -556,6 +595,10 @@ class ModelBar(QFrame):
         text = f"Target: {describe(e.target_info)} · on {e.backend}, {e.n_threads} threads"
         if self._draft_pending():
             text += f"\nDraft: loading {self.label(self._wanted_draft).name}…"
+        elif e.draft_info:
+            text += f"\nDraft: {describe(e.draft_info)}"
+        elif e.has_builtin_draft:
+            text += f"\nDraft: {builtin_label(e.mtp_layers)}"
         else:
-            text += f"\nDraft: {describe(e.draft_info)}" if e.draft_info else "\nNo draft"
+            text += "\nNo draft"
         self.status.setText(text.replace(" · ", "\u00a0· "))

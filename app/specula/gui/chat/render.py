@@ -15,7 +15,8 @@ from specula.gui.theme import Palette
 __all__ = ["SOURCE_LETTER", "TokenTuple", "markdown_html", "plain_html", "token_colour",
            "tokens_html"]
 
-SOURCE_LETTER = {"draft": "d", "target": "t", "lookup": "l"}
+# MTP tokens are drafted tokens (by the target's own MTP layers): coloured as drafted.
+SOURCE_LETTER = {"draft": "d", "target": "t", "lookup": "l", "mtp": "d"}
 
 
 def markdown_html(text: str, pal: Palette) -> str:

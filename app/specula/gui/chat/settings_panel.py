@@ -35,6 +35,7 @@ MODES = [
     (Mode.ADAPTIVE, "Adaptive chain (draft model)"),
     (Mode.TREE, "Token tree (draft model)"),
     (Mode.LOOKUP, "Prompt lookup (no draft model)"),
+    (Mode.MTP, "MTP (the target's own layers)"),
 ]
 
 

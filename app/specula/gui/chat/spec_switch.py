@@ -24,6 +24,7 @@ class SpecSwitch(QCheckBox):
         self.setObjectName("DraftSwitch")
         self._has_draft = False
         self._lookup = False
+        self._builtin = False  # the speculation on offer is the target's own MTP head
         self._off_by_user = False
         self._draft_loading = False
         self.toggled.connect(self._on_toggled)
@@ -43,6 +44,10 @@ class SpecSwitch(QCheckBox):
         """A draft is on its way: the label says so rather than "off (no draft)"."""
         self._draft_loading = loading
         self._label()
+
+    def set_builtin(self, builtin: bool) -> None:
+        """Say the draft is the target's built-in MTP head (set before set_draft_loaded)."""
+        self._builtin = builtin
 
     def set_lookup_mode(self, lookup: bool) -> None:
         self._lookup = lookup
@@ -65,7 +70,8 @@ class SpecSwitch(QCheckBox):
             self.setText("Speculative: off (no draft)")
             self.setToolTip("Load a draft model to speculate")
             return
-        how = " (prompt lookup)" if self._lookup and not self._has_draft else ""
+        how = " (prompt lookup)" if self._lookup and not self._has_draft else \
+            " (built-in MTP)" if self._builtin and not self._lookup else ""
         self.setText(("Speculative: on" if self.isChecked() else "Speculative: off") + how)
         self.setToolTip("Draft on/off: takes effect on the next reply, nothing is reloaded")
 

@@ -136,14 +136,15 @@ class ComparePage(QWidget):
             return "Loading a model… the comparison can run once it is ready."
         if not e.has_target:
             return "Load a target and a draft on the Chat page, then run a prompt here."
-        if not e.has_draft:
+        if not e.can_speculate:
             return "Load a draft on the Chat page: without one both runs would be plain."
         return ""
 
     def _update_models(self, *_args: object) -> None:
         e = self.engine
         t = label_for(e.target_info.source, e.target_info).text if e.target_info else "none"
-        d = label_for(e.draft_info.source, e.draft_info).text if e.draft_info else "none"
+        d = label_for(e.draft_info.source, e.draft_info).text if e.draft_info else \
+            "built-in MTP" if e.has_builtin_draft else "none"
         self.models.setText(f"Target: {t}    Draft: {d}")
         self.models.setToolTip(f"Target: {e.target_info.source if e.target_info else '-'}\n"
                                f"Draft: {e.draft_info.source if e.draft_info else '-'}")

@@ -32,6 +32,7 @@ class DraftSource(str, Enum):
     DRAFT = "draft"  # the draft model, a chain
     TREE = "tree"  # the draft model, a token tree
     LOOKUP = "lookup"  # prompt lookup (no model)
+    MTP = "mtp"  # the target's own MTP (NextN) layers, a chain
 
 
 KeepRule = Callable[[int, float, float], tuple[bool, bool]]
@@ -84,7 +85,9 @@ class Proposal:
     @property
     def token_source(self) -> Source:
         """How the GUI colours an accepted token of this proposal."""
-        return Source.LOOKUP if self.source is DraftSource.LOOKUP else Source.DRAFT
+        if self.source is DraftSource.LOOKUP:
+            return Source.LOOKUP
+        return Source.MTP if self.source is DraftSource.MTP else Source.DRAFT
 
     @property
     def shape(self) -> StepShape:

@@ -1,0 +1,107 @@
+"""The policies of a target with an MTP head: fixed mtp, the head in adaptive's draft
+place, and the choice between the head and a draft model by measured rate."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from specula.core.engine.config import SpecConfig
+from specula.core.engine.drafters.base import DraftSource
+from specula.core.engine.mtp_choice import (
+    MTP_DRAFT_MAX,
+    RETRY_EVERY,
+    MTPAsDraft,
+    MTPPolicy,
+    RateChooser,
+)
+from specula.core.engine.policy import Outcome, Plan, PlanInput
+from specula.core.engine.stats import StepRecord
+
+ALL = frozenset({DraftSource.MTP, DraftSource.LOOKUP})
+
+
+def test_fixed_mtp_plans_short_chains_from_the_head() -> None:
+    pol = MTPPolicy(SpecConfig(draft_max=8))
+    assert pol.plan(PlanInput(room=10, available=ALL)) == Plan(DraftSource.MTP, MTP_DRAFT_MAX)
+    assert pol.plan(PlanInput(room=2, available=ALL)) == Plan(DraftSource.MTP, 2)
+    assert MTPPolicy(SpecConfig(draft_max=1)).plan(PlanInput(room=10, available=ALL)).k == 1
+    # the head stopped for this reply: plain steps
+    assert pol.plan(PlanInput(room=10, available=frozenset())).source is DraftSource.NONE
+
+
+@dataclass
+class Recorder:
+    """A policy that plans what it is told and records what it sees."""
+
+    answer: Plan
+    name: str = "adaptive"
+    wants: frozenset[DraftSource] = frozenset({DraftSource.DRAFT, DraftSource.TREE, DraftSource.LOOKUP})
+    reads_confidence: bool = True
+    seen: list[PlanInput] = field(default_factory=list)
+    outcomes: list[Outcome] = field(default_factory=list)
+    finished: int = 0
+    cfg: SpecConfig = field(default_factory=SpecConfig)
+
+    def plan(self, inp: PlanInput) -> Plan:
+        self.seen.append(inp)
+        return self.answer
+
+    def keep_drafting(self, i: int, p_top: float, entropy: float) -> tuple[bool, bool]:
+        return True, True
+
+    def observe(self, outcome: Outcome) -> None:
+        self.outcomes.append(outcome)
+
+    def sync_draft_at_prefill(self) -> bool:
+        return False
+
+    def finish(self) -> None:
+        self.finished += 1
+
+
+def outcome(source: DraftSource, emitted: int, seconds: float) -> Outcome:
+    rec = StepRecord(step=0, drafted=1, accepted=emitted - 1, emitted=emitted, draft_s=0.0,
+                     verify_s=0.0, overhead_s=0.0, step_s=seconds, source=source.value)
+    return Outcome(source, [0.9], [0.1], emitted - 1, 0, rec)
+
+
+def test_the_head_takes_the_draft_models_place() -> None:
+    inner = Recorder(Plan(DraftSource.DRAFT, 6))
+    pol = MTPAsDraft(inner)
+    assert pol.wants == {DraftSource.MTP, DraftSource.LOOKUP}
+    plan = pol.plan(PlanInput(room=10, available=ALL))
+    # the inner policy saw a draft (the head), no tree; its draft plan drafts with the head
+    assert inner.seen[-1].available == {DraftSource.DRAFT, DraftSource.LOOKUP}
+    assert plan == Plan(DraftSource.MTP, MTP_DRAFT_MAX)
+    assert pol.plan(PlanInput(room=10, available=frozenset({DraftSource.LOOKUP})))  # no head
+    assert inner.seen[-1].available == {DraftSource.LOOKUP}
+    # what the head did is learnt as the draft's
+    pol.observe(outcome(DraftSource.MTP, 2, 0.01))
+    assert inner.outcomes[-1].source is DraftSource.DRAFT
+    inner.answer = Plan(DraftSource.LOOKUP, 3, [1, 2, 3])
+    assert pol.plan(PlanInput(room=10, available=ALL)).source is DraftSource.LOOKUP
+
+
+def _reply(ch: RateChooser, tokens_per_s: dict[str, float]) -> str:
+    arm = ch.current
+    src = DraftSource.MTP if arm == "mtp" else DraftSource.DRAFT
+    ch.observe(outcome(src, 10, 10 / tokens_per_s[arm]))
+    ch.finish()
+    return arm
+
+
+def test_the_faster_of_head_and_draft_model_by_measured_rate() -> None:
+    mtp, draft = Recorder(Plan(DraftSource.MTP, 2)), Recorder(Plan(DraftSource.DRAFT, 4))
+    mtp.wants = frozenset({DraftSource.MTP})
+    ch = RateChooser({"mtp": mtp, "draft": draft})
+    assert ch.wants == {DraftSource.MTP}
+    speed = {"mtp": 30.0, "draft": 20.0}
+    arms = [_reply(ch, speed) for _ in range(2 * RETRY_EVERY)]
+    assert arms[:2] == ["mtp", "draft"]  # each measured once, then the faster
+    assert arms[2:].count("mtp") > arms[2:].count("draft") >= 1  # the slower is retried
+    assert mtp.finished + draft.finished == len(arms)
+    # the draft model becomes faster (another kind of text): the choice follows
+    speed = {"mtp": 10.0, "draft": 40.0}
+    arms = [_reply(ch, speed) for _ in range(3 * RETRY_EVERY)]
+    assert arms[-RETRY_EVERY:].count("draft") >= RETRY_EVERY - 1
+    assert ch.plan(PlanInput(room=5, available=ALL)) == ch.arm.plan(PlanInput(room=5, available=ALL))
