@@ -28,6 +28,7 @@ import json
 from typing import Any
 
 from specula.core.engine.json_schema_limits import (
+    MAX_ALTERNATIVES,
     MAX_ENUM,
     MAX_GRAMMAR_CHARS,
     MAX_NESTING,
@@ -126,6 +127,7 @@ class _Converter:
         self._names: dict[str, str] = {body: name for name, body in _RULES.items()}
         self._refs: dict[str, str] = {}
         self._n = 0
+        self._chars = 0
         self.budget = Budget()
         self.budget.used = _FIXED_EXPANSION
         self.patterns = PatternCompiler(self.add, self.budget, "char")
@@ -136,6 +138,10 @@ class _Converter:
         """A rule with ``body`` (one per distinct body), by name."""
         name = self._names.get(body)
         if name is None:
+            self._chars += len(body) + len(hint) + 12
+            if self._chars > MAX_GRAMMAR_CHARS:  # checked as it grows: work stays bounded
+                raise SchemaError("schema", "#", f"its grammar would be larger than the limit "
+                                  f"of {MAX_GRAMMAR_CHARS} characters")
             self._n += 1
             name = f"{hint}-{self._n}"
             self.rules[name] = body
@@ -207,14 +213,20 @@ class _Converter:
                 raise SchemaError("allOf", where, "more than one schema: their intersection "
                                   "is not supported; merge them into one")
             return self.visit(subs[0], f"{where}/allOf/0", depth + 1)
-        if key == "oneOf":
-            kinds = [self._types(s, depth) for s in subs]
-            for i, a in enumerate(kinds):
-                for b in kinds[i + 1:]:
-                    if a & b or ("integer" in a and "number" in b) or ("number" in a and "integer" in b):
-                        raise SchemaError("oneOf", where, "its schemas may admit the same "
-                                          "value (only branches of different JSON types are "
-                                          "supported); use anyOf")
+        if len(subs) > MAX_ALTERNATIVES:
+            raise SchemaError(key, where, f"{len(subs)} schemas; at most {MAX_ALTERNATIVES} are "
+                              "supported")
+        if key == "oneOf":  # exactly one: enforced when no two branches share a JSON type
+            seen: set[str] = set()
+            for sub in subs:
+                kinds = self._types(sub, depth)
+                if "integer" in kinds:
+                    kinds = kinds | {"number"}
+                if kinds & seen:
+                    raise SchemaError("oneOf", where, "its schemas may admit the same value "
+                                      "(only branches of different JSON types are supported); "
+                                      "use anyOf")
+                seen |= kinds
         names = [self.visit(s, f"{where}/{key}/{i}", depth + 1) for i, s in enumerate(subs)]
         return self.add("alt", " | ".join(dict.fromkeys(names)))
 
@@ -256,13 +268,18 @@ class _Converter:
         kept = [v for v in values if types is None or json_type_of(v) & set(types)]
         if not kept:
             raise SchemaError(key, where, "no value has the schema's 'type'")
-        alts = []
+        alts: list[str] = []
+        size = 0
         for v in kept:
             try:
                 text = json.dumps(v, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
             except ValueError:
                 raise SchemaError(key, where, "holds a number JSON cannot write") from None
             alts.append(gbnf_literal(text))
+            size += len(alts[-1])
+            if size > MAX_GRAMMAR_CHARS:
+                raise SchemaError(key, where, f"its values are longer than the grammar's limit "
+                                  f"of {MAX_GRAMMAR_CHARS} characters")
         return self.add("literal", "(" + " | ".join(dict.fromkeys(alts)) + ") space")
 
     def _type_list(self, schema: dict[str, Any], where: str) -> list[str]:

@@ -16,6 +16,8 @@ MAX_EXPANSION = 20_000  # grammar elements all the repetitions of one grammar ex
 MAX_GRAMMAR_CHARS = 256 * 1024  # GBNF text, from a schema or given
 MAX_NESTING = 64  # schema levels, and '(' levels of a GBNF text
 MAX_ENUM = 1000  # values of one enum (each one is an alternative at its position)
+MAX_ALTERNATIVES = MAX_ENUM  # alternatives of one rule, group or anyOf: each is a parse stack
+MAX_ELEMENTS = 200_000  # grammar elements after llama.cpp expands every repetition
 MAX_RULES = 4000  # rules of a GBNF text (llama.cpp's left-recursion check recurses per rule)
 
 
@@ -51,9 +53,6 @@ class Budget:
             raise SchemaError(keyword, where, f"the schema's bounds add up to more than "
                               f"{self.limit} repeated grammar elements; lower them")
 
-
-MAX_ALTERNATIVES = MAX_ENUM  # alternatives of one rule or group: each is a parse stack
-MAX_ELEMENTS = 200_000  # grammar elements after llama.cpp expands every repetition
 
 
 def check_gbnf(text: str) -> None:
