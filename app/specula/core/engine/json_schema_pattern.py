@@ -33,6 +33,12 @@ _LINE_ENDS = [(0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029)]
 _DIGIT = [(0x30, 0x39)]
 _WORD = [(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)]
 _SPACE = [(0x09, 0x0D), (0x20, 0x20)]
+# The negated shorthands as printable ASCII only: Python's \D, \W, \S leave out Unicode
+# digits, letters and spaces (and \x1c-\x1f), ECMA-262's do not; both match these.
+_SHORTHANDS = {"d": _DIGIT, "w": _WORD, "s": _SPACE,
+               "D": [(0x20, 0x2F), (0x3A, 0x7E)],
+               "W": [(0x20, 0x2F), (0x3A, 0x40), (0x5B, 0x5E), (0x60, 0x60), (0x7B, 0x7E)],
+               "S": [(0x21, 0x7E)]}
 _SPECIAL = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
             "\t": "\\t"}
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v", "0": "\0"}
@@ -95,6 +101,7 @@ class _Reader:
         self.s = text
         self.i = 0
         self.where = where
+        self.negated_class = False  # inside [^...]: no shorthand (Unicode classes differ)
 
     def fail(self, what: str) -> SchemaError:
         return SchemaError("pattern", self.where, f"{what} (at character {self.i} of "
@@ -185,11 +192,10 @@ class _Reader:
         if not c:
             raise SchemaError("pattern", self.where, "the pattern ends with a lone backslash")
         self.i += 1
-        shorthand = {"d": _DIGIT, "w": _WORD, "s": _SPACE}
-        if c.lower() in shorthand:
-            if in_class and c.isupper():
-                raise self.fail(f"'\\{c}' inside a class")
-            return _Node("chars", ranges=list(shorthand[c.lower()]), negated=c.isupper())
+        if c in _SHORTHANDS:
+            if in_class and (c.isupper() or self.negated_class):
+                raise self.fail(f"'\\{c}' inside {'a negated class' if self.negated_class else 'a class'}")
+            return _Node("chars", ranges=list(_SHORTHANDS[c]))
         if c in _ESCAPES:
             if c == "0" and self.peek().isdigit():
                 raise self.fail("an octal escape")
@@ -212,6 +218,7 @@ class _Reader:
         negated = self.peek() == "^"
         if negated:
             self.i += 1
+        self.negated_class = negated
         ranges: list[tuple[int, int]] = []
         first = True
         while True:
@@ -248,6 +255,7 @@ class _Reader:
                 ranges.append((lo, hi))
             else:
                 ranges.append((lo, lo))
+        self.negated_class = False
         return _Node("chars", ranges=ranges, negated=negated)
 
 
@@ -319,7 +327,11 @@ class PatternCompiler:
             alts += [gbnf_literal(json_char(chr(cp))) for cp in special]
             return self._call("class", " | ".join(alts))
         if len(node.ranges) == 1 and node.ranges[0][0] == node.ranges[0][1]:
-            return gbnf_literal(json_char(chr(node.ranges[0][0])))
+            cp = node.ranges[0][0]
+            if 0xD800 <= cp <= 0xDFFF or cp > 0xFFFFF:
+                raise SchemaError("pattern", "", f"the character U+{cp:04X} (a surrogate or past "
+                                  "U+FFFFF) cannot be written by the grammar")
+            return gbnf_literal(json_char(chr(cp)))
         raw: list[tuple[int, int]] = []
         escaped: list[int] = []
         for lo, hi in node.ranges:
