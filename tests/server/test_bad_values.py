@@ -15,7 +15,7 @@ CHAT = "/v1/chat/completions"
 
 
 def _chat(**extra: Any) -> dict[str, Any]:
-    return {"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4,
+    return {"model": "tiny-target", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4,
             "temperature": 0, **extra}
 
 

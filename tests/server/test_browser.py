@@ -17,7 +17,7 @@ from tests.server.conftest import raw
 from tests.server.wire import exchange, read_reply, request_bytes
 
 ALLOWED = "http://app.example:8080"
-CHAT = b'{"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}'
+CHAT = b'{"model": "tiny-target", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}'
 
 
 @pytest.fixture(scope="module")

@@ -171,6 +171,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(data)))
             for k, v in {**self._cors, **(headers or {})}.items():
                 self.send_header(k, v)
+            if self.close_connection:  # say so: the client must not send more on it
+                self.send_header("Connection", "close")
             self.end_headers()
             self.wfile.write(data)
         except OSError:
