@@ -26,8 +26,10 @@ import select
 import socket
 import threading
 import time
+from collections.abc import Mapping
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from specula.core.engine.events import Done, StopReason
@@ -102,7 +104,7 @@ class Handler(BaseHTTPRequestHandler):
     _checked = 0.0  # when _wait last looked at the socket
     _requests = 0  # served on this connection so far
     _answered = False  # a status line went out for the current request
-    _cors: dict[str, str] = {}  # the CORS headers of an allowed origin's replies
+    _cors: Mapping[str, str] = MappingProxyType({})  # an allowed origin's CORS headers
 
     # -- plumbing --------------------------------------------------------------
 
@@ -113,7 +115,7 @@ class Handler(BaseHTTPRequestHandler):
         self.server.conns.set_phase(self.connection, Phase.WAITING, keepalive=self._requests > 0)
         self._requests += 1
         self._answered = False
-        self._cors: dict[str, str] = {}
+        self._cors = MappingProxyType({})
         self._head_checked: bool | None = None
         super().handle_one_request()
 

@@ -20,7 +20,9 @@ the grammar's expansion budget before any text reaches llama.cpp.
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from specula.core.engine.json_schema_limits import Budget, SchemaError
@@ -265,8 +267,9 @@ class _Reader:
 class PatternCompiler:
     """Turns patterns into GBNF rules through ``add_rule`` (the schema converter's)."""
 
-    def __init__(self, add_rule: object, budget: Budget, char_rule: str) -> None:
-        self._add = add_rule  # Callable[[str, str], str]: (hint, body) -> rule name
+    def __init__(self, add_rule: Callable[[str, str], str], budget: Budget,
+                 char_rule: str) -> None:
+        self._add = add_rule  # (hint, body) -> rule name
         self._budget = budget
         self._char = char_rule
 
@@ -296,7 +299,7 @@ class PatternCompiler:
         return self._call("pattern", '"\\"" ' + " ".join(parts) + ' "\\"" space')
 
     def _call(self, hint: str, body: str) -> str:
-        return self._add(hint, body)  # type: ignore[operator, no-any-return]
+        return self._add(hint, body)
 
     def _emit(self, node: _Node, where: str) -> str:
         if node.kind == "chars":
@@ -354,7 +357,7 @@ def _raw_spans(lo: int, hi: int) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     cuts = [0x20, 0x22, 0x23, 0x5C, 0x5D, 0x7F, 0x80, 0xD800, 0xE000, 0x100000]
     points = sorted({lo, hi + 1, *[c for c in cuts if lo < c <= hi]})
-    for a, b in zip(points, points[1:], strict=False):
+    for a, b in itertools.pairwise(points):
         if _is_raw(a):  # the cuts make each part all raw or all not
             out.append((a, b - 1))
     return out
