@@ -38,13 +38,18 @@ from specula.core.engine.json_schema_limits import (
 from specula.core.engine.json_schema_pattern import PatternCompiler, gbnf_literal
 
 # One JSON string character: raw where JSON allows it (no control character, DEL,
-# surrogate, or code point llama.cpp decodes past U+10FFFF; plane 16 by its own positive
-# class, see core/structured.py), or an escape whose \u is not a surrogate (a pair would
-# count as one character, a lone one is not text).
+# surrogate, or code point llama.cpp decodes past U+10FFFF), or an escape whose \u is
+# not a surrogate (a pair would count as one character, a lone one is not text).
+# llama.cpp judges an unfinished UTF-8 sequence by the span of code points it could
+# still become, and a negated class refuses it when any excluded code point lies in
+# that span: so U+D000-U+D7FF (lead byte ED, like the surrogates) and plane 16 (lead
+# byte F4, like U+110000 on) are admitted by positive classes of their own. Then a lone
+# lead byte is admitted exactly when a token starting with it can be, which the
+# full-vocabulary prefilter (grammar_prefilter.py) relies on.
 _RULES = {
     "space": '| " " | "\\n" [ \\t]{0,20}',
-    "char": ('[^"\\\\\\x7F\\x00-\\x1F\\uD800-\\uDFFF\\U00100000-\\U003FFFFF] '
-             '| [\\U00100000-\\U0010FFFF] | "\\\\" (["\\\\/bfnrt] | "u" hex4)'),
+    "char": ('[^"\\\\\\x7F\\x00-\\x1F\\uD000-\\uDFFF\\U00100000-\\U003FFFFF] '
+             '| [\\uD000-\\uD7FF] | [\\U00100000-\\U0010FFFF] | "\\\\" (["\\\\/bfnrt] | "u" hex4)'),
     "hex4": "[0-9a-cA-CefEF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2}",
     "string": '"\\"" char* "\\"" space',
     "integral-part": "[0] | [1-9] [0-9]{0,15}",

@@ -27,10 +27,12 @@ from dataclasses import dataclass, field
 
 from specula.core.engine.json_schema_limits import Budget, SchemaError
 
-# Characters a JSON string holds raw (as in ``json_schema.CHAR``): no quote, backslash,
-# control character, DEL, surrogate, or code point past U+0FFFFF (plane 16 is left out
-# here: its lead byte F4 is judged by llama.cpp against the excluded span after it).
-_NOT_RAW = '"\\\\\\x7F\\x00-\\x1F\\uD800-\\uDFFF\\U00100000-\\U003FFFFF'
+# What a negated class leaves out besides the client's own characters: what a JSON
+# string does not hold raw (quote, backslash, control characters, DEL, surrogates, past
+# U+0FFFFF), widened to whole lead bytes (U+D000-U+DFFF: ED; U+100000 on: F4) so that a
+# lone lead byte is refused exactly when every token starting with it is (llama.cpp
+# judges an unfinished sequence by the span it could become; the prefilter relies on it).
+_NOT_RAW = '"\\\\\\x7F\\x00-\\x1F\\uD000-\\uDFFF\\U00100000-\\U003FFFFF'
 _LINE_ENDS = [(0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029)]
 _DIGIT = [(0x30, 0x39)]
 _WORD = [(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)]
