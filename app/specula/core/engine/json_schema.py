@@ -32,6 +32,7 @@ from specula.core.engine.json_schema_limits import (
     MAX_ENUM,
     MAX_GRAMMAR_CHARS,
     MAX_NESTING,
+    MAX_REPEAT,
     Budget,
     SchemaError,
 )
@@ -401,6 +402,10 @@ class _Converter:
         hi = _natural(schema, "maxItems", where)
         if hi is not None and hi < lo:
             raise SchemaError("maxItems", where, f"{hi} is below minItems {lo}: no array meets both")
+        for key, bound in (("minItems", lo), ("maxItems", hi)):
+            if bound is not None and bound > MAX_REPEAT:
+                raise SchemaError(key, where, f"the bound {bound} is above {MAX_REPEAT}, the "
+                                  "largest a grammar can enforce")
         n_pre = len(prefix) if hi is None else min(len(prefix), hi)
         if items is False:
             if lo > n_pre:
