@@ -359,6 +359,9 @@ class _Converter:
         if "properties" not in schema and "required" not in schema and \
                 ("additionalProperties" not in schema or extra is True):
             return "object"
+        if len(props) + len(required) > MAX_GRAMMAR_CHARS // 32:  # each member is ~32 chars
+            raise SchemaError("properties", where, f"{len(props) + len(required)} properties; "
+                              f"at most {MAX_GRAMMAR_CHARS // 32} fit the grammar's size limit")
         items: list[tuple[str, bool, str]] = []  # (key rule, required, value rule)
         need = set(required)
         for name, sub in props.items():
