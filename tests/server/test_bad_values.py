@@ -71,3 +71,20 @@ def test_a_forced_call_past_a_limit_names_the_tool(tool_server: LocalServer) -> 
 def test_a_penalty_inside_the_range_still_works(server: LocalServer) -> None:
     status, data, _ = post(server, CHAT, _chat(repeat_penalty=0.5, temperature=0.7, seed=1))
     assert status == 200, data
+
+
+def test_a_grammar_past_its_time_budget_ends_as_a_400_and_the_next_is_served(
+        server: LocalServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ambiguous grammar can keep thousands of parse states (each checked per token);
+    the reply's llama.cpp time is capped. A zero budget makes any grammar go past it, so
+    the path is checked without depending on this machine's speed."""
+    from specula.core.engine.grammar import GrammarState
+
+    monkeypatch.setattr(GrammarState, "TIME_BUDGET_S", 0.0)
+    monkeypatch.setattr(GrammarState, "TIME_PER_TOKEN_S", 0.0)
+    status, data, _ = post(server, CHAT, _chat(specula={"grammar": 'root ::= [a-z]{0,20}'}))
+    assert status == 400, data
+    assert data["error"]["param"] == "specula.grammar"
+    assert data["error"]["code"] == "grammar_too_costly"
+    monkeypatch.undo()
+    assert post(server, CHAT, _chat(specula={"grammar": 'root ::= [a-z]{0,20}'}))[0] == 200

@@ -33,6 +33,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from specula.core.engine.events import Done, StopReason
+from specula.core.engine.grammar import GRAMMAR_BUDGET_MESSAGE
 from specula.server import streaming as S
 from specula.server.connections import HEAD_TIMEOUT_S, Connections, Phase, fd_limited_max
 from specula.server.errors import OpenAIError
@@ -364,6 +365,9 @@ class Handler(BaseHTTPRequestHandler):
         if isinstance(done, str) or done.stop_reason is StopReason.ERROR:
             msg = done if isinstance(done, str) else done.message
             self.server.owner.record(rid, None if isinstance(done, str) else done)
+            if msg and msg.startswith(GRAMMAR_BUDGET_MESSAGE):  # the client's grammar: a 400
+                param = req.structure.grammar_param if req.structure.grammar else "tools"
+                raise OpenAIError(400, f"'{param}': {msg}", param=param, code="grammar_too_costly")
             raise OpenAIError(500, msg or "Generation failed.", type="server_error")
         self.server.owner.record(rid, done)
         if cancel.is_set():

@@ -25,6 +25,7 @@ import os
 import sys
 import tempfile
 import threading
+import time
 from typing import Any
 
 import llama_cpp as L
@@ -54,6 +55,13 @@ assert _TOKEN_DTYPE.itemsize == ctypes.sizeof(L.llama_token_data)
 class GrammarError(ValueError):
     """A grammar that cannot be used (it does not parse, has no such root, asks for a
     JSON-schema feature that cannot be enforced) or that admits no token mid-reply."""
+
+
+GRAMMAR_BUDGET_MESSAGE = "The grammar took more than"  # how a budget stop's message starts
+
+
+class GrammarBudgetError(GrammarError):
+    """A grammar that cost llama.cpp more time than a reply may spend on it (mid-reply)."""
 
 
 # -- JSON schemas ------------------------------------------------------------------------
@@ -188,6 +196,9 @@ class GrammarState(NativeHandle):
         self.settled = 0  # positions whose cut was decided without it (grammar_cut)
         self.checked = 0  # tokens checked against the grammar
         self._refs: frozenset[int] = frozenset()  # ids the grammar names (<[id]>, <|name|>)
+        # llama.cpp's time in this grammar and its clones (seconds, shared): an ambiguous
+        # grammar keeps many parse stacks, each checked per token (quadratic in their number)
+        self._spent: list[float] = [0.0]
 
     @classmethod
     def open(cls, vocab: Any, n_vocab: int, text: str, root: str = "root",
@@ -210,6 +221,7 @@ class GrammarState(NativeHandle):
         twin = GrammarState(L.llama_sampler_clone(self._smpl), self.n_vocab, self._vocab,
                             self._owner, list(self._path), self._memo)
         twin._refs = self._refs
+        twin._spent = self._spent
         return twin
 
     def close(self) -> None:
@@ -230,13 +242,30 @@ class GrammarState(NativeHandle):
         self._arr.size = n
         self._arr.selected = -1
         self._arr.sorted = False
+        start = time.perf_counter()
         L.llama_sampler_apply(self._smpl, ctypes.byref(self._arr))
+        self._charge(time.perf_counter() - start)
         self.checked += n
         out: Bools = np.isfinite(buf["logit"])
         if self._refs:
             for i in np.flatnonzero(out & np.isin(ids, list(self._refs))):
                 out[i] = self._named_token_safe(int(ids[i]))
         return out
+
+    # What a reply's grammar may cost llama.cpp: this much, plus so much per token taken.
+    TIME_BUDGET_S = 0.5
+    TIME_PER_TOKEN_S = 0.02
+
+    def _charge(self, seconds: float) -> None:
+        """Count llama.cpp's time; past the budget the reply ends with GrammarError (one
+        hostile grammar costs the engine a bounded slice, then the next client is served)."""
+        self._spent[0] += seconds
+        budget = self.TIME_BUDGET_S + self.TIME_PER_TOKEN_S * len(self._path)
+        if self._spent[0] > budget:
+            raise GrammarBudgetError(
+                f"{GRAMMAR_BUDGET_MESSAGE} {budget:.1f} s of engine time after "
+                f"{len(self._path)} tokens (an ambiguous grammar keeps many parse states); "
+                "make it simpler or less ambiguous.")
 
     def _named_token_safe(self, token: int) -> bool:
         """Whether accepting ``token``, a token the grammar names and admits here, is safe.
@@ -289,14 +318,18 @@ class GrammarState(NativeHandle):
         throws through C), so it is checked first and refused with GrammarError."""
         if not self.allows(token):
             raise GrammarError(f"token {token} is not allowed by the grammar here")
+        start = time.perf_counter()
         L.llama_sampler_accept(self._smpl, token)
+        self._charge(time.perf_counter() - start)
         self._path.append(token)
 
     def try_advance(self, token: int) -> bool:
         """Advance when allowed; False (state unchanged) otherwise."""
         if not self.allows(token):
             return False
+        start = time.perf_counter()
         L.llama_sampler_accept(self._smpl, token)
+        self._charge(time.perf_counter() - start)
         self._path.append(token)
         return True
 
