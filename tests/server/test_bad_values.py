@@ -82,6 +82,7 @@ def test_a_grammar_past_its_time_budget_ends_as_a_400_and_the_next_is_served(
 
     monkeypatch.setattr(GrammarState, "TIME_BUDGET_S", 0.0)
     monkeypatch.setattr(GrammarState, "TIME_PER_TOKEN_S", 0.0)
+    monkeypatch.setattr(GrammarState, "TIME_PER_CHECK_S", 0.0)
     status, data, _ = post(server, CHAT, _chat(specula={"grammar": 'root ::= [a-z]{0,20}'}))
     assert status == 400, data
     assert data["error"]["param"] == "specula.grammar"

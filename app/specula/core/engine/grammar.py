@@ -199,6 +199,7 @@ class GrammarState(NativeHandle):
         # llama.cpp's time in this grammar and its clones (seconds, shared): an ambiguous
         # grammar keeps many parse stacks, each checked per token (quadratic in their number)
         self._spent: list[float] = [0.0]
+        self._work: list[int] = [0]  # tokens checked by llama.cpp, shared the same way
 
     @classmethod
     def open(cls, vocab: Any, n_vocab: int, text: str, root: str = "root",
@@ -222,6 +223,7 @@ class GrammarState(NativeHandle):
                             self._owner, list(self._path), self._memo)
         twin._refs = self._refs
         twin._spent = self._spent
+        twin._work = self._work
         return twin
 
     def close(self) -> None:
@@ -244,7 +246,7 @@ class GrammarState(NativeHandle):
         self._arr.sorted = False
         start = time.perf_counter()
         L.llama_sampler_apply(self._smpl, ctypes.byref(self._arr))
-        self._charge(time.perf_counter() - start)
+        self._charge(time.perf_counter() - start, n)
         self.checked += n
         out: Bools = np.isfinite(buf["logit"])
         if self._refs:
@@ -252,15 +254,21 @@ class GrammarState(NativeHandle):
                 out[i] = self._named_token_safe(int(ids[i]))
         return out
 
-    # What a reply's grammar may cost llama.cpp: this much, plus so much per token taken.
+    # What a reply's grammar may cost llama.cpp: this much, plus so much per token taken
+    # and per token checked (a plain JSON grammar checks one in under 1 µs: a check of
+    # Gemma's 262k-token vocabulary takes 0.18 s; an ambiguous grammar, with thousands of
+    # parse stacks, takes hundreds of µs per token checked).
     TIME_BUDGET_S = 0.5
     TIME_PER_TOKEN_S = 0.02
+    TIME_PER_CHECK_S = 10e-6
 
-    def _charge(self, seconds: float) -> None:
+    def _charge(self, seconds: float, checked: int = 0) -> None:
         """Count llama.cpp's time; past the budget the reply ends with GrammarError (one
         hostile grammar costs the engine a bounded slice, then the next client is served)."""
         self._spent[0] += seconds
-        budget = self.TIME_BUDGET_S + self.TIME_PER_TOKEN_S * len(self._path)
+        self._work[0] += checked
+        budget = (self.TIME_BUDGET_S + self.TIME_PER_TOKEN_S * len(self._path)
+                  + self.TIME_PER_CHECK_S * self._work[0])
         if self._spent[0] > budget:
             raise GrammarBudgetError(
                 f"{GRAMMAR_BUDGET_MESSAGE} {budget:.1f} s of engine time after "
