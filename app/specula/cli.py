@@ -64,8 +64,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from specula.gui.app import run_app
 
         return run_app(model=args.model, draft=args.draft)
+    from specula.commands._common import fail
+    from specula.core.paths import PathError
+
     try:
         return run(args)
+    except PathError as exc:  # SPECULA_HOME (or a folder under it) unusable: one line
+        return fail(str(exc))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -126,3 +126,44 @@ def test_an_unsupported_parameters_schema_is_named() -> None:
     with pytest.raises(StructureError) as info:
         forced_call_grammar(HERMES, tools, None)
     assert info.value.param == "tools[0].function.parameters"
+
+
+# -- what llama-cpp-python's converter dropped or wrote wrongly (issue 24), now enforced --
+
+ENFORCED = [  # (schema, a document it admits, a document it must refuse)
+    ({"type": ["string"], "maxLength": 2}, '"ab"', '"abc"'),
+    ({"type": ["integer"], "enum": [1, 2]}, "2", "8444444444"),
+    ({"type": ["object"], "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+     '{"a": 1}', "{}"),
+    ({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["b"]},
+     '{"a": 1, "b": [true]}', '{"a": 1}'),
+    ({"type": "string", "pattern": '^\\"$'}, '"\\""', '"""'),
+    ({"type": "string", "pattern": "^a\\nb$"}, '"a\\nb"', '"a\nb"'),
+    ({"type": "string", "pattern": "^[^a]$"}, '"\\\\"', '"\\"'),
+    ({"type": "array", "prefixItems": [{"type": "integer"}], "minItems": 3},
+     '[1, "x", null]', "[1]"),
+    ({"type": "array", "items": {"type": "integer"}, "maxItems": 2000}, "[" + "1," * 1999 + "1]",
+     "[" + "1," * 2000 + "1]"),
+    ({"type": "string", "maxLength": 2000}, '"' + "a" * 2000 + '"', '"' + "a" * 2001 + '"'),
+    ({"oneOf": [{"type": "string", "maxLength": 1}, {"type": "null"}]}, "null", '"ab"'),
+    ({"type": "object", "properties": {'q"k': {"const": "\\"}}, "required": ['q"k']},
+     '{"q\\"k": "\\\\"}', '{"q"k": "\\"}'),
+]
+
+
+@pytest.mark.parametrize(("schema", "good", "bad"), ENFORCED)
+def test_every_keyword_is_enforced(model: Model, schema: dict[str, object], good: str,
+                                   bad: str) -> None:
+    g = schema_grammar(schema, "s")
+    assert _accepts(model, g, good)
+    assert not _accepts(model, g, bad)
+
+
+def test_a_forced_call_with_a_pattern_writes_json_arguments(model: Model) -> None:
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"a": {"type": "string", "pattern": '^\\"$'}},
+        "required": ["a"]}}}]
+    g, root = forced_call_grammar(HERMES, tools, "f")
+    call = '<tool_call>\n{"name": "f", "arguments": {"a": "%s"}}\n</tool_call>'
+    assert _accepts(model, g, call % '\\"', root)
+    assert not _accepts(model, g, call % '"', root)

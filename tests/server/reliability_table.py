@@ -67,6 +67,28 @@ AREAS = [
          "not measured", ["tests/server/test_load.py::test_64_concurrent_clients"]),
     Area("Request-parser fuzz (hypothesis, 150 requests; 4,000 under `-m slow`)",
          "not measured", ["tests/server/test_fuzz_requests.py"]),
+    Area("Structured output meets its schema: keywords, escaping, the property test "
+         "(issue 24)",
+         "`type` lists, `required` outside `properties`, `allOf`, `oneOf`, `pattern` with "
+         "`minLength`, `prefixItems` with `minItems` silently dropped; `^\\\"$` gave `\"\"\"`; "
+         "a forced call's arguments were not JSON",
+         ["tests/core/test_structured.py", "tests/core/test_structured_limits.py",
+          "tests/core/test_structured_property.py"]),
+    Area("Hostile structured requests: bounds, enums, patterns, deep grammars, bad values "
+         "(issue 24)",
+         "`maxLength` 30000, `maxItems` 100000, 100,000 nested `(`: SIGSEGV; a 100,000-value "
+         "enum or `a{100000000}`: minutes of engine time; `minLength` 1e9: 500 MemoryError; "
+         "`repeat_penalty` 0: 500; a token id outside the vocabulary: 500; `logit_bias` ignored",
+         ["tests/server/test_bad_values.py"]),
+    Area("Browser boundary: Host, Origin, preflight, Transfer-Encoding (issue 24)",
+         "`Host: attacker.example` answered with the model's path (DNS rebinding); a cross-site "
+         "text/plain POST generated; Content-Length with chunked: the trailing bytes served as a "
+         "second request", ["tests/server/test_browser.py"]),
+    Area("Start-up: SPECULA_HOME, model paths, duplicate vocabulary texts, stray temp files "
+         "(issue 24)",
+         "a file or full disk as SPECULA_HOME and a non-UTF-8 model path: tracebacks; a GGUF "
+         "repeating a token text: abort (exit 134); a killed write's `*.tmp-PID-TID` kept "
+         "forever", ["tests/server/test_startup_errors.py"]),
 ]
 
 
@@ -153,6 +175,86 @@ def capture(areas: list[Area]) -> None:
     areas[5].sees = "every request 200, or 429 with Retry-After; greedy replies byte-identical " \
                     "to a quiet run; threads and descriptors back to where they were"
     areas[6].sees = "every request a JSON answer below 500 on an open connection"
+    areas[7].sees = ("every finished reply validates (jsonschema); a keyword the grammar cannot "
+                     "enforce is a 400 naming it, e.g. \"" + _schema_refusal() + "\"")
+    areas[8].sees = _hostile_figures()
+    areas[9].sees = ("`Host: attacker.example`: 421; `Origin: http://evil.example`: 403 (allowed "
+                     "with `--cors-origin`, preflight 204); Content-Length with Transfer-Encoding: "
+                     "400 and the connection closed")
+    areas[10].sees = ("one line, exit 2, e.g. \"specula: error: cannot use …/data for Specula's "
+                      "files: Not a directory (SPECULA_HOME is …); set it to a writable folder\"; "
+                      "stray temp files removed at the next start")
+
+
+def _schema_refusal() -> str:
+    from specula.core.structured import StructureError, schema_grammar
+
+    try:
+        schema_grammar({"oneOf": [{"type": "integer"}, {"type": "number"}]},
+                       "response_format.json_schema.schema")
+    except StructureError as exc:
+        return str(exc)
+    return "(not refused)"
+
+
+def _hostile_figures() -> str:
+    """The worst hostile requests, timed on a live in-process server over the tiny model:
+    the slowest refusal, and a concurrent 5-token request's time beside its own."""
+    import http.client
+    from dataclasses import replace
+
+    from specula.core.engine.engine import Engine, EngineOptions
+    from specula.server import EngineThread, LocalServer, ServedModel
+    from specula.tools.tiny_models import TARGET, build_tiny_model
+
+    def body(extra: dict[str, Any]) -> bytes:
+        return json.dumps({"model": "t", "messages": [{"role": "user", "content": "hi"}],
+                           "max_tokens": 5, "temperature": 0, **extra}).encode()
+
+    def rf(schema: Any) -> dict[str, Any]:
+        return {"response_format": {"type": "json_schema",
+                                    "json_schema": {"name": "s", "schema": schema}}}
+
+    hostile = {
+        "a 16 MB enum": body(rf({"enum": ["x" * 15000 + str(i) for i in range(1000)]})),
+        "100,000 nested `(`": body({"specula": {"grammar": "root ::= " + "(" * 100_000 + '"a"'
+                                                + ")" * 100_000}}),
+        "`maxLength` 30000": body(rf({"type": "string", "maxLength": 30000})),
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        path = build_tiny_model(Path(tmp) / "t.gguf", replace(TARGET, name="t"))
+        engine = Engine(EngineOptions(n_ctx=512, n_threads=1))
+        engine.load_target(path)
+        host = EngineThread(engine, ServedModel.from_engine(engine, path))
+        srv = LocalServer(host, port=0)
+        srv.start()
+
+        def post(data: bytes) -> tuple[int, float]:
+            conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=120)
+            start = time.monotonic()
+            conn.request("POST", "/v1/chat/completions", data, {"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            resp.read()
+            conn.close()
+            return resp.status, time.monotonic() - start
+
+        try:
+            alone = sorted(post(body({}))[1] for _ in range(5))[2]
+            parts = []
+            for name, data in hostile.items():
+                got: dict[str, tuple[int, float]] = {}
+                t = threading.Thread(target=lambda d=data, g=got: g.setdefault("h", post(d)))
+                t.start()
+                time.sleep(0.02)
+                _, beside = post(body({}))
+                t.join()
+                status, took = got["h"]
+                parts.append(f"{name}: {status} in {took:.2f} s (a 5-token request beside it "
+                             f"{beside:.2f} s, alone {alone:.2f} s)")
+        finally:
+            srv.stop()
+            host.close()
+    return "400 naming the field and the limit, before the engine; " + "; ".join(parts)
 
 
 def render(areas: list[Area]) -> str:

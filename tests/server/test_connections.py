@@ -121,7 +121,7 @@ def test_half_sent_heads_are_closed_and_threads_return(quick: LocalServer) -> No
     socks = []
     for _ in range(20):
         s = socket.create_connection(("127.0.0.1", quick.port), timeout=10)
-        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")  # and never the rest
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n")  # and never the rest
         socks.append(s)
     assert until(lambda: quick.connections == 20)
     start = time.monotonic()
@@ -204,7 +204,7 @@ def test_without_the_key_no_body_is_read_and_the_connection_ends(engine_host: En
     srv = LocalServer(engine_host, port=0, api_key="s3cret")
     srv.start()
     try:
-        head = (f"POST {CHAT} HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n"
+        head = (f"POST {CHAT} HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000000\r\n"
                 "Authorization: Bearer wrong\r\n\r\n").encode()
         with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as s:
             s.sendall(head)  # no body at all: the 401 must not wait for one

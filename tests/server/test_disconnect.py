@@ -17,7 +17,7 @@ def _start_stream(server: LocalServer) -> socket.socket:
     body = json.dumps({"model": "tiny-target", "stream": True, "max_tokens": MAX_TOKENS,
                        "temperature": 0, "messages": [{"role": "user", "content": "hello world"}]})
     sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
-    sock.sendall((f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+    sock.sendall((f"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: "
                   f"application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}").encode())
     return sock
 
@@ -48,7 +48,7 @@ def test_disconnect_while_waiting_non_streaming(server: LocalServer, client: Any
     body = json.dumps({"model": "tiny-target", "max_tokens": MAX_TOKENS, "temperature": 0,
                        "messages": [{"role": "user", "content": "hello world"}]})
     sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
-    sock.sendall((f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}"
+    sock.sendall((f"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Length: {len(body)}"
                   f"\r\n\r\n{body}").encode())
     time.sleep(0.3)
     sock.close()

@@ -50,7 +50,7 @@ def test_brackets_inside_strings_are_text(server: LocalServer) -> None:
 
 @pytest.mark.parametrize("value", ["\u00b2", "\u0661\u0662", "12abc", "-5", "1" * 40, ""])
 def test_content_length_must_be_ascii_digits(server: LocalServer, value: str) -> None:
-    head = f"POST {CHAT} HTTP/1.1\r\nHost: x\r\nContent-Length: {value}\r\n\r\n"
+    head = f"POST {CHAT} HTTP/1.1\r\nHost: localhost\r\nContent-Length: {value}\r\n\r\n"
     # Latin-1 where it can (one byte per character, as the server decodes it), else UTF-8.
     data = head.encode("latin-1") if value.isascii() or max(map(ord, value)) < 256 else head.encode()
     reply = exchange(server.port, data + b"{}")
@@ -59,7 +59,7 @@ def test_content_length_must_be_ascii_digits(server: LocalServer, value: str) ->
 
 
 def test_oversized_body_is_413_before_it_is_read(server: LocalServer) -> None:
-    head = f"POST {CHAT} HTTP/1.1\r\nHost: x\r\nContent-Length: {MAX_BODY + 1}\r\n\r\n"
+    head = f"POST {CHAT} HTTP/1.1\r\nHost: localhost\r\nContent-Length: {MAX_BODY + 1}\r\n\r\n"
     with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
         sock.sendall(head.encode())  # and not one byte of the body
         from tests.server.wire import read_reply

@@ -111,8 +111,24 @@ def spec_config(a: argparse.Namespace, has_draft: bool) -> SpecConfig:
     return SpecConfig(mode=mode, draft_max=a.draft_max, draft_min=a.draft_min, p_min=a.p_min)
 
 
+def _check_path_text(path: str | None) -> None:
+    """llama.cpp takes a model's path as UTF-8: a name with other bytes (read by Python
+    as surrogate escapes) is refused here, as a LoadError, rather than as an encoding
+    error on the way into llama.cpp."""
+    if path is None:
+        return
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        shown = str(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise LoadError(f"{shown}: the file's path is not valid UTF-8, which llama.cpp needs; "
+                        "rename the file or a folder above it") from None
+
+
 def load_engine(a: argparse.Namespace) -> Engine:
     """Build the Engine from the command's options and load the pair; raises LoadError."""
+    for path in (a.target, a.draft):
+        _check_path_text(path)
     engine = Engine(engine_options(a))
     print(f"loading {a.target} ...", file=sys.stderr)
     engine.load_target(a.target)

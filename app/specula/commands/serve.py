@@ -35,6 +35,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="allow binding to a non-loopback address (needs an API key)")
     g.add_argument("--api-key", default=None,
                    help="require 'Authorization: Bearer KEY' (default: $SPECULA_API_KEY)")
+    g.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="also answer requests whose Host header is NAME (repeatable; "
+                        "localhost, loopback and the bound address always are)")
+    g.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
+                   help="let web pages from ORIGIN (http://host:port, or * for any) call the "
+                        "server (repeatable; default: browsers are refused)")
     g.add_argument("--verbose", action="store_true", help="log every request")
     g.add_argument("--head-timeout", type=float, default=HEAD_TIMEOUT_S, metavar="S",
                    help="seconds a new connection has to send its whole request head, "
@@ -78,7 +84,8 @@ def run(a: argparse.Namespace) -> int:
     host = EngineThread(engine, ServedModel.from_engine(engine, a.target, a.draft))
     server = LocalServer(host, bind=a.host, port=a.port, api_key=api_key,
                          allow_remote=a.allow_remote, sampling=sampling_params(a), spec=_spec(a),
-                         head_timeout_s=a.head_timeout)
+                         head_timeout_s=a.head_timeout, allowed_hosts=a.allow_host,
+                         cors_origins=a.cors_origin)
     served = host.served()
     assert served is not None
     try:

@@ -3,7 +3,8 @@
 Shared by the server (``specula serve``) and the benchmark, which both turn an
 OpenAI-style ``response_format`` or a ``tool_choice`` that forces a call into the
 grammar the engine enforces (``SamplingParams.grammar`` / ``grammar_root``). The
-conversion of a JSON schema is the engine's (llama.cpp's rules); the call blocks
+conversion of a JSON schema is the engine's (core/engine/json_schema.py: every
+keyword enforced or refused by name, bounds capped); the call blocks
 around a forced call are the chat family's (:mod:`specula.core.chat.tool_calls`).
 Every refusal is a :class:`StructureError` naming the request field at fault.
 """
@@ -26,31 +27,13 @@ class StructureError(ValueError):
         self.code = code
 
 
-# llama-cpp-python's converter lets a JSON string hold raw control characters
-# (``char ::= [^"\\] | ...``), which no JSON parser accepts; llama.cpp's own converter
-# excludes them. Until the engine's converter does, the rule is tightened here, and
-# also against what is not UTF-8 at all: llama.cpp's grammar decodes F4 90-BF and a
-# lead byte F5-FF as code points past U+10FFFF (up to U+3FFFFF) and ED A0-BF as a
-# surrogate, which a random model does write and which every JSON parser refuses (or
-# reads as U+FFFD each byte, breaking ``maxLength``). Plane 16 (U+100000-U+10FFFF, lead byte F4 80-8F) is
-# admitted by its own positive class: llama.cpp judges an unfinished sequence by the
-# span of code points it could still become, and a negated class refuses it if any
-# excluded code point lies in that span, so a lone F4 would be refused with U+110000-
-# U+13FFFF excluded there; the positive class admits F4 and F4 80-8F but not F4 90-BF.
-# Overlong encodings (E0 82-9F, F0 80-8F) decode to ordinary code points and cannot be
-# told apart by a grammar over code points: llama.cpp's decoder would have to refuse them.
-_LOOSE_CHAR = 'char ::= [^"\\\\] |'
-_STRICT_CHAR = ('char ::= [^"\\\\\\x7F\\x00-\\x1F\\uD800-\\uDFFF'
-                '\\U00100000-\\U003FFFFF] | [\\U00100000-\\U0010FFFF] |')
-
-
 def schema_grammar(schema: Any, param: str) -> str:
     """GBNF for JSON that validates against ``schema`` (refusals name ``param``)."""
     if not isinstance(schema, dict):
         raise StructureError(param, f"'{param}' must be a JSON schema object.", "invalid_type")
     try:
-        return json_schema_grammar(schema).replace(_LOOSE_CHAR, _STRICT_CHAR)
-    except (GrammarError, ValueError, TypeError, KeyError, RecursionError) as exc:
+        return json_schema_grammar(schema)
+    except GrammarError as exc:
         raise StructureError(param, f"'{param}': {exc}", "invalid_grammar") from None
 
 

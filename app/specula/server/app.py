@@ -26,11 +26,14 @@ import select
 import socket
 import threading
 import time
+from collections.abc import Mapping
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from specula.core.engine.events import Done, StopReason
+from specula.core.engine.grammar import GRAMMAR_BUDGET_MESSAGE
 from specula.server import streaming as S
 from specula.server.connections import HEAD_TIMEOUT_S, Connections, Phase, fd_limited_max
 from specula.server.errors import OpenAIError
@@ -102,6 +105,7 @@ class Handler(BaseHTTPRequestHandler):
     _checked = 0.0  # when _wait last looked at the socket
     _requests = 0  # served on this connection so far
     _answered = False  # a status line went out for the current request
+    _cors: Mapping[str, str] = MappingProxyType({})  # an allowed origin's CORS headers
 
     # -- plumbing --------------------------------------------------------------
 
@@ -112,17 +116,38 @@ class Handler(BaseHTTPRequestHandler):
         self.server.conns.set_phase(self.connection, Phase.WAITING, keepalive=self._requests > 0)
         self._requests += 1
         self._answered = False
+        self._cors = MappingProxyType({})
+        self._head_checked: bool | None = None
         super().handle_one_request()
 
     def parse_request(self) -> bool:
-        """The head is in: check the key before reading any body, then time the body."""
-        if not super().parse_request() or not self._authorized():
+        """The head is in: check who may ask (server/browser.py) and the key before
+        reading any body, then time the body."""
+        if not super().parse_request() or not self._head_ok():
             return False
         self.server.conns.set_phase(self.connection, Phase.BODY)
         return True
 
     def handle_expect_100(self) -> bool:
-        return self._authorized() and super().handle_expect_100()
+        return self._head_ok() and super().handle_expect_100()
+
+    def _head_ok(self) -> bool:
+        """The browser checks (Host, Origin, Transfer-Encoding), then the key; once per
+        request (the standard library's parse_request may ask through Expect: 100)."""
+        if self._head_checked is None:
+            origin = self.headers.get("Origin")
+            try:
+                self.server.owner.browser.check(self.headers.get("Host"), origin,
+                                                self.headers.items())
+            except OpenAIError as exc:
+                self.close_connection = True  # its body is never read
+                self._error(exc)
+                self._head_checked = False
+                return False
+            self._cors = self.server.owner.browser.cors_headers(origin)
+            # a preflight carries no key (browsers never send one with it)
+            self._head_checked = self.command == "OPTIONS" or self._authorized()
+        return self._head_checked
 
     def send_response(self, code: int, message: str | None = None) -> None:
         self._answered = True
@@ -147,8 +172,10 @@ class Handler(BaseHTTPRequestHandler):
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
-            for k, v in (headers or {}).items():
+            for k, v in {**self._cors, **(headers or {})}.items():
                 self.send_header(k, v)
+            if self.close_connection:  # say so: the client must not send more on it
+                self.send_header("Connection", "close")
             self.end_headers()
             self.wfile.write(data)
         except OSError:
@@ -235,6 +262,19 @@ class Handler(BaseHTTPRequestHandler):
             if not self._answered:
                 self._error(OpenAIError(500, f"Internal error: {type(exc).__name__}: {exc}",
                                         type="server_error"))
+
+    def do_OPTIONS(self) -> None:
+        """A CORS preflight from an allowed origin (others were refused with the head)."""
+        self.server.conns.set_phase(self.connection, Phase.BUSY)
+        try:
+            self.send_response(204)
+            for k, v in self.server.owner.browser.preflight_headers(
+                    self.headers.get("Origin")).items():
+                self.send_header(k, v)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        except OSError:
+            self.close_connection = True
 
     def _not_allowed(self) -> None:
         self.close_connection = True
@@ -325,6 +365,9 @@ class Handler(BaseHTTPRequestHandler):
         if isinstance(done, str) or done.stop_reason is StopReason.ERROR:
             msg = done if isinstance(done, str) else done.message
             self.server.owner.record(rid, None if isinstance(done, str) else done)
+            if msg and msg.startswith(GRAMMAR_BUDGET_MESSAGE):  # the client's grammar: a 400
+                param = req.structure.grammar_param if req.structure.grammar else "tools"
+                raise OpenAIError(400, f"'{param}': {msg}", param=param, code="grammar_too_costly")
             raise OpenAIError(500, msg or "Generation failed.", type="server_error")
         self.server.owner.record(rid, done)
         if cancel.is_set():
@@ -342,6 +385,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Cache-Control", "no-cache")
             self.send_header("Connection", "close")
+            for k, v in self._cors.items():
+                self.send_header(k, v)
             self.end_headers()
             self.wfile.write(S.sse(S.chunk(req, rid, served.id, role=True)))
         except OSError:

@@ -7,13 +7,14 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from specula.core.engine.config import DEFAULT_MODE, SpecConfig
 from specula.core.engine.events import Done, StopReason
 from specula.core.engine.sampling import SamplingParams
 from specula.server.app import SpeculaHTTPServer
+from specula.server.browser import BrowserPolicy
 from specula.server.connections import HEAD_TIMEOUT_S, Connections
 from specula.server.queue import EngineHost, ServedModel
 from specula.server.render import RENDER_TIMEOUT_S
@@ -104,11 +105,14 @@ class LocalServer:
                  sampling: SamplingParams | None = None, spec: SpecConfig | None = None,
                  max_connections: int | None = None,
                  render_timeout_s: float = RENDER_TIMEOUT_S,
-                 head_timeout_s: float = HEAD_TIMEOUT_S) -> None:
+                 head_timeout_s: float = HEAD_TIMEOUT_S,
+                 allowed_hosts: Sequence[str] = (), cors_origins: Sequence[str] = ()) -> None:
         check_api_key(api_key or None)
         check_binding(bind, allow_remote, api_key)
         self.host = host
         self.bind = bind
+        # who may ask from a browser: the Host names and web origins (server/browser.py)
+        self.browser = BrowserPolicy(bind, tuple(allowed_hosts), tuple(cors_origins))
         self.port = port
         self.api_key = api_key or None
         self.sampling = sampling or SamplingParams()

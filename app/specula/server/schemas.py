@@ -98,6 +98,13 @@ def _stop(body: dict[str, Any]) -> list[str]:
 def _refuse_unsupported(body: dict[str, Any]) -> None:
     if _integer(body, "n", 1, 1) != 1:
         raise bad("n", "Only n=1 is supported: one reply per request.", "unsupported_value")
+    bias = body.get("logit_bias")
+    if bias is not None and not isinstance(bias, dict):
+        raise bad("logit_bias", "'logit_bias' must be an object of token ids to biases.",
+                  "invalid_type")
+    if bias:  # accepted and ignored would change nothing the client asked for, silently
+        raise bad("logit_bias", "'logit_bias' is not supported; a grammar ('specula.grammar') "
+                  "can forbid tokens.", "unsupported_value")
     for name in ("frequency_penalty", "presence_penalty"):
         if _number(body, name, 0.0, -2.0, 2.0) != 0.0:
             raise bad(name, f"'{name}' is not supported; use 'repeat_penalty'.",
@@ -116,12 +123,22 @@ def sampling_from(body: dict[str, Any], defaults: SamplingParams) -> SamplingPar
         top_p=_number(body, "top_p", defaults.top_p, 0.0, 1.0),
         top_k=int(_integer(body, "top_k", defaults.top_k, 0) or 0),
         min_p=_number(body, "min_p", defaults.min_p, 0.0, 1.0),
-        repeat_penalty=_number(body, "repeat_penalty", defaults.repeat_penalty, 0.0, 10.0),
+        repeat_penalty=_penalty(body, defaults.repeat_penalty),
         seed=_seed(body, defaults.seed),
         max_tokens=max_tokens or defaults.max_tokens,
         stop=_stop(body),
         rule=_rule(body, defaults.rule),
     )
+
+
+def _penalty(body: dict[str, Any], default: float) -> float:
+    """``repeat_penalty`` in (0, 10]: it divides a positive logit, so 0 is no penalty
+    but a division by zero (1 is off)."""
+    value = _number(body, "repeat_penalty", default, 0.0, 10.0)
+    if value <= 0.0:
+        raise bad("repeat_penalty", f"'repeat_penalty' must be above 0 and at most 10 (1 is "
+                  f"off), got {value:g}.")
+    return value
 
 
 def _rule(body: dict[str, Any], default: Rule) -> Rule:

@@ -6,10 +6,12 @@ as fast as any other and the same text as plain decoding:
 
 * ``{"type": "json_object"}``: any JSON object; ``{"type": "json_schema",
   "json_schema": {"name", "schema", "strict"}}``: the schema, through the engine's
-  converter (llama.cpp's JSON-schema-to-grammar rules); a schema it cannot express
-  is a 400 naming ``response_format.json_schema.schema``, before any token.
+  converter (core/engine/json_schema.py: every keyword enforced or refused); a
+  schema it cannot enforce, or one past a limit, is a 400 naming
+  ``response_format.json_schema.schema`` and the keyword, before it is queued.
 * ``"specula": {"grammar": "<GBNF>"}``: a grammar of the client's own (root rule
-  ``root``), checked before the request is queued.
+  ``root``), its cost bounded (size, nesting, repetitions) before the request is
+  queued and parsed over the target's vocabulary before any token.
 * ``tools`` go to the model's own chat template; ``tool_choice`` "required" or a
   named function forces a call in the template's family format (the arguments by
   the function's ``parameters`` schema), "auto" lets the model choose (its reply is
@@ -29,6 +31,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from specula.core.chat.tool_calls import ToolFormat, known_families
+from specula.core.engine.json_schema_limits import GrammarLimitError, check_gbnf
 from specula.core.structured import (
     StructureError,
     forced_call_grammar,
@@ -80,9 +83,15 @@ def _gbnf(body: dict[str, Any]) -> str | None:
     if not isinstance(text, str) or not text.strip():
         raise bad("specula.grammar", "'specula.grammar' must be a GBNF grammar (a string).",
                   "invalid_type")
-    # Parsed once, on the engine thread over the target's vocabulary (server/jobs.py), a
-    # 400 naming this field before any token: a parse here could not resolve the
-    # vocabulary's token references (<|im_start|>) and would parse it a second time.
+    # Its cost is bounded here, on the HTTP thread, before it is queued (size, nesting,
+    # repetitions: json_schema_limits.check_gbnf), so a hostile grammar never reaches the
+    # engine. It is parsed once, on the engine thread over the target's vocabulary
+    # (server/jobs.py), a 400 naming this field before any token: a parse here could not
+    # resolve the vocabulary's token references (<|im_start|>).
+    try:
+        check_gbnf(text)
+    except GrammarLimitError as exc:
+        raise bad("specula.grammar", f"'specula.grammar': {exc}", "invalid_grammar") from None
     return text
 
 

@@ -40,14 +40,14 @@ def test_unsupported_schema_feature_is_named(feature: str) -> None:
     value: object = {"minimum": 1, "uniqueItems": True, "patternProperties": {"^a": {}},
                      "not": {"type": "null"}}[feature]
     schema = {"type": "object", "properties": {"xs": {"type": "array", "items": {feature: value}}}}
-    with pytest.raises(G.GrammarError, match=f"'{feature}'.*#/properties/xs/items"):
+    with pytest.raises(G.GrammarError, match=f"'{feature}' at #/properties/xs/items"):
         G.json_schema_grammar(schema)
 
 
 def test_malformed_schema_is_a_grammar_error() -> None:
-    with pytest.raises(G.GrammarError, match="Unrecognized schema"):
+    with pytest.raises(G.GrammarError, match="keyword 'type' at #: unknown type 'frob'"):
         G.json_schema_grammar({"type": "frob"})
-    with pytest.raises(G.GrammarError, match="remote \\$ref"):
+    with pytest.raises(G.GrammarError, match="keyword '\\$ref' at #: only references inside"):
         G.json_schema_grammar({"$ref": "https://example.com/s.json"})
 
 

@@ -20,24 +20,25 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
-import json
 import logging
 import os
 import sys
 import tempfile
 import threading
+import time
 from typing import Any
 
 import llama_cpp as L
 import numpy as np
 import numpy.typing as npt
-from llama_cpp import llama_grammar as _lg
 
 from specula.core.engine import grammar_cut, sampling, topk
 from specula.core.engine.grammar_prefilter import FirstBytes as FirstBytes  # re-exported
 from specula.core.engine.grammar_text import has_token_refs as has_token_refs  # re-exported
-from specula.core.engine.grammar_text import token_ref_marks
+from specula.core.engine.grammar_text import token_ref_marks, token_ref_spans
 from specula.core.engine.grammar_tokens import piece_text, referenced_ids, single_char_token
+from specula.core.engine.json_schema import schema_to_gbnf
+from specula.core.engine.json_schema_limits import GrammarLimitError, check_gbnf
 from specula.core.engine.llama import ensure_backend
 from specula.core.engine.native_handle import NativeHandle
 from specula.core.engine.sampling import F32, F64, I64, SamplingParams
@@ -45,7 +46,7 @@ from specula.core.engine.sampling import F32, F64, I64, SamplingParams
 log = logging.getLogger("specula.engine")
 Bools = npt.NDArray[np.bool_]
 
-JSON_OBJECT_GRAMMAR: str = _lg.JSON_GBNF  # JSON mode: one JSON object (root ::= object)
+JSON_OBJECT_GRAMMAR: str = schema_to_gbnf({"type": "object"})  # JSON mode: one JSON object
 
 _TOKEN_DTYPE = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])  # llama_token_data
 assert _TOKEN_DTYPE.itemsize == ctypes.sizeof(L.llama_token_data)
@@ -56,66 +57,26 @@ class GrammarError(ValueError):
     JSON-schema feature that cannot be enforced) or that admits no token mid-reply."""
 
 
+GRAMMAR_BUDGET_MESSAGE = "The grammar took more than"  # how a budget stop's message starts
+
+
+class GrammarBudgetError(GrammarError):
+    """A grammar that cost llama.cpp more time than a reply may spend on it (mid-reply)."""
+
+
 # -- JSON schemas ------------------------------------------------------------------------
-
-# Validation keywords llama.cpp's converter (llama_cpp.llama_grammar) would silently ignore:
-# a reply could then violate the schema, so they are refused by name instead.
-UNSUPPORTED_SCHEMA_KEYWORDS = (
-    "not", "if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies",
-    "patternProperties", "propertyNames", "unevaluatedProperties", "unevaluatedItems",
-    "uniqueItems", "contains", "minContains", "maxContains", "minProperties",
-    "maxProperties", "multipleOf", "minimum", "maximum", "exclusiveMinimum",
-    "exclusiveMaximum",
-)
-_SUBSCHEMA_MAPS = ("properties", "$defs", "definitions")
-_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
-_SUBSCHEMA_ONE = ("items", "additionalProperties")
-
-
-def _check_schema(schema: Any, where: str) -> None:
-    if isinstance(schema, bool):
-        return
-    if not isinstance(schema, dict):
-        raise GrammarError(f"JSON schema at {where} must be an object, not {type(schema).__name__}")
-    for key in UNSUPPORTED_SCHEMA_KEYWORDS:
-        if key in schema:
-            raise GrammarError(
-                f"JSON schema feature '{key}' (at {where}) is not supported by constrained "
-                "decoding; remove it or enforce it after generation"
-            )
-    ref = schema.get("$ref")
-    if isinstance(ref, str) and not ref.startswith("#"):
-        raise GrammarError(f"JSON schema feature: remote $ref '{ref}' (at {where}) is not supported")
-    for key in _SUBSCHEMA_MAPS:
-        sub = schema.get(key)
-        if isinstance(sub, dict):
-            for name, s in sub.items():
-                _check_schema(s, f"{where}/{key}/{name}")
-    for key in _SUBSCHEMA_LISTS:
-        sub = schema.get(key)
-        if isinstance(sub, list):
-            for i, s in enumerate(sub):
-                _check_schema(s, f"{where}/{key}/{i}")
-    for key in _SUBSCHEMA_ONE:
-        sub = schema.get(key)
-        if isinstance(sub, list):
-            for i, s in enumerate(sub):
-                _check_schema(s, f"{where}/{key}/{i}")
-        elif sub is not None:
-            _check_schema(sub, f"{where}/{key}")
 
 
 def json_schema_grammar(schema: dict[str, Any]) -> str:
-    """GBNF for replies that validate against ``schema`` (llama.cpp's own converter).
+    """GBNF for replies that validate against ``schema`` (core/engine/json_schema.py:
+    every keyword enforced or refused, bounds as ``{m,n}``, limits checked first).
 
-    Raises GrammarError naming the feature when the schema asks for something the
-    converter cannot enforce (see UNSUPPORTED_SCHEMA_KEYWORDS) or is malformed."""
-    _check_schema(schema, "#")
+    Raises GrammarError naming the keyword when the schema asks for something the
+    grammar cannot enforce, is malformed, or is past a limit."""
     try:
-        text = _lg.json_schema_to_gbnf(json.dumps(schema))
-    except (AssertionError, ValueError, KeyError, TypeError, RecursionError) as exc:
-        raise GrammarError(f"JSON schema cannot be turned into a grammar: {exc}") from None
-    return str(text)
+        return schema_to_gbnf(schema)
+    except GrammarLimitError as exc:
+        raise GrammarError(str(exc)) from None
 
 
 # -- parsing, with llama.cpp's reason ----------------------------------------------------
@@ -138,11 +99,17 @@ def _init_sampler(vocab: Any, text: str, root: str) -> Any:
     llama.cpp prints a parse error with fprintf(stderr) and the other reasons to its
     log, so both are caught for the message (stderr is restored and what was not
     about the grammar is written back)."""
+    try:  # llama.cpp's parser recurses per '(' and expands every {m,n}: capped first
+        check_gbnf(text)
+    except GrammarLimitError as exc:
+        raise GrammarError(f"Invalid grammar (root '{root}'): {exc}") from None
     if "!" in token_ref_marks(text):
         # llama.cpp 0c1e57098 admits, after text, any token whose own text starts with that
         # text and goes on ("an" for `"a" !<[5]>`), then throws accepting it: the process aborts
         raise GrammarError(f"Invalid grammar (root '{root}'): negated token references (!<...>) "
                            "are not supported")
+    if vocab is not None:
+        _check_token_ids(text, int(L.llama_vocab_n_tokens(vocab)), root)
     ensure_backend()
     handler = _LlamaLog()
     log.addHandler(handler)
@@ -179,6 +146,17 @@ def _init_sampler(vocab: Any, text: str, root: str) -> Any:
     if not reason:
         reason = next((ln.strip() for ln in handler.lines if "failed to parse" not in ln), "")
     raise GrammarError(f"Invalid grammar (root '{root}'): {reason or 'llama.cpp could not parse it'}")
+
+
+def _check_token_ids(text: str, n_vocab: int, root: str) -> None:
+    """Every ``<[id]>`` names a token of the vocabulary (llama.cpp parses any number and
+    a later lookup of a missing id reads past the vocabulary's tables)."""
+    for span in token_ref_spans(text):
+        digits = span[2:-2]
+        if span.startswith("<[") and span.endswith("]>") and digits.isascii() \
+                and digits.isdigit() and (len(digits) > 9 or int(digits) >= n_vocab):
+            raise GrammarError(f"Invalid grammar (root '{root}'): the token reference {span} is "
+                               f"outside the vocabulary (ids 0 to {n_vocab - 1})")
 
 
 def validate_grammar(text: str, root: str = "root", vocab: Any = None) -> None:
@@ -218,6 +196,10 @@ class GrammarState(NativeHandle):
         self.settled = 0  # positions whose cut was decided without it (grammar_cut)
         self.checked = 0  # tokens checked against the grammar
         self._refs: frozenset[int] = frozenset()  # ids the grammar names (<[id]>, <|name|>)
+        # llama.cpp's time in this grammar and its clones (seconds, shared): an ambiguous
+        # grammar keeps many parse stacks, each checked per token (quadratic in their number)
+        self._spent: list[float] = [0.0]
+        self._work: list[int] = [0]  # tokens checked by llama.cpp, shared the same way
 
     @classmethod
     def open(cls, vocab: Any, n_vocab: int, text: str, root: str = "root",
@@ -240,6 +222,8 @@ class GrammarState(NativeHandle):
         twin = GrammarState(L.llama_sampler_clone(self._smpl), self.n_vocab, self._vocab,
                             self._owner, list(self._path), self._memo)
         twin._refs = self._refs
+        twin._spent = self._spent
+        twin._work = self._work
         return twin
 
     def close(self) -> None:
@@ -260,13 +244,36 @@ class GrammarState(NativeHandle):
         self._arr.size = n
         self._arr.selected = -1
         self._arr.sorted = False
+        start = time.perf_counter()
         L.llama_sampler_apply(self._smpl, ctypes.byref(self._arr))
+        self._charge(time.perf_counter() - start, n)
         self.checked += n
         out: Bools = np.isfinite(buf["logit"])
         if self._refs:
             for i in np.flatnonzero(out & np.isin(ids, list(self._refs))):
                 out[i] = self._named_token_safe(int(ids[i]))
         return out
+
+    # What a reply's grammar may cost llama.cpp: this much, plus so much per token taken
+    # and per token checked (a plain JSON grammar checks one in under 1 µs: a check of
+    # Gemma's 262k-token vocabulary takes 0.18 s; an ambiguous grammar, with thousands of
+    # parse stacks, takes hundreds of µs per token checked).
+    TIME_BUDGET_S = 0.5
+    TIME_PER_TOKEN_S = 0.02
+    TIME_PER_CHECK_S = 10e-6
+
+    def _charge(self, seconds: float, checked: int = 0) -> None:
+        """Count llama.cpp's time; past the budget the reply ends with GrammarError (one
+        hostile grammar costs the engine a bounded slice, then the next client is served)."""
+        self._spent[0] += seconds
+        self._work[0] += checked
+        budget = (self.TIME_BUDGET_S + self.TIME_PER_TOKEN_S * len(self._path)
+                  + self.TIME_PER_CHECK_S * self._work[0])
+        if self._spent[0] > budget:
+            raise GrammarBudgetError(
+                f"{GRAMMAR_BUDGET_MESSAGE} {budget:.1f} s of engine time after "
+                f"{len(self._path)} tokens (an ambiguous grammar keeps many parse states); "
+                "make it simpler or less ambiguous.")
 
     def _named_token_safe(self, token: int) -> bool:
         """Whether accepting ``token``, a token the grammar names and admits here, is safe.
@@ -319,14 +326,18 @@ class GrammarState(NativeHandle):
         throws through C), so it is checked first and refused with GrammarError."""
         if not self.allows(token):
             raise GrammarError(f"token {token} is not allowed by the grammar here")
+        start = time.perf_counter()
         L.llama_sampler_accept(self._smpl, token)
+        self._charge(time.perf_counter() - start)
         self._path.append(token)
 
     def try_advance(self, token: int) -> bool:
         """Advance when allowed; False (state unchanged) otherwise."""
         if not self.allows(token):
             return False
+        start = time.perf_counter()
         L.llama_sampler_accept(self._smpl, token)
+        self._charge(time.perf_counter() - start)
         self._path.append(token)
         return True
 

@@ -238,6 +238,24 @@ def _read_value(cur: _Cursor, vtype: int, key: str, depth: int = 0) -> object:
     raise cur._fail(f"unknown value type {vtype} in {key}")
 
 
+def _check_vocabulary(name: str, tokens: object) -> None:
+    """Two tokens with the same text: llama.cpp's vocabulary loader maps each text to one
+    id and then asserts that no text was lost (``GGML_ASSERT(id_to_token.size() ==
+    token_to_id.size())`` in llama-vocab.cpp), which aborts the process; refuse the file
+    here instead. Empty texts are read as llama.cpp reads them (``[EMPTY_<id>]``); a
+    pair whose text was not UTF-8 (read here with replacement characters, so it may be
+    two different byte strings) is left to llama.cpp."""
+    if not isinstance(tokens, list) or not tokens or not isinstance(tokens[0], str):
+        return
+    seen: dict[str, int] = {}
+    for i, word in enumerate(tokens):
+        text = word if isinstance(word, str) and word else f"[EMPTY_{i}]"
+        j = seen.setdefault(text, i)
+        if j != i and "\ufffd" not in text:
+            raise GGUFError(name, f"the vocabulary holds the token text {display_text(text)!r} "
+                            f"twice (ids {j} and {i}); llama.cpp cannot load it")
+
+
 def read_header(source: ByteSource, *, with_tensors: bool = True) -> GGUFHeader:
     """Parse the header of ``source``; raise :class:`GGUFError` on anything wrong."""
     cur = _Cursor(source)
@@ -260,6 +278,7 @@ def read_header(source: ByteSource, *, with_tensors: bool = True) -> GGUFHeader:
         key = cur.string(f"key #{i}")
         vtype = cur.u32(key)
         fields[key] = _read_value(cur, vtype, key)
+    _check_vocabulary(source.name, fields.get("tokenizer.ggml.tokens"))
     tensors: list[TensorInfo] = []
     if with_tensors:
         for i in range(n_tensors):
