@@ -1,10 +1,11 @@
-"""Adaptive never probes a draft that could not pay even at 100% acceptance."""
+"""Adaptive probes a draft that could not pay even at 100% acceptance only to re-check
+its measured costs (every RECHECK_EVERY replies), never at the learning cadence."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from specula.core.engine.adaptive import AdaptivePolicy
+from specula.core.engine.adaptive import PROBE_STEPS, RECHECK_EVERY, AdaptivePolicy
 from specula.core.engine.calibration import Calibration
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.drafters.base import DraftSource
@@ -33,13 +34,16 @@ def _replies(pol: AdaptivePolicy, n: int) -> tuple[int, int]:
     return drafted, drafts
 
 
-def test_a_draft_that_costs_more_than_it_could_save_is_never_probed() -> None:
+def test_a_draft_that_costs_more_than_it_could_save_is_probed_only_to_recheck() -> None:
     # v1 30 ms, +15 ms per verified token, a draft decode as dear as a target step:
     # at best k=4 gives 5 tokens in 4*30 + 90 ms = 24 tok/s against plain's 33.
     pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=4, tree_budget=0))
     _train(pol, v1=0.030, per_token_verify=0.015, t_draft=0.030, accept=0.6)
     assert not pol._could_pay(0.030)
-    assert _replies(pol, 20) == (0, 0)
+    # 20 replies: replies 8 and 16 re-check (a probe of PROBE_STEPS draft steps each),
+    # the probe's timings confirm the verdict, and no other reply drafts
+    assert _replies(pol, 20) == (20 // RECHECK_EVERY, 20 // RECHECK_EVERY * PROBE_STEPS)
+    assert pol.verdict().paused
 
 
 def test_a_draft_that_could_pay_at_high_acceptance_is_still_probed() -> None:

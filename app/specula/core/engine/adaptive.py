@@ -21,23 +21,34 @@ and then (exponential back-off over replies) so that a change of regime is
 noticed. The draft is fed the conversation only when the plan first drafts, and
 that catch-up is weighed like any other cost: where lookup serves an edit of a
 long conversation, the draft's prefill is never paid.
+
+A verdict that drafting does not pay is never final: it is re-checked at least
+every RECHECK_EVERY replies (a probe re-times the draft and the verify batch,
+even where the saved costs say no draft could pay), it is not trusted from
+erratic timings, and the costs of a session whose timings were erratic are never
+saved (``cost_model.py``), so a busy afternoon does not switch drafting off for
+good. :meth:`AdaptivePolicy.verdict` states it; :meth:`clear_verdict` forgets it.
 """
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 from specula.core.engine import policy_state
 from specula.core.engine.acceptance_model import AcceptanceModel
+from specula.core.engine.calibration import Calibration
 from specula.core.engine.config import SpecConfig
 from specula.core.engine.cost_model import MEASURED, SHORT_FEED, CostModel, expected_tokens
 from specula.core.engine.drafters.base import DraftSource
 from specula.core.engine.drafters.lookup import long_copy
 from specula.core.engine.policy import Outcome, Plan, PlanInput
+from specula.core.engine.verdict import PolicyVerdict
 
 __all__ = ["AcceptanceModel", "AdaptivePolicy", "CostModel", "expected_tokens"]
 
-PROBE_FIRST, PROBE_MAX = 2, 16  # replies between probes of a draft that does not pay (doubling)
+RECHECK_EVERY = 8  # replies between re-checks of a draft judged not to pay, at the most
+PROBE_FIRST, PROBE_MAX = 2, RECHECK_EVERY  # replies between probes of a draft that does not pay (doubling)
 PROBE_STEPS = 3  # draft steps a probe makes
 PROBE_RATE = 0.9  # the acceptance a probe's draft length is chosen for (it asks: could it pay?)
 MARGIN = 0.02  # expected gain over plain decoding needed before drafting (noisy estimates)
@@ -92,8 +103,13 @@ class AdaptivePolicy:
         self.shape_rate: dict[str, float] = {}
         self.draft_steps = 0
         self._step: dict[str, float] = {}
+        self.paused = False  # the last reply's judgement: drafting does not pay here
+        self._recheck_now = False  # the next reply probes whatever the costs say
         if state_path is not None:
             self.load(state_path)
+        # What was saved before this session: kept on disk if this session's timings are erratic.
+        self._saved_cost = copy.deepcopy(self.cost)
+        self._saved_shapes = dict(self.shape_rate)
 
     # -- planning ------------------------------------------------------------
 
@@ -360,6 +376,7 @@ class AdaptivePolicy:
                 d_rate, _ = self._draft_rate(self.cfg.draft_max)
                 v1 = self.cost.verify_time(1)
                 pays = v1 is not None and d_rate > 1.0 / v1
+                self.paused = self.paused and not pays
                 self.probe_every = PROBE_FIRST if pays else min(self.probe_every * 2, PROBE_MAX)
         elif outcome.source == DraftSource.LOOKUP and rec.drafted:
             self.acc.observe_lookup(outcome.lookup_match, rec.drafted, outcome.n_accepted)
@@ -385,16 +402,25 @@ class AdaptivePolicy:
         self._plain_streak = 0
         self._waited = 0.0
         self._fresh = False
-        if v1 is None or self.cost.draft is None:
+        if v1 is None or self.cost.draft is None or self._recheck_now:
+            self._recheck_now = False
+            self.replies_since_probe = 0
             self._probe_left = PROBE_STEPS
             return True
         if self._draft_rate(self.cfg.draft_max)[0] > (1.0 + MARGIN) / v1:
+            self.paused = False
             self._fresh = True  # drafting pays: the plan catches the draft up when it drafts
             return False
-        if not self._could_pay(v1):
-            return False  # a probe can only learn acceptance, and even 100% would lose
+        self.paused = True
         self.replies_since_probe += 1
-        if self.replies_since_probe >= self.probe_every:
+        # Where even 100% acceptance would lose, a probe can only re-time the costs: worth
+        # it every RECHECK_EVERY replies (the machine may have been busy when they were
+        # measured), and at the usual cadence while this session's timings are erratic.
+        could_pay = self._could_pay(v1)
+        every = self.probe_every if could_pay or self.cost.erratic else RECHECK_EVERY
+        if self.replies_since_probe >= every:
+            if not could_pay:
+                self.cost.remeasure()  # the probe's timings replace the ones that said "never"
             self.replies_since_probe = 0
             self._probe_left = PROBE_STEPS
             return True
@@ -413,9 +439,35 @@ class AdaptivePolicy:
     def finish(self) -> None:
         self.save()
 
+    # -- the verdict ---------------------------------------------------------
+
+    def verdict(self) -> PolicyVerdict:
+        """Whether the last reply found drafting paying, and how often a pause is re-checked."""
+        return PolicyVerdict(paused=self.paused and self.allow_draft, recheck_every=RECHECK_EVERY,
+                             erratic=self.cost.erratic)
+
+    def clear_verdict(self, calibration: Calibration | None = None) -> None:
+        """Forget the measured costs (the user asked, or they are known to be stale): start
+        again from ``calibration`` (the pair's timing at load) and probe on the next reply;
+        what was learnt about acceptance stays. Saved at once."""
+        self.cost = CostModel()
+        if calibration is not None:
+            calibration.seed(self.cost)
+        self.shape_rate = {}
+        self._saved_cost, self._saved_shapes = copy.deepcopy(self.cost), {}
+        self.paused = False
+        self.probe_every = PROBE_FIRST
+        self.replies_since_probe = 0
+        self._recheck_now = True
+        self.save()
+
     # -- persistence ---------------------------------------------------------
 
     def to_dict(self) -> dict[str, object]:
+        """What is saved: the acceptance model always; the costs and shape rates of this
+        session only when its timings were not erratic (else what was saved before)."""
+        if self.cost.erratic:
+            return policy_state.state_dict(self._saved_cost, self.acc, self._saved_shapes)
         return policy_state.state_dict(self.cost, self.acc, self.shape_rate)
 
     def load(self, path: Path) -> None:
