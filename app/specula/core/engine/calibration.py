@@ -158,5 +158,5 @@ def timed_passes(sizes: list[int], time_batch: Callable[[int], float]
         for n in sizes:
             if len(runs[n]) < passes:
                 runs[n].append(time_batch(n))
-    erratic = any(_disagree(statistics.median(runs[n][:-1]), runs[n][-1]) for n in checks)
+    erratic = any(_disagree(runs[n][-2], runs[n][-1]) for n in checks)
     return {n: float(statistics.median(ts)) for n, ts in runs.items()}, passes, erratic
