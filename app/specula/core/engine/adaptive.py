@@ -70,6 +70,16 @@ SUNK_SHARE = 0.1
 # conversation, or what lookup and plain steps emitted) plain steps run until what they lost against drafting reaches WAIT_SHARE
 # of its cost (ski rental): lookup may take over meanwhile, and then nothing is paid.
 WAIT_SHARE = 0.1
+# Hindsight: after each draft-model chain step, the tokens and seconds every chain length
+# j would have had on it (min(accepted, j) + 1 tokens; a step that accepted all it drafted
+# says j + 1 for longer j, optimistically), faded by HINDSIGHT_FADE per step (about the
+# last 1 / (1 - HINDSIGHT_FADE) steps weigh). A chain is capped one token past the length
+# that led over those steps: where the learnt depth rates promise more than this text
+# gives (a prompt harder than the ones before it), a long proposal stops costing more
+# than the short chain would have within a few steps, and a run of full acceptances
+# lifts the cap as fast.
+HINDSIGHT_FADE = 0.9
+HINDSIGHT_MAX = 16
 
 
 class AdaptivePolicy:
@@ -104,6 +114,8 @@ class AdaptivePolicy:
         self.draft_steps = 0
         self._step: dict[str, float] = {}
         self.paused = False  # the last reply's judgement: drafting does not pay here
+        self.hind_tokens = [0.0] * (HINDSIGHT_MAX + 1)  # by chain length j (index 0 unused)
+        self.hind_s = [0.0] * (HINDSIGHT_MAX + 1)
         self._recheck_now = False  # the next reply probes whatever the costs say
         if state_path is not None:
             self.load(state_path)
@@ -278,7 +290,7 @@ class AdaptivePolicy:
         """Chain or tree: a tree only while its measured rate beats the chain's and plain
         decoding's; it is tried (twice per session once the chain has run TREE_AFTER steps,
         then every TREE_RETRY draft steps) only where its best case could beat them."""
-        chain = Plan(DraftSource.DRAFT, k_max)
+        chain = Plan(DraftSource.DRAFT, self.hindsight_cap(k_max))
         if self.cfg.tree_budget <= 1 or DraftSource.TREE not in inp.available:
             return chain
         self.draft_steps += 1
@@ -297,6 +309,25 @@ class AdaptivePolicy:
             self.tree_tries += 1
             return tree
         return chain
+
+    def hindsight_cap(self, k_max: int) -> int:
+        """At most one token past the chain length that would have done best over the
+        recent draft steps (k_max until a step has been seen)."""
+        best, best_j = 0.0, 0
+        for j in range(1, min(k_max, HINDSIGHT_MAX) + 1):
+            if self.hind_s[j] > 0:
+                rate = self.hind_tokens[j] / self.hind_s[j]
+                if rate > best:
+                    best, best_j = rate, j
+        return k_max if best_j == 0 else min(k_max, best_j + 1)
+
+    def _hindsight(self, drafted: int, accepted: int) -> None:
+        """Add one chain step to what each length would have had on it."""
+        t_d = self.cost.draft or 0.0
+        for j in range(1, HINDSIGHT_MAX + 1):
+            tokens = j + 1 if accepted >= drafted and j > drafted else min(accepted, j) + 1
+            self.hind_tokens[j] = HINDSIGHT_FADE * self.hind_tokens[j] + tokens
+            self.hind_s[j] = HINDSIGHT_FADE * self.hind_s[j] + j * t_d + self._v(j + 1)
 
     def _tree_best_case(self, depth: int) -> float:
         """Tokens/s of a tree were every level accepted: depth + 1 tokens for at least one
@@ -370,6 +401,7 @@ class AdaptivePolicy:
             self.since_plain = 0
         if outcome.source == DraftSource.DRAFT and rec.drafted:
             self.cost.observe_draft(rec.draft_decodes, rec.catchup, rec.draft_s)
+            self._hindsight(rec.drafted, outcome.n_accepted)
             self.acc.observe(outcome.top_probs, outcome.entropies, outcome.n_accepted)
             if self._probe and self._probe_left == 0:
                 # the probe's last step: back off further if drafting still does not pay
