@@ -80,6 +80,13 @@ WAIT_SHARE = 0.1
 # lifts the cap as fast.
 HINDSIGHT_FADE = 0.9
 HINDSIGHT_MAX = 16
+# Probes of lookup match lengths not judged yet are paid from a budget: what they lost
+# against plain decoding (their step time less a plain step per token they yielded) may
+# reach LOOKUP_EXPLORE of the session's step time, plus half a plain step to start with.
+# A copy that pays earns its probes back; where lookup proposes badly (fresh code, the
+# n-gram cache guessing) it loses its turn after a probe or two instead of one probe per
+# match length (the first reply of a compute-bound pair ran at 0.76x of plain that way).
+LOOKUP_EXPLORE = 0.01
 
 
 class AdaptivePolicy:
@@ -115,6 +122,8 @@ class AdaptivePolicy:
         self._step: dict[str, float] = {}
         self.paused = False  # the last reply's judgement: drafting does not pay here
         self.hind_tokens = [0.0] * (HINDSIGHT_MAX + 1)  # by chain length j (index 0 unused)
+        self._lookup_loss = 0.0  # seconds lookup probes lost against plain this session
+        self._spent = 0.0  # seconds of every step this session
         self.hind_s = [0.0] * (HINDSIGHT_MAX + 1)
         self._recheck_now = False  # the next reply probes whatever the costs say
         if state_path is not None:
@@ -223,14 +232,18 @@ class AdaptivePolicy:
             k_new = self._unmeasured_k(k_max)
             if in_sync and k_new and d_rate > 0.6 * plain:
                 return self._decide(Plan(DraftSource.DRAFT, k_new), probe=True)
-        if self._lookup_untried(inp):
+        if self._lookup_untried(inp) and self._lookup_budget(v1):
             # a match length not judged yet: probe it where it would pay clearly were it
             # right (on a flat verify curve several tokens; where each verified token costs
             # a good part of a step, a probe that could gain 1% is a likely loss of 10%);
             # while the draft is in sync and pays, only a long copy (a match that agrees
             # with the text before it for 8+ tokens) is worth a probe: a short match in
             # fresh code is mostly a coincidence, and a rejected probe costs a draft step
-            o_rate, o_k = self._lookup_rate(inp, k_max, a=PROBE_RATE)
+            # (a short match or the n-gram cache's guess is probed with at most two tokens:
+            # it asks whether the first is right, and a long proposal of a guess mostly
+            # pays a long verify for one token)
+            cap = k_max if long_copy(inp.lookup_match) else min(k_max, 2)
+            o_rate, o_k = self._lookup_rate(inp, cap, a=PROBE_RATE)
             draft_pays = inp.draft_lag <= 2 and d_rate > plain * (1.0 + MARGIN)
             if (o_rate > max(plain * (1.0 + COULD_PAY_MARGIN), d_rate)
                     and (not draft_pays or long_copy(inp.lookup_match))):
@@ -337,6 +350,10 @@ class AdaptivePolicy:
         t = self._catch_share(depth + 1) + depth * (self.cost.draft or 0.0) + self._v(nodes + 1)
         return (depth + 1) / t if t > 0 else 0.0
 
+    def _lookup_budget(self, v1: float) -> bool:
+        """Whether lookup probes have lost less than their share of the session's time."""
+        return self._lookup_loss <= LOOKUP_EXPLORE * self._spent + 0.5 * v1
+
     def _lookup_untried(self, inp: PlanInput) -> bool:
         """A match of 3+ tokens whose length has been judged fewer than 4 times."""
         return (
@@ -389,6 +406,10 @@ class AdaptivePolicy:
 
     def observe(self, outcome: Outcome) -> None:
         rec = outcome.record
+        self._spent += rec.draft_s + rec.verify_s + rec.overhead_s
+        v1 = self.cost.verify_time(1)
+        if outcome.source == DraftSource.LOOKUP and self._probe and v1 is not None:
+            self._lookup_loss += rec.draft_s + rec.verify_s + rec.overhead_s - rec.emitted * v1
         if outcome.source in (DraftSource.DRAFT, DraftSource.TREE) and rec.drafted:
             rate = rec.emitted / max(rec.draft_s + rec.verify_s + rec.overhead_s, 1e-9)
             key = DraftSource(outcome.source).value
