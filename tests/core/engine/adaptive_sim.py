@@ -26,6 +26,7 @@ from specula.core.engine.policy import DraftPolicy, Outcome, PlanInput
 from specula.core.engine.stats import StepRecord
 
 ALL = frozenset({DraftSource.DRAFT, DraftSource.TREE, DraftSource.LOOKUP})
+TREE_DEPTH = 4  # a simulated tree's depth (its top branch: the draft's own chain)
 
 
 @dataclass
@@ -184,8 +185,16 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
                     break
                 draft_s += m.timed(m.draft)
                 decodes += 1
+        elif plan.source == DraftSource.TREE and plan.k > 0 and room > 0:
+            # a tree as a chain of its top branch (TREE_DEPTH deep: one draft decode per
+            # level) with side nodes that are never right, verified all at once
+            depth = min(TREE_DEPTH, room, plan.k)
+            draft_s = m.timed(m.feed(lag)) + sum(m.timed(m.draft) for _ in range(depth - 1))
+            decodes, drafted = depth, plan.k
+            right = ok
         accepted = 0
-        while accepted < drafted and right[min(pos + accepted, len(right) - 1)]:
+        limit = min(drafted, TREE_DEPTH) if plan.source == DraftSource.TREE else drafted
+        while accepted < limit and right[min(pos + accepted, len(right) - 1)]:
             accepted += 1
         verify_s = m.timed(m.verify(drafted + 1))
         emitted = min(accepted + 1, max_tokens - pos)
@@ -201,7 +210,9 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
         out.seconds += draft_s + verify_s
         out.steps.append((source.value, drafted, accepted))
         pos += emitted
-        if source == DraftSource.DRAFT:
+        if source == DraftSource.TREE:
+            lag = 1
+        elif source == DraftSource.DRAFT:
             lag = 2 if accepted == drafted else 1
         else:
             lag += emitted

@@ -18,7 +18,6 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-import numpy as np
 import pytest
 
 from specula.core.engine.acceptance_model import AcceptanceModel
@@ -62,44 +61,40 @@ def test_power_a_stop_rule_that_gives_up_on_depth_fails(monkeypatch: pytest.Monk
     assert min(got.values()) < 0.94 or statistics.median(got.values()) < 1.0, got
 
 
-def _runs_of(n: int, seed: int = 4) -> dict[str, Any]:
-    """A reply the draft gets right in runs of 4-6 tokens, then wrong while confident (p 0.95):
-    harder than the recorded code prompts, whose runs of copied code taught the session that
-    a token at depth 3+ is right 98% of the time (the issue's prompt 4: adaptive drafted 150
-    tokens for 77 accepted, 51%, where chain:3 had 70 of 75)."""
-    rng = np.random.default_rng(seed)
-    ok: list[bool] = []
-    while len(ok) < n:
-        ok += [True] * int(rng.integers(4, 7)) + [False]
-    ok = ok[:n]
-    return {"ok": ok, "p_top": [0.97 if o else 0.95 for o in ok], "entropy": [0.2 if o else 0.3 for o in ok]}
+
+def _ema(self: AdaptivePolicy, key: str, rate: float) -> None:
+    """The shape rate before: a running average (0.2 per step)."""
+    old = self.shape_rate.get(key, rate)
+    self.shape_rate[key] = old + 0.2 * (rate - old)
 
 
-def _hard_prompt_after_the_recorded_ones() -> tuple[float, float, int, int]:
-    """(adaptive / best fixed chain, adaptive / chain:3, drafted, accepted) on the hard reply,
-    after a session that learnt on the seven recorded prompts."""
-    policy = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=8, tree_budget=0))
+def _session_after_a_lucky_tree() -> tuple[list[int], list[float]]:
+    """(tree steps, adaptive / best fixed chain) per recorded prompt, for a session whose
+    saved state says trees run at twice the chain's rate (one lucky tree step in an earlier
+    session, or timings taken on a busy machine), on the F16 machine, where a 12-node tree's
+    verify costs a third more than a chain's and its side nodes are never right."""
+    policy = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=8, tree_budget=12, tree_width=2))
     F16.calibration().seed(policy.cost)
+    policy.shape_rate = {"draft": 9.0, "tree": 20.0}
+    trees, ratios = [], []
     for t in TRACES.values():
-        _rate(policy, t)
-    hard = _runs_of(96)
-    fixed = {k: _rate(FixedPolicy(SpecConfig(mode=Mode.CHAIN, draft_max=k)), hard) for k in range(1, 9)}
-    r = run_reply(policy, F16, hard["ok"], hard["p_top"], max_tokens=96, entropy=hard["entropy"])
-    rate = r.tokens / r.seconds
-    drafted = sum(d for src, d, _ in r.steps if src == "draft")
-    accepted = sum(a for src, _, a in r.steps if src == "draft")
-    return rate / max(fixed.values()), rate / fixed[3], drafted, accepted
+        best = max(_rate(FixedPolicy(SpecConfig(mode=Mode.CHAIN, draft_max=k)), t) for k in range(1, 9))
+        r = run_reply(policy, F16, t["ok"], t["p_top"], max_tokens=len(t["ok"]), entropy=t["entropy"])
+        trees.append(sum(1 for src, _, _ in r.steps if src == "tree"))
+        ratios.append(r.tokens / r.seconds / best)
+    return trees, ratios
 
 
-def test_a_harder_prompt_than_the_session_learnt_on_does_not_draft_long_at_low_acceptance() -> None:
-    vs_best, vs_chain3, drafted, accepted = _hard_prompt_after_the_recorded_ones()
-    assert vs_best >= 0.85 and vs_chain3 >= 1.0, (vs_best, vs_chain3)
-    assert accepted >= 0.75 * drafted, (drafted, accepted)
+def test_a_tree_that_proposes_badly_loses_its_turn_within_two_steps() -> None:
+    """The issue's lost prompt: adaptive drafted 150 tokens for 77 accepted in 19 steps,
+    where chain:3 accepted 70 of 75: a shape kept after it stopped paying (12-node trees
+    count 12 drafted tokens a step)."""
+    trees, ratios = _session_after_a_lucky_tree()
+    assert trees[0] <= 2 and sum(trees) <= 3, trees
+    assert ratios[0] >= 0.75 and min(ratios[1:]) >= 0.88, ratios
 
 
-def test_power_without_the_hindsight_cap_the_hard_prompt_drafts_long(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Today's behaviour before the cap: the depth rates learnt on easy prompts keep every
-    chain at the cap of 8 (0.75x of the best fixed chain, 63% acceptance)."""
-    monkeypatch.setattr(AdaptivePolicy, "hindsight_cap", lambda self, k_max: k_max)
-    vs_best, _, drafted, accepted = _hard_prompt_after_the_recorded_ones()
-    assert vs_best < 0.85 or accepted < 0.75 * drafted, (vs_best, drafted, accepted)
+def test_power_a_running_average_keeps_the_bad_tree_for_many_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(AdaptivePolicy, "_observe_shape", _ema)
+    trees, ratios = _session_after_a_lucky_tree()
+    assert trees[0] > 2 and ratios[0] < 0.75, (trees, ratios)

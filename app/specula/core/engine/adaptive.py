@@ -33,6 +33,8 @@ good. :meth:`AdaptivePolicy.verdict` states it; :meth:`clear_verdict` forgets it
 from __future__ import annotations
 
 import copy
+import statistics
+from collections import deque
 from pathlib import Path
 
 from specula.core.engine import policy_state
@@ -87,6 +89,7 @@ HINDSIGHT_MAX = 16
 # n-gram cache guessing) it loses its turn after a probe or two instead of one probe per
 # match length (the first reply of a compute-bound pair ran at 0.76x of plain that way).
 LOOKUP_EXPLORE = 0.01
+SHAPE_WINDOW = 5  # draft-model steps per shape whose median rate is the shape's rate
 
 
 class AdaptivePolicy:
@@ -118,6 +121,7 @@ class AdaptivePolicy:
         self._fresh = False  # the draft has not been fed this reply's prompt yet
         # Measured tokens/s of draft-model steps by shape (chain "draft", "tree").
         self.shape_rate: dict[str, float] = {}
+        self._shape_window: dict[str, deque[float]] = {}  # this session's step rates by shape
         self.draft_steps = 0
         self._step: dict[str, float] = {}
         self.paused = False  # the last reply's judgement: drafting does not pay here
@@ -311,7 +315,7 @@ class AdaptivePolicy:
         if c_rate is None:
             return chain
         tree = Plan(DraftSource.TREE, self.cfg.tree_budget)
-        if t_rate is not None and t_rate > max(c_rate, plain):
+        if t_rate is not None and t_rate > max(c_rate, plain) * (1.0 + MARGIN):
             return tree
         if self._tree_best_case(k_max) <= max(c_rate, plain):
             return chain
@@ -386,8 +390,15 @@ class AdaptivePolicy:
         p_new = st["P"] * a
         without = st["E"] / (st["D"] + v(i + 1))
         with_it = (st["E"] + p_new) / (st["D"] + v(i + 2))
+        ahead = False
         if with_it < without:
-            return False, False
+            # one more token does not pay for its verify, but a few more might: where verify
+            # time jumps at a batch size and is flat after it (an F16 target without repacked
+            # weights: 1 token 174 ms, 2-9 tokens 321-510 ms), a one-token look stops at the
+            # first token and wastes the draft decode the plan already paid for
+            if self._best_ahead(i, st["E"] + p_new, p_new, st["D"]) <= without:
+                return False, False
+            ahead = True
         st["E"] += p_new
         st["P"] = p_new
         if i + 1 >= st["k"]:
@@ -396,11 +407,25 @@ class AdaptivePolicy:
         # depth once every token before it was accepted (runs of copied code: 0.98 from the
         # third token on in the F16 traces), not this token's own (replayed on the F16 code
         # traces: docs/benchmarks.md, "The stop rule, replayed on real traces")
+        now = st["E"] / (st["D"] + v(i + 2))
         optimistic = (st["E"] + p_new * self.acc.hazard(i + 1)) / (st["D"] + t_d + v(i + 3))
-        more = optimistic > st["E"] / (st["D"] + v(i + 2))
+        more = ahead or optimistic > now or self._best_ahead(i, st["E"], p_new, st["D"]) > now
         if more:
             st["D"] += t_d
         return True, more
+
+    def _best_ahead(self, i: int, e: float, run: float, d: float) -> float:
+        """The best expected rate of drafting on past token ``i`` (kept: ``e`` tokens expected,
+        ``run`` = P(every token so far accepted), ``d`` seconds before the verify), each
+        further token at the pair's rate at its depth, up to the plan's length."""
+        t_d = self.cost.draft or 0.0
+        best = 0.0
+        for j in range(i + 1, int(self._step["k"])):
+            run *= self.acc.hazard(j)
+            e += run
+            d += t_d
+            best = max(best, e / (d + self._v(j + 2)))
+        return best
 
     # -- learning ------------------------------------------------------------
 
@@ -413,8 +438,7 @@ class AdaptivePolicy:
         if outcome.source in (DraftSource.DRAFT, DraftSource.TREE) and rec.drafted:
             rate = rec.emitted / max(rec.draft_s + rec.verify_s + rec.overhead_s, 1e-9)
             key = DraftSource(outcome.source).value
-            old = self.shape_rate.get(key, rate)
-            self.shape_rate[key] = old + 0.2 * (rate - old)
+            self._observe_shape(key, rate)
         if outcome.source == DraftSource.TREE:
             return
         self.cost.observe_verify(rec.drafted + 1, rec.verify_s)
@@ -433,6 +457,16 @@ class AdaptivePolicy:
                 self.probe_every = PROBE_FIRST if pays else min(self.probe_every * 2, PROBE_MAX)
         elif outcome.source == DraftSource.LOOKUP and rec.drafted:
             self.acc.observe_lookup(outcome.lookup_match, rec.drafted, outcome.n_accepted)
+
+    def _observe_shape(self, key: str, rate: float) -> None:
+        """A shape's rate is the median of its recent steps (the saved rate one vote among
+        them): one lucky tree step cannot make trees the default, and a tree that proposes
+        badly loses its turn after a step or two instead of a running average's ten."""
+        win = self._shape_window.setdefault(key, deque(maxlen=SHAPE_WINDOW))
+        if not win and key in self.shape_rate:
+            win.append(self.shape_rate[key])
+        win.append(rate)
+        self.shape_rate[key] = float(statistics.median(win))
 
     def sync_draft_at_prefill(self) -> bool:
         """Feed the prompt to the draft for this reply only to probe it.
@@ -507,6 +541,7 @@ class AdaptivePolicy:
         if calibration is not None:
             calibration.seed(self.cost)
         self.shape_rate = {}
+        self._shape_window = {}
         self._saved_cost, self._saved_shapes = copy.deepcopy(self.cost), {}
         self.paused = False
         self.probe_every = PROBE_FIRST
