@@ -111,3 +111,29 @@ def test_after_an_unsure_token_the_next_is_judged_by_the_pairs_rate_at_its_depth
     assert pol.keep_drafting(1, 0.99, 0.05) == (True, True)
     keep, more = pol.keep_drafting(2, 0.6, 1.2)  # a doubtful third token
     assert keep and more  # the fourth is drafted: at depth 3 the pair is right 98% of the time
+
+
+def test_a_chain_is_capped_one_past_the_length_that_did_best_in_hindsight() -> None:
+    """Verify 100 ms + 10 ms a token, a draft decode 20 ms. Steps that accept 2 of 8: a
+    chain of j would have had min(2, j) + 1 tokens in 20j + 100 + 10j ms: j = 2 leads
+    (3 tokens in 160 ms, against 2 in 130 and 3 in 190), so the cap is 3. Steps that
+    accept all 8: every longer chain would have done better, so the cap is the maximum."""
+    from specula.core.engine.policy import Outcome
+    from specula.core.engine.stats import StepRecord
+
+    def policy() -> AdaptivePolicy:
+        pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=8, tree_budget=0))
+        Calibration(verify={n: 0.100 + 0.010 * (n - 1) for n in range(1, 10)}, draft=0.020).seed(pol.cost)
+        return pol
+
+    def step(pol: AdaptivePolicy, accepted: int) -> None:
+        rec = StepRecord(0, 8, accepted, accepted + 1, 8 * 0.020, 0.180, 0.0, draft_decodes=8, catchup=1)
+        pol.observe(Outcome(DraftSource.DRAFT, [0.9] * 8, [0.3] * 8, accepted, 0, rec))
+
+    low, high = policy(), policy()
+    assert low.hindsight_cap(8) == 8  # nothing seen yet
+    for _ in range(10):
+        step(low, 2)
+        step(high, 8)
+    assert low.hindsight_cap(8) == 3
+    assert high.hindsight_cap(8) == 8
