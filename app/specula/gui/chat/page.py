@@ -362,8 +362,7 @@ class ChatPage(QWidget):
                 widget.set_versions(int(meta.get("version", count - 1)), count)
         self._earlier, self._continuing = [], None
         self.stats_panel.finish(done.stats)
-        if done.stats.mode == "adaptive":
-            self.model_bar.show_verdict(done.verdict)
+        self.model_bar.show_verdict(done.verdict)  # adaptive's judgement; None in the other modes
         self.reply_finished.emit(done)
 
     def _on_failed(self, message: str) -> None:
