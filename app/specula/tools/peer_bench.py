@@ -167,7 +167,14 @@ def build_sides(a: argparse.Namespace, log_dir: Path) -> tuple[list[Side], list[
     env = {"SPECULA_HOME": a.specula_home or tempfile.mkdtemp(prefix="specula-peer-")}
     if a.no_repack:
         env["SPECULA_CPU_EXTRA_BUFFERS"] = "0"
-    spec = Server("specula", [sys.executable, "-c", "import sys; from specula.cli import main; sys.exit(main())",
+    # Specula's server teaches the target's n-gram cache every reply; the same prompt asked
+    # once per side would let a later side's lookup copy an earlier side's reply, which no
+    # user sees (llama-server keeps no such cache), so it learns nothing unless asked.
+    boot = "import sys; from specula.cli import main; sys.exit(main())"
+    if not a.learn_ngrams:
+        boot = ("from specula.core.engine.drafters.ngram_store import NgramStore; "
+                "NgramStore.learn_reply = lambda self, tokens: None; " + boot)
+    spec = Server("specula", [sys.executable, "-c", boot,
                               "serve", "--model", a.target, "--draft", a.draft, "--threads", threads,
                               "--ctx", str(a.ctx), "--gpu-layers", str(a.gpu_layers),
                               "--draft-gpu-layers", str(a.draft_gpu_layers)], env=env, log_dir=log_dir)
@@ -197,6 +204,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--repack", dest="no_repack", action="store_false",
                     help="let llama.cpp repack weights (off by default: -nr on every server)")
     ap.add_argument("--specula-home", help="Specula's data folder (default: a fresh one: a first session)")
+    ap.add_argument("--learn-ngrams", action="store_true",
+                    help="let Specula's n-gram cache learn from the replies (then a later side may copy "
+                         "an earlier side's reply to the same prompt); off by default")
     ap.add_argument("--json", dest="json_out", help="write every run and the table here")
     ap.add_argument("--logs", help="folder for the servers' logs (default: a temporary one)")
     a = ap.parse_args(argv)
@@ -245,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.json_out:
         setup = {"command": " ".join(sys.argv), "target": a.target, "draft": a.draft,
                  "threads": a.threads, "max_tokens": a.max_tokens, "repeat": a.repeat,
-                 "no_repack": a.no_repack, "gpu_layers": a.gpu_layers}
+                 "no_repack": a.no_repack, "gpu_layers": a.gpu_layers, "learn_ngrams": a.learn_ngrams}
         Path(a.json_out).write_text(json.dumps(to_json(runs, setup), indent=1), "utf-8")
     return 0
 
