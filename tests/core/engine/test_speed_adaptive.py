@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from specula.core.engine.adaptive import PROBE_STEPS, RECHECK_EVERY, AdaptivePolicy
 from specula.core.engine.calibration import Calibration
 from specula.core.engine.config import Mode, SpecConfig
@@ -137,3 +139,24 @@ def test_a_chain_is_capped_one_past_the_length_that_did_best_in_hindsight() -> N
         step(high, 8)
     assert low.hindsight_cap(8) == 3
     assert high.hindsight_cap(8) == 8
+
+
+def test_a_token_is_kept_where_drafting_on_past_a_verify_jump_pays() -> None:
+    """F16 without repacking: 1 token 174 ms, 2 tokens 321 ms, then +20 ms a token; a
+    draft decode 43 ms. A first token the draft gives 60% (no evidence: the prior is the
+    draft's own confidence): alone it loses (1.6 tokens in 43 + 321 ms = 4.40/s against
+    1 in 43 + 174 = 4.61/s), but with one more at the pair's prior rate 0.8 it wins
+    (1 + 0.6 + 0.48 = 2.08 tokens in 86 + 341 ms = 4.87/s): keep it and draft on."""
+    from specula.core.engine.policy import Plan
+
+    pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=8, tree_budget=0))
+    Calibration(verify={1: 0.174, **{n: 0.321 + 0.020 * (n - 2) for n in range(2, 10)}},
+                draft=0.043).seed(pol.cost)
+    assert pol.acc.predict(0.6, 0.5) == pytest.approx(0.6) and pol.acc.hazard(1) == pytest.approx(0.8)
+    pol._decide(Plan(DraftSource.DRAFT, 8))
+    assert pol.keep_drafting(0, 0.6, 0.5) == (True, True)
+    blind = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=8, tree_budget=0))
+    Calibration(verify=dict(pol.cost.verify), draft=0.043).seed(blind.cost)
+    blind._decide(Plan(DraftSource.DRAFT, 8))
+    blind._best_ahead = lambda i, e, run, d: 0.0  # type: ignore[method-assign]  # one token's look
+    assert blind.keep_drafting(0, 0.6, 0.5) == (False, False)
