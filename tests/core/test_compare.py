@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from specula.core.compare import (
@@ -97,3 +99,36 @@ def test_first_difference() -> None:
     assert first_difference("abc", "abc") == -1
     assert first_difference("abc", "abd") == 2
     assert first_difference("ab", "abc") == 2
+
+
+def _rounds(pairs: list[tuple[float, float]], accepted: int | None = None) -> Comparison:
+    comp = Comparison()
+    for plain_s, spec_s in pairs:
+        comp.add(Side.PLAIN, RunFigures(101, plain_s, drafted=0, accepted=0))
+        comp.add(Side.SPEC, RunFigures(101, spec_s, drafted=None if accepted is None else 2 * accepted,
+                                       accepted=accepted))
+    return comp
+
+
+def test_a_difference_within_its_own_noise_is_no_clear_difference() -> None:
+    # Round speedups 1.25, 1.02, 1.11: all above 1, but their spread is as large as the gain.
+    comp = _rounds([(10.0, 8.0), (10.2, 10.0), (10.0, 9.0)])
+    logs = [math.log(10 / 8), math.log(10.2 / 10), math.log(10 / 9)]
+    mean = sum(logs) / 3
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / 2)
+    expected_noise = math.exp(2 * sd / math.sqrt(3)) - 1  # about ±14%
+    assert comp.noise() == pytest.approx(expected_noise)
+    assert comp.speedup < 1 + expected_noise
+    assert comp.judgement() == f"no clear difference: within its own noise (±{expected_noise:.0%})"
+
+
+def test_a_difference_beyond_its_noise_is_a_speedup() -> None:
+    comp = _rounds([(10.0, 6.0), (10.0, 6.1), (10.0, 5.9)], accepted=60)
+    assert comp.judgement().startswith("faster with the draft (beyond its ±")
+
+
+def test_a_draft_that_barely_ran_is_not_credited() -> None:
+    # The case: 1.22x on the clock while the draft side accepted 1 token a run.
+    comp = _rounds([(10.0, 8.2), (10.0, 8.2), (10.0, 8.2)], accepted=1)
+    assert comp.judgement() == "the draft barely ran (3 of 303 tokens): no speedup to credit it with"
+    assert "faster" not in comp.summary()

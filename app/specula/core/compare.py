@@ -10,14 +10,23 @@ decode time, the same definition as the footer's tok/s
 after the first). The speedup is the ratio of those unrounded rates; rates
 are shown with enough significant digits that the ratio of the shown figures
 agrees with the shown speedup.
+
+A speedup is called one only when it is larger than its own noise: the spread of
+the per-round speedups (about two standard errors of their logarithm), and only
+when the draft did the work: a speculative side whose draft tokens were a small
+share of its reply says "the draft barely ran (N of M tokens)" instead, whatever
+the clock says (the difference is then the machine's, not the draft's).
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+
+BARELY_RAN = 0.1  # accepted draft tokens below this share of the reply: the draft barely ran
 
 
 class Side(str, Enum):
@@ -43,6 +52,8 @@ class RunFigures:
     tokens: int
     decode_s: float
     text: str = ""
+    drafted: int | None = None  # draft tokens proposed (None: not known)
+    accepted: int | None = None  # of them accepted
 
     @property
     def rate(self) -> float:
@@ -129,13 +140,37 @@ class Comparison:
                     f"{significant(max(per_round), 3)}×"
         return f"{text})   ·   {self.judgement()}"
 
+    def noise(self) -> float | None:
+        """The relative noise of the speedup from the per-round spread: about two standard
+        errors of the rounds' log speedups (0.08: ±8%); None with fewer than two rounds."""
+        logs = [math.log(r) for r in self.round_speedups() if r > 0]
+        if len(logs) < 2:
+            return None
+        return math.exp(2.0 * statistics.stdev(logs) / math.sqrt(len(logs))) - 1.0
+
+    def draft_share(self) -> tuple[int, int] | None:
+        """(draft tokens accepted, tokens) over the speculative runs; None when not known."""
+        runs = self.runs[Side.SPEC]
+        if not runs or any(r.accepted is None for r in runs):
+            return None
+        return sum(r.accepted or 0 for r in runs), sum(r.tokens for r in runs)
+
     def judgement(self) -> str:
-        """Faster, slower, or no clear difference (when the rounds disagree on the side of 1)."""
+        """Faster, slower, or no clear difference (the rounds disagree on the side of 1, or
+        the difference is within its own noise); 'the draft barely ran' when it did."""
+        share = self.draft_share()
+        if share is not None and share[1] > 0 and share[0] < BARELY_RAN * share[1]:
+            return f"the draft barely ran ({share[0]} of {share[1]} tokens): no speedup to credit it with"
         per_round = self.round_speedups()
         if len(per_round) > 1 and min(per_round) <= 1.0 <= max(per_round):
             return "no clear difference: the rounds disagree"
+        noise = self.noise()
+        if self.speedup <= 0:
+            return "nothing timed to compare"
+        if noise is not None and abs(math.log(self.speedup)) <= math.log1p(noise):
+            return f"no clear difference: within its own noise (±{noise:.0%})"
         if self.speedup > 1.0:
-            return "faster with the draft"
+            return "faster with the draft" + (f" (beyond its ±{noise:.0%} noise)" if noise is not None else "")
         return "slower with the draft on this machine"
 
 

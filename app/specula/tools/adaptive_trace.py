@@ -81,7 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--target", required=True)
     ap.add_argument("--draft", required=True)
-    ap.add_argument("--prompts", required=True, help="prompt ids of the packaged suite, comma-separated")
+    ap.add_argument("--prompts", required=True, help="prompt ids of the suite, comma-separated")
+    ap.add_argument("--prompts-file", help="JSONL prompts (default: the packaged suite)")
     ap.add_argument("--chains", default="1-6", help="fixed chain lengths A-B")
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--threads", type=int, default=None)
@@ -99,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("calibration ms: verify " + " ".join(f"{n}:{s * 1000:.0f}" for n, s in sorted(cal.verify.items()))
               + f"  draft {1000 * (cal.draft or 0):.1f}  catch-up/token {1000 * (cal.catchup_per_token or 0):.1f}"
               + f"  ({cal.seconds:.2f} s)")
-    suite = {p.id: p for p in load_prompts(None)}
+    suite = {p.id: p for p in load_prompts(a.prompts_file)}
     adaptive = SpecConfig(mode=Mode.ADAPTIVE, draft_max=a.draft_max or max(ks))
     hi = [{"role": "user", "content": "hi"}]
     for spec in [SpecConfig(mode=Mode.PLAIN), adaptive]:  # warm-up

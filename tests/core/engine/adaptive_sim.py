@@ -19,13 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from specula.core.engine.calibration import Calibration
+from specula.core.engine.calibration import Calibration, timed_passes
 from specula.core.engine.cost_model import SHORT_FEED
 from specula.core.engine.drafters.base import DraftSource
 from specula.core.engine.policy import DraftPolicy, Outcome, PlanInput
 from specula.core.engine.stats import StepRecord
 
 ALL = frozenset({DraftSource.DRAFT, DraftSource.TREE, DraftSource.LOOKUP})
+TREE_DEPTH = 4  # a simulated tree's depth (its top branch: the draft's own chain)
 
 
 @dataclass
@@ -41,6 +42,13 @@ class Machine:
     catchup_per_token: float
     prompt: int = 40  # prompt tokens the draft catches up on after the first token
     prompt_s: float = 0.0  # what that catch-up costs (one batched feed)
+    # A busy machine: each timed decode (verify, draft, catch-up, calibration) is stretched
+    # by a factor this draws (None: a quiet machine, every time exactly as scripted).
+    stretch: Callable[[], float] | None = None
+
+    def timed(self, seconds: float) -> float:
+        """What one decode of ``seconds`` takes on this machine now."""
+        return seconds if self.stretch is None else seconds * self.stretch()
 
     @property
     def long_per_token(self) -> float:
@@ -54,7 +62,8 @@ class Machine:
 
     def calibration(self) -> Calibration:
         """What the engine's calibration at load would have measured on this machine."""
-        return Calibration(verify={n: self.verify(n) for n in (*range(1, 9), 13)}, draft=self.draft,
+        verify, passes, erratic = timed_passes([*range(1, 9), 13], lambda n: self.timed(self.verify(n)))
+        return Calibration(verify=verify, passes=passes, erratic=erratic, draft=self.timed(self.draft),
                            catchup_per_token=self.catchup_per_token,
                            catchup_long_per_token=self.long_per_token)
 
@@ -147,7 +156,7 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
     pos = 1  # the first token is the target's alone (its time is TTFT, not counted)
     lag = m.prompt + 1
     if synced:  # the draft catches up on the prompt after the first token
-        out.seconds += m.prompt_s
+        out.seconds += m.timed(m.prompt_s)
         lag = 1
     while pos < max_tokens:
         room = max_tokens - pos - 1
@@ -163,7 +172,7 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
             drafted = min(plan.k, room, len(look))
             right = lookup[1]
         elif plan.source == DraftSource.DRAFT and plan.k > 0 and room > 0:
-            draft_s = m.feed(lag)  # the catch-up feed
+            draft_s = m.timed(m.feed(lag))  # the catch-up feed
             decodes = 1
             for i in range(min(plan.k, room)):
                 j = min(pos + i, len(ok) - 1)
@@ -174,12 +183,20 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
                 drafted += 1
                 if not more or drafted >= plan.k:
                     break
-                draft_s += m.draft
+                draft_s += m.timed(m.draft)
                 decodes += 1
+        elif plan.source == DraftSource.TREE and plan.k > 0 and room > 0:
+            # a tree as a chain of its top branch (TREE_DEPTH deep: one draft decode per
+            # level) with side nodes that are never right, verified all at once
+            depth = min(TREE_DEPTH, room, plan.k)
+            draft_s = m.timed(m.feed(lag)) + sum(m.timed(m.draft) for _ in range(depth - 1))
+            decodes, drafted = depth, plan.k
+            right = ok
         accepted = 0
-        while accepted < drafted and right[min(pos + accepted, len(right) - 1)]:
+        limit = min(drafted, TREE_DEPTH) if plan.source == DraftSource.TREE else drafted
+        while accepted < limit and right[min(pos + accepted, len(right) - 1)]:
             accepted += 1
-        verify_s = m.verify(drafted + 1)
+        verify_s = m.timed(m.verify(drafted + 1))
         emitted = min(accepted + 1, max_tokens - pos)
         rec = StepRecord(len(out.steps), drafted, accepted, emitted, draft_s, verify_s, 0.0,
                          draft_decodes=decodes, catchup=lag if decodes else 0)
@@ -193,7 +210,9 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
         out.seconds += draft_s + verify_s
         out.steps.append((source.value, drafted, accepted))
         pos += emitted
-        if source == DraftSource.DRAFT:
+        if source == DraftSource.TREE:
+            lag = 1
+        elif source == DraftSource.DRAFT:
             lag = 2 if accepted == drafted else 1
         else:
             lag += emitted

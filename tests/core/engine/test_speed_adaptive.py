@@ -1,10 +1,13 @@
-"""Adaptive never probes a draft that could not pay even at 100% acceptance."""
+"""Adaptive probes a draft that could not pay even at 100% acceptance only to re-check
+its measured costs (every RECHECK_EVERY replies), never at the learning cadence."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from specula.core.engine.adaptive import AdaptivePolicy
+import pytest
+
+from specula.core.engine.adaptive import PROBE_STEPS, RECHECK_EVERY, AdaptivePolicy
 from specula.core.engine.calibration import Calibration
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.drafters.base import DraftSource
@@ -33,13 +36,16 @@ def _replies(pol: AdaptivePolicy, n: int) -> tuple[int, int]:
     return drafted, drafts
 
 
-def test_a_draft_that_costs_more_than_it_could_save_is_never_probed() -> None:
+def test_a_draft_that_costs_more_than_it_could_save_is_probed_only_to_recheck() -> None:
     # v1 30 ms, +15 ms per verified token, a draft decode as dear as a target step:
     # at best k=4 gives 5 tokens in 4*30 + 90 ms = 24 tok/s against plain's 33.
     pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=4, tree_budget=0))
     _train(pol, v1=0.030, per_token_verify=0.015, t_draft=0.030, accept=0.6)
     assert not pol._could_pay(0.030)
-    assert _replies(pol, 20) == (0, 0)
+    # 20 replies: replies 8 and 16 re-check (a probe of PROBE_STEPS draft steps each),
+    # the probe's timings confirm the verdict, and no other reply drafts
+    assert _replies(pol, 20) == (20 // RECHECK_EVERY, 20 // RECHECK_EVERY * PROBE_STEPS)
+    assert pol.verdict().paused
 
 
 def test_a_draft_that_could_pay_at_high_acceptance_is_still_probed() -> None:
@@ -107,3 +113,50 @@ def test_after_an_unsure_token_the_next_is_judged_by_the_pairs_rate_at_its_depth
     assert pol.keep_drafting(1, 0.99, 0.05) == (True, True)
     keep, more = pol.keep_drafting(2, 0.6, 1.2)  # a doubtful third token
     assert keep and more  # the fourth is drafted: at depth 3 the pair is right 98% of the time
+
+
+def test_a_chain_is_capped_one_past_the_length_that_did_best_in_hindsight() -> None:
+    """Verify 100 ms + 10 ms a token, a draft decode 20 ms. Steps that accept 2 of 8: a
+    chain of j would have had min(2, j) + 1 tokens in 20j + 100 + 10j ms: j = 2 leads
+    (3 tokens in 160 ms, against 2 in 130 and 3 in 190), so the cap is 3. Steps that
+    accept all 8: every longer chain would have done better, so the cap is the maximum."""
+    from specula.core.engine.policy import Outcome
+    from specula.core.engine.stats import StepRecord
+
+    def policy() -> AdaptivePolicy:
+        pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=8, tree_budget=0))
+        Calibration(verify={n: 0.100 + 0.010 * (n - 1) for n in range(1, 10)}, draft=0.020).seed(pol.cost)
+        return pol
+
+    def step(pol: AdaptivePolicy, accepted: int) -> None:
+        rec = StepRecord(0, 8, accepted, accepted + 1, 8 * 0.020, 0.180, 0.0, draft_decodes=8, catchup=1)
+        pol.observe(Outcome(DraftSource.DRAFT, [0.9] * 8, [0.3] * 8, accepted, 0, rec))
+
+    low, high = policy(), policy()
+    assert low.hindsight_cap(8) == 8  # nothing seen yet
+    for _ in range(10):
+        step(low, 2)
+        step(high, 8)
+    assert low.hindsight_cap(8) == 3
+    assert high.hindsight_cap(8) == 8
+
+
+def test_a_token_is_kept_where_drafting_on_past_a_verify_jump_pays() -> None:
+    """F16 without repacking: 1 token 174 ms, 2 tokens 321 ms, then +20 ms a token; a
+    draft decode 43 ms. A first token the draft gives 60% (no evidence: the prior is the
+    draft's own confidence): alone it loses (1.6 tokens in 43 + 321 ms = 4.40/s against
+    1 in 43 + 174 = 4.61/s), but with one more at the pair's prior rate 0.8 it wins
+    (1 + 0.6 + 0.48 = 2.08 tokens in 86 + 341 ms = 4.87/s): keep it and draft on."""
+    from specula.core.engine.policy import Plan
+
+    pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=8, tree_budget=0))
+    Calibration(verify={1: 0.174, **{n: 0.321 + 0.020 * (n - 2) for n in range(2, 10)}},
+                draft=0.043).seed(pol.cost)
+    assert pol.acc.predict(0.6, 0.5) == pytest.approx(0.6) and pol.acc.hazard(1) == pytest.approx(0.8)
+    pol._decide(Plan(DraftSource.DRAFT, 8))
+    assert pol.keep_drafting(0, 0.6, 0.5) == (True, True)
+    blind = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=8, tree_budget=0))
+    Calibration(verify=dict(pol.cost.verify), draft=0.043).seed(blind.cost)
+    blind._decide(Plan(DraftSource.DRAFT, 8))
+    blind._best_ahead = lambda i, e, run, d: 0.0  # type: ignore[method-assign]  # one token's look
+    assert blind.keep_drafting(0, 0.6, 0.5) == (False, False)

@@ -130,8 +130,7 @@ def test_a_second_session_starts_where_the_first_left_off(tmp_path: Path) -> Non
 
 
 def _tree_plans(m: Machine, rate: float, replies: int = 3) -> list[int]:
-    """Tree plans per reply over a session (the simulator verifies chains only, so a tree
-    plan runs as a plain step and its rate stays unmeasured)."""
+    """Tree plans per reply over a session."""
     pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=6, tree_budget=12, tree_width=2))
     m.calibration().seed(pol.cost)
     plans: list[DraftSource] = []
@@ -165,4 +164,6 @@ def test_a_tree_whose_best_case_loses_to_the_chain_is_never_tried() -> None:
 @pytest.mark.parametrize("machine", [F16, GPU])
 def test_a_tree_that_could_win_is_tried_twice_a_session_and_never_in_a_first_reply(machine: Machine) -> None:
     counts = _tree_plans(machine, 0.6, replies=4)
-    assert counts[0] == 0 and 1 <= sum(counts) <= 2
+    # tried, never in the first reply; kept only where its measured rate beats the chain's
+    # (the simulator verifies a tree as its top branch: test_speed_adaptive_real_traces.py)
+    assert counts[0] == 0 and 1 <= sum(counts) <= (2 if machine is F16 else 40)

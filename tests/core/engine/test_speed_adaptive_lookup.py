@@ -13,7 +13,7 @@ import pytest
 
 from specula.core.engine.adaptive import AdaptivePolicy
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.policy import DraftPolicy, FixedPolicy
+from specula.core.engine.policy import DraftPolicy, FixedPolicy, PlainPolicy
 from tests.core.engine.adaptive_sim import Machine, Reply, edit_script, run_reply, script
 
 F16_CAL = {1: 0.092, 2: 0.169, 3: 0.175, 4: 0.195, 5: 0.204, 6: 0.215, 7: 0.242, 8: 0.296, 13: 0.321}
@@ -133,3 +133,42 @@ def test_in_an_edit_session_a_reply_that_starts_with_new_text_does_not_pay_the_c
     lookup = session(_policy(Mode.LOOKUP, MID))
     for i in range(1, len(SEEDS)):  # every reply after the session's first
         assert adaptive[i].rate >= 0.95 * lookup[i].rate, (i, adaptive[i].rate, lookup[i].rate)
+
+
+# A compute-bound target as measured on one busy core (Q4_K_M 1.5B: every verified token
+# costs half a step more, a draft decode 60% of one): no draft chain can pay.
+Q4_BUSY = Machine(verify=lambda n: 0.423 * (1 + 0.52 * (n - 1)), draft=0.256, catchup_per_token=0.05,
+                  prompt_s=1.0)
+
+
+def _bad_lookup(n: int, seed: int) -> tuple[list[int], list[bool]]:
+    """Fresh code: a third of the positions have a match (short ones and the n-gram cache's
+    guesses, codes 3-7 and 11-14), right one time in five."""
+    rng = np.random.default_rng(seed)
+    codes = [int(rng.choice([3, 4, 5, 6, 7, 11, 12, 13, 14])) if rng.random() < 0.3 else 0 for _ in range(n)]
+    return codes, [bool(rng.random() < 0.2) for _ in range(n)]
+
+
+def _over_plain_with_bad_lookup() -> list[float]:
+    pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=8, tree_budget=0))
+    Q4_BUSY.calibration().seed(pol.cost)
+    out = []
+    for s in range(4):
+        ok, p_top = script(0.85, 96, s)
+        look = _bad_lookup(96, s)
+        got = run_reply(pol, Q4_BUSY, ok, p_top, max_tokens=96, lookup=look)
+        plain = run_reply(PlainPolicy(), Q4_BUSY, ok, p_top, max_tokens=96, lookup=look)
+        out.append(got.rate / plain.rate)
+    return out
+
+
+def test_lookup_that_proposes_badly_loses_its_turn_on_a_compute_bound_target() -> None:
+    """The first reply of a new pair included, every reply stays within 3% of plain."""
+    got = _over_plain_with_bad_lookup()
+    assert min(got) >= 0.97, got
+
+
+def test_power_unbudgeted_lookup_probes_lose_the_first_reply(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(AdaptivePolicy, "_lookup_budget", lambda self, v1: True)
+    got = _over_plain_with_bad_lookup()
+    assert got[0] < 0.97, got

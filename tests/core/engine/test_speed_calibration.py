@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from specula.core.engine.calibration import MAX_BATCH, TREE_BATCH, Calibration
+from specula.core.engine.adaptive import AdaptivePolicy
+from specula.core.engine.calibration import MAX_BATCH, TREE_BATCH, Calibration, timed_passes
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.cost_model import CostModel
 from specula.core.engine.engine import Engine, EngineOptions
@@ -78,3 +79,45 @@ def test_a_saved_cost_model_wins_over_the_calibration() -> None:
     empty = CostModel()
     assert Calibration(verify={1: 0.1, 2: 0.2}, draft=0.01).seed(empty)
     assert empty.verify_time(2) == pytest.approx(0.2) and empty.draft == pytest.approx(0.01)
+
+
+def test_an_adaptive_reply_carries_the_verdict_and_the_engine_can_clear_it(
+    tiny: dict[str, Path], specula_home: Path,
+) -> None:
+    eng = _engine(tiny)
+    try:
+        spec = SpecConfig(mode=Mode.ADAPTIVE)
+        pol = eng.policy_for(spec)
+        assert isinstance(pol, AdaptivePolicy)
+        pol.cost.draft = 10.0  # a stale measurement: no chain could ever pay
+        done, _ = run(eng, "tell me a story about a cat", GREEDY, spec)
+        assert done.verdict is not None and done.verdict.paused
+        assert eng.adaptive_verdict() == done.verdict
+        assert run(eng, "hi", GREEDY, PLAIN)[0].verdict is None  # other modes say nothing
+        eng.clear_adaptive_verdict()
+        assert eng.calibration is not None
+        assert pol.cost.draft == pytest.approx(eng.calibration.draft)  # back to the calibration
+        done, _ = run(eng, "tell me a story about a cat", GREEDY, spec)
+        assert done.stats.drafted > 0  # the next reply probes the draft
+    finally:
+        eng.close()
+
+
+def test_noisy_passes_are_repeated_and_their_median_kept() -> None:
+    quiet = {1: 0.10, 4: 0.20, 8: 0.30}
+    calls: list[int] = []
+
+    def steady(n: int) -> float:
+        calls.append(n)
+        return quiet[n]
+
+    verify, passes, erratic = timed_passes([1, 4, 8], steady)
+    assert (verify, passes, erratic) == (quiet, 1, False) and calls == [1, 4, 8, 1, 4, 8]
+    # the first pass of size 4 was preempted (3x), the later ones were quiet
+    seq = iter([0.10, 0.60, 0.30, 0.10, 0.20, 0.30, 0.10, 0.20, 0.30])
+    verify, passes, erratic = timed_passes([1, 4, 8], lambda n: next(seq))
+    assert verify == {1: 0.10, 4: 0.20, 8: 0.30} and passes == 3 and not erratic
+    # every pass disagrees with the one before: erratic
+    wild = iter([0.1, 0.2, 0.3, 0.3, 0.6, 0.9, 0.1, 0.2, 0.3])
+    _, _, erratic = timed_passes([1, 4, 8], lambda n: next(wild))
+    assert erratic

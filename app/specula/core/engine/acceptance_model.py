@@ -23,6 +23,7 @@ RATE_DECAY = 0.95
 # rate says. Each depth has its own faded counts, drawn toward the pooled rate.
 DEPTHS = 16
 DEPTH_PRIOR_N = 2.0
+LOOKUP_POOL_N = 2.0  # a lookup match code's prior: lookup's pooled rate, as if seen this often
 
 
 def _bin(p_top: float, entropy: float) -> int:
@@ -85,7 +86,11 @@ class AcceptanceModel:
         return (self.acc.get(b, 0.0) + prior_a) / (self.tot.get(b, 0.0) + prior_n)
 
     def predict_lookup(self, match: int) -> float:
-        return (self.lookup_acc.get(match, 0.0) + 1.0) / (self.lookup_tot.get(match, 0.0) + 2.0)
+        """A match code's acceptance, drawn toward lookup's pooled rate over every code (a
+        code seen once says little; how lookup has done on this pair says more)."""
+        pooled = (sum(self.lookup_acc.values()) + 1.0) / (sum(self.lookup_tot.values()) + 2.0)
+        return ((self.lookup_acc.get(match, 0.0) + LOOKUP_POOL_N * pooled)
+                / (self.lookup_tot.get(match, 0.0) + LOOKUP_POOL_N))
 
     def observe(self, top_probs: list[float], entropies: list[float], n_accepted: int) -> None:
         # Tokens after the first rejection were never judged: count only up to it.

@@ -21,24 +21,37 @@ and then (exponential back-off over replies) so that a change of regime is
 noticed. The draft is fed the conversation only when the plan first drafts, and
 that catch-up is weighed like any other cost: where lookup serves an edit of a
 long conversation, the draft's prefill is never paid.
+
+A verdict that drafting does not pay is never final: it is re-checked at least
+every RECHECK_EVERY replies (a probe re-times the draft and the verify batch,
+even where the saved costs say no draft could pay), it is not trusted from
+erratic timings, and the costs of a session whose timings were erratic are never
+saved (``cost_model.py``), so a busy afternoon does not switch drafting off for
+good. :meth:`AdaptivePolicy.verdict` states it; :meth:`clear_verdict` forgets it.
 """
 
 from __future__ import annotations
 
+import copy
+import statistics
+from collections import deque
 from pathlib import Path
 
 from specula.core.engine import policy_state
 from specula.core.engine.acceptance_model import AcceptanceModel
+from specula.core.engine.calibration import Calibration
 from specula.core.engine.config import SpecConfig
 from specula.core.engine.cost_model import MEASURED, SHORT_FEED, CostModel, expected_tokens
 from specula.core.engine.drafters.base import DraftSource
 from specula.core.engine.drafters.lookup import long_copy
 from specula.core.engine.policy import Outcome, Plan, PlanInput
 from specula.core.engine.stats import StepRecord
+from specula.core.engine.verdict import PolicyVerdict
 
 __all__ = ["AcceptanceModel", "AdaptivePolicy", "CostModel", "expected_tokens"]
 
-PROBE_FIRST, PROBE_MAX = 2, 16  # replies between probes of a draft that does not pay (doubling)
+RECHECK_EVERY = 8  # replies between re-checks of a draft judged not to pay, at the most
+PROBE_FIRST, PROBE_MAX = 2, RECHECK_EVERY  # replies between probes of a draft that does not pay (doubling)
 PROBE_STEPS = 3  # draft steps a probe makes
 PROBE_RATE = 0.9  # the acceptance a probe's draft length is chosen for (it asks: could it pay?)
 MARGIN = 0.02  # expected gain over plain decoding needed before drafting (noisy estimates)
@@ -60,6 +73,24 @@ SUNK_SHARE = 0.1
 # conversation, or what lookup and plain steps emitted) plain steps run until what they lost against drafting reaches WAIT_SHARE
 # of its cost (ski rental): lookup may take over meanwhile, and then nothing is paid.
 WAIT_SHARE = 0.1
+# Hindsight: after each draft-model chain step, the tokens and seconds every chain length
+# j would have had on it (min(accepted, j) + 1 tokens; a step that accepted all it drafted
+# says j + 1 for longer j, optimistically), faded by HINDSIGHT_FADE per step (about the
+# last 1 / (1 - HINDSIGHT_FADE) steps weigh). A chain is capped one token past the length
+# that led over those steps: where the learnt depth rates promise more than this text
+# gives (a prompt harder than the ones before it), a long proposal stops costing more
+# than the short chain would have within a few steps, and a run of full acceptances
+# lifts the cap as fast.
+HINDSIGHT_FADE = 0.9
+HINDSIGHT_MAX = 16
+# Probes of lookup match lengths not judged yet are paid from a budget: what they lost
+# against plain decoding (their step time less a plain step per token they yielded) may
+# reach LOOKUP_EXPLORE of the session's step time, plus half a plain step to start with.
+# A copy that pays earns its probes back; where lookup proposes badly (fresh code, the
+# n-gram cache guessing) it loses its turn after a probe or two instead of one probe per
+# match length (the first reply of a compute-bound pair ran at 0.76x of plain that way).
+LOOKUP_EXPLORE = 0.01
+SHAPE_WINDOW = 5  # draft-model steps per shape whose median rate is the shape's rate
 
 
 class AdaptivePolicy:
@@ -92,10 +123,20 @@ class AdaptivePolicy:
         self._fresh = False  # the draft has not been fed this reply's prompt yet
         # Measured tokens/s of draft-model steps by shape (chain "draft", "tree").
         self.shape_rate: dict[str, float] = {}
+        self._shape_window: dict[str, deque[float]] = {}  # this session's step rates by shape
         self.draft_steps = 0
         self._step: dict[str, float] = {}
+        self.paused = False  # the last reply's judgement: drafting does not pay here
+        self.hind_tokens = [0.0] * (HINDSIGHT_MAX + 1)  # by chain length j (index 0 unused)
+        self._lookup_loss = 0.0  # seconds lookup probes lost against plain this session
+        self._spent = 0.0  # seconds of every step this session
+        self.hind_s = [0.0] * (HINDSIGHT_MAX + 1)
+        self._recheck_now = False  # the next reply probes whatever the costs say
         if state_path is not None:
             self.load(state_path)
+        # What was saved before this session: kept on disk if this session's timings are erratic.
+        self._saved_cost = copy.deepcopy(self.cost)
+        self._saved_shapes = dict(self.shape_rate)
 
     # -- planning ------------------------------------------------------------
 
@@ -197,14 +238,18 @@ class AdaptivePolicy:
             k_new = self._unmeasured_k(k_max)
             if in_sync and k_new and d_rate > 0.6 * plain:
                 return self._decide(Plan(DraftSource.DRAFT, k_new), probe=True)
-        if self._lookup_untried(inp):
+        if self._lookup_untried(inp) and self._lookup_budget(v1):
             # a match length not judged yet: probe it where it would pay clearly were it
             # right (on a flat verify curve several tokens; where each verified token costs
             # a good part of a step, a probe that could gain 1% is a likely loss of 10%);
             # while the draft is in sync and pays, only a long copy (a match that agrees
             # with the text before it for 8+ tokens) is worth a probe: a short match in
             # fresh code is mostly a coincidence, and a rejected probe costs a draft step
-            o_rate, o_k = self._lookup_rate(inp, k_max, a=PROBE_RATE)
+            # (a short match or the n-gram cache's guess is probed with at most two tokens:
+            # it asks whether the first is right, and a long proposal of a guess mostly
+            # pays a long verify for one token)
+            cap = k_max if long_copy(inp.lookup_match) else min(k_max, 2)
+            o_rate, o_k = self._lookup_rate(inp, cap, a=PROBE_RATE)
             draft_pays = inp.draft_lag <= 2 and d_rate > plain * (1.0 + MARGIN)
             if (o_rate > max(plain * (1.0 + COULD_PAY_MARGIN), d_rate)
                     and (not draft_pays or long_copy(inp.lookup_match))):
@@ -265,7 +310,7 @@ class AdaptivePolicy:
         """Chain or tree: a tree only while its measured rate beats the chain's and plain
         decoding's; it is tried (twice per session once the chain has run TREE_AFTER steps,
         then every TREE_RETRY draft steps) only where its best case could beat them."""
-        chain = Plan(DraftSource.DRAFT, k_max)
+        chain = Plan(DraftSource.DRAFT, self.hindsight_cap(k_max))
         if self.cfg.tree_budget <= 1 or DraftSource.TREE not in inp.available:
             return chain
         self.draft_steps += 1
@@ -273,7 +318,7 @@ class AdaptivePolicy:
         if c_rate is None:
             return chain
         tree = Plan(DraftSource.TREE, self.cfg.tree_budget)
-        if t_rate is not None and t_rate > max(c_rate, plain):
+        if t_rate is not None and t_rate > max(c_rate, plain) * (1.0 + MARGIN):
             return tree
         if self._tree_best_case(k_max) <= max(c_rate, plain):
             return chain
@@ -284,6 +329,25 @@ class AdaptivePolicy:
             self.tree_tries += 1
             return tree
         return chain
+
+    def hindsight_cap(self, k_max: int) -> int:
+        """At most one token past the chain length that would have done best over the
+        recent draft steps (k_max until a step has been seen)."""
+        best, best_j = 0.0, 0
+        for j in range(1, min(k_max, HINDSIGHT_MAX) + 1):
+            if self.hind_s[j] > 0:
+                rate = self.hind_tokens[j] / self.hind_s[j]
+                if rate > best:
+                    best, best_j = rate, j
+        return k_max if best_j == 0 else min(k_max, best_j + 1)
+
+    def _hindsight(self, drafted: int, accepted: int) -> None:
+        """Add one chain step to what each length would have had on it."""
+        t_d = self.cost.draft or 0.0
+        for j in range(1, HINDSIGHT_MAX + 1):
+            tokens = j + 1 if accepted >= drafted and j > drafted else min(accepted, j) + 1
+            self.hind_tokens[j] = HINDSIGHT_FADE * self.hind_tokens[j] + tokens
+            self.hind_s[j] = HINDSIGHT_FADE * self.hind_s[j] + j * t_d + self._v(j + 1)
 
     def _tree_best_case(self, depth: int) -> float:
         """Tokens/s of a tree were every level accepted: depth + 1 tokens for at least one
@@ -301,6 +365,10 @@ class AdaptivePolicy:
 
     def _observe_rollback(self, rec: StepRecord) -> None:
         self.cost.observe_rollback(rec.checkpoint_s + rec.replay_s)
+
+    def _lookup_budget(self, v1: float) -> bool:
+        """Whether lookup probes have lost less than their share of the session's time."""
+        return self._lookup_loss <= LOOKUP_EXPLORE * self._spent + 0.5 * v1
 
     def _lookup_untried(self, inp: PlanInput) -> bool:
         """A match of 3+ tokens whose length has been judged fewer than 4 times."""
@@ -334,8 +402,15 @@ class AdaptivePolicy:
         p_new = st["P"] * a
         without = st["E"] / (st["D"] + v(i + 1))
         with_it = (st["E"] + p_new) / (st["D"] + v(i + 2))
+        ahead = False
         if with_it < without:
-            return False, False
+            # one more token does not pay for its verify, but a few more might: where verify
+            # time jumps at a batch size and is flat after it (an F16 target without repacked
+            # weights: 1 token 174 ms, 2-9 tokens 321-510 ms), a one-token look stops at the
+            # first token and wastes the draft decode the plan already paid for
+            if self._best_ahead(i, st["E"] + p_new, p_new, st["D"]) <= without:
+                return False, False
+            ahead = True
         st["E"] += p_new
         st["P"] = p_new
         if i + 1 >= st["k"]:
@@ -345,21 +420,38 @@ class AdaptivePolicy:
         # third token on in the F16 traces), not this token's own (replayed on the F16 code
         # traces: docs/lab/2026-12-01-adaptive-convergence.md, "The stop rule, replayed on
         # real traces")
+        now = st["E"] / (st["D"] + v(i + 2))
         optimistic = (st["E"] + p_new * self.acc.hazard(i + 1)) / (st["D"] + t_d + v(i + 3))
-        more = optimistic > st["E"] / (st["D"] + v(i + 2))
+        more = ahead or optimistic > now or self._best_ahead(i, st["E"], p_new, st["D"]) > now
         if more:
             st["D"] += t_d
         return True, more
+
+    def _best_ahead(self, i: int, e: float, run: float, d: float) -> float:
+        """The best expected rate of drafting on past token ``i`` (kept: ``e`` tokens expected,
+        ``run`` = P(every token so far accepted), ``d`` seconds before the verify), each
+        further token at the pair's rate at its depth, up to the plan's length."""
+        t_d = self.cost.draft or 0.0
+        best = 0.0
+        for j in range(i + 1, int(self._step["k"])):
+            run *= self.acc.hazard(j)
+            e += run
+            d += t_d
+            best = max(best, e / (d + self._v(j + 2)))
+        return best
 
     # -- learning ------------------------------------------------------------
 
     def observe(self, outcome: Outcome) -> None:
         rec = outcome.record
+        self._spent += rec.draft_s + rec.verify_s + rec.overhead_s
+        v1 = self.cost.verify_time(1)
+        if outcome.source == DraftSource.LOOKUP and self._probe and v1 is not None:
+            self._lookup_loss += rec.draft_s + rec.verify_s + rec.overhead_s - rec.emitted * v1
         if outcome.source in (DraftSource.DRAFT, DraftSource.TREE) and rec.drafted:
             rate = rec.emitted / max(rec.draft_s + rec.verify_s + rec.overhead_s + rec.replay_s, 1e-9)
             key = DraftSource(outcome.source).value
-            old = self.shape_rate.get(key, rate)
-            self.shape_rate[key] = old + 0.2 * (rate - old)
+            self._observe_shape(key, rate)
         if rec.drafted:
             self._observe_rollback(rec)
         if outcome.source == DraftSource.TREE:
@@ -369,15 +461,27 @@ class AdaptivePolicy:
             self.since_plain = 0
         if outcome.source == DraftSource.DRAFT and rec.drafted:
             self.cost.observe_draft(rec.draft_decodes, rec.catchup, rec.draft_s)
+            self._hindsight(rec.drafted, outcome.n_accepted)
             self.acc.observe(outcome.top_probs, outcome.entropies, outcome.n_accepted)
             if self._probe and self._probe_left == 0:
                 # the probe's last step: back off further if drafting still does not pay
                 d_rate, _ = self._draft_rate(self.cfg.draft_max)
                 v1 = self.cost.verify_time(1)
                 pays = v1 is not None and d_rate > 1.0 / v1
+                self.paused = self.paused and not pays
                 self.probe_every = PROBE_FIRST if pays else min(self.probe_every * 2, PROBE_MAX)
         elif outcome.source == DraftSource.LOOKUP and rec.drafted:
             self.acc.observe_lookup(outcome.lookup_match, rec.drafted, outcome.n_accepted)
+
+    def _observe_shape(self, key: str, rate: float) -> None:
+        """A shape's rate is the median of its recent steps (the saved rate one vote among
+        them): one lucky tree step cannot make trees the default, and a tree that proposes
+        badly loses its turn after a step or two instead of a running average's ten."""
+        win = self._shape_window.setdefault(key, deque(maxlen=SHAPE_WINDOW))
+        if not win and key in self.shape_rate:
+            win.append(self.shape_rate[key])
+        win.append(rate)
+        self.shape_rate[key] = float(statistics.median(win))
 
     def sync_draft_at_prefill(self) -> bool:
         """Feed the prompt to the draft for this reply only to probe it.
@@ -400,16 +504,25 @@ class AdaptivePolicy:
         self._plain_streak = 0
         self._waited = 0.0
         self._fresh = False
-        if v1 is None or self.cost.draft is None:
+        if v1 is None or self.cost.draft is None or self._recheck_now:
+            self._recheck_now = False
+            self.replies_since_probe = 0
             self._probe_left = PROBE_STEPS
             return True
         if self._draft_rate(self.cfg.draft_max)[0] > (1.0 + MARGIN) / v1:
+            self.paused = False
             self._fresh = True  # drafting pays: the plan catches the draft up when it drafts
             return False
-        if not self._could_pay(v1):
-            return False  # a probe can only learn acceptance, and even 100% would lose
+        self.paused = True
         self.replies_since_probe += 1
-        if self.replies_since_probe >= self.probe_every:
+        # Where even 100% acceptance would lose, a probe can only re-time the costs: worth
+        # it every RECHECK_EVERY replies (the machine may have been busy when they were
+        # measured), and at the usual cadence while this session's timings are erratic.
+        could_pay = self._could_pay(v1)
+        every = self.probe_every if could_pay or self.cost.erratic else RECHECK_EVERY
+        if self.replies_since_probe >= every:
+            if not could_pay:
+                self.cost.remeasure()  # the probe's timings replace the ones that said "never"
             self.replies_since_probe = 0
             self._probe_left = PROBE_STEPS
             return True
@@ -428,9 +541,36 @@ class AdaptivePolicy:
     def finish(self) -> None:
         self.save()
 
+    # -- the verdict ---------------------------------------------------------
+
+    def verdict(self) -> PolicyVerdict:
+        """Whether the last reply found drafting paying, and how often a pause is re-checked."""
+        return PolicyVerdict(paused=self.paused and self.allow_draft, recheck_every=RECHECK_EVERY,
+                             erratic=self.cost.erratic)
+
+    def clear_verdict(self, calibration: Calibration | None = None) -> None:
+        """Forget the measured costs (the user asked, or they are known to be stale): start
+        again from ``calibration`` (the pair's timing at load) and probe on the next reply;
+        what was learnt about acceptance stays. Saved at once."""
+        self.cost = CostModel()
+        if calibration is not None:
+            calibration.seed(self.cost)
+        self.shape_rate = {}
+        self._shape_window = {}
+        self._saved_cost, self._saved_shapes = copy.deepcopy(self.cost), {}
+        self.paused = False
+        self.probe_every = PROBE_FIRST
+        self.replies_since_probe = 0
+        self._recheck_now = True
+        self.save()
+
     # -- persistence ---------------------------------------------------------
 
     def to_dict(self) -> dict[str, object]:
+        """What is saved: the acceptance model always; the costs and shape rates of this
+        session only when its timings were not erratic (else what was saved before)."""
+        if self.cost.erratic:
+            return policy_state.state_dict(self._saved_cost, self.acc, self._saved_shapes)
         return policy_state.state_dict(self.cost, self.acc, self.shape_rate)
 
     def load(self, path: Path) -> None:

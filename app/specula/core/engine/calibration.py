@@ -11,16 +11,24 @@ single draft decodes, and two batched draft feeds (what a catch-up costs per
 token: a short one, and a long one, far cheaper per token, for a conversation the
 draft has not seen). The numbers seed a policy that has no saved state; real steps then
 refine them as before.
+
+A busy machine (another process on the same core) stretches some decodes and not
+others. So a few sizes are timed a second time; where the two passes disagree by
+more than CHECK_DEV, every size is timed again (up to PASSES in all) and each
+figure is the median of its passes. If the passes still disagree the calibration
+is marked *erratic*: its figures still start the session, but the session's cost
+model is never saved (:attr:`CostModel.erratic`).
 """
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from specula.core.engine.config import DEFAULT_DRAFT_MAX
-from specula.core.engine.cost_model import MEASURED, SHORT_FEED, CostModel
+from specula.core.engine.cost_model import MEASURED, NOISE_FLOOR_S, SHORT_FEED, CostModel
 from specula.core.engine.kv import ANCHOR, KVCache
 
 CONTEXT_TOKENS = 32  # a short context: verify cost at the start of a chat
@@ -30,6 +38,9 @@ TREE_BATCH = 13  # and a default token tree's (12 nodes and the pending token): 
 DRAFT_DECODES = 4
 CATCHUP_BATCH = SHORT_FEED  # draft tokens fed at once to time a short catch-up
 LONG_BATCH = 64  # and a long one: the draft's catch-up on a conversation it has not seen
+CHECK_SIZES = (1, 4, 8)  # timed twice: the check that the first pass was quiet
+CHECK_DEV = 0.15  # a relative difference between passes above this is noise, not cost
+PASSES = 3  # passes over every size at most when the check fails (medians of them)
 
 
 @dataclass
@@ -42,6 +53,8 @@ class Calibration:
     catchup_long_per_token: float | None = None  # per token past CATCHUP_BATCH in a long feed
     rollback: float | None = None  # a recurrent target's checkpoint, restore and replay per step
     seconds: float = 0.0  # wall time the measurement took
+    passes: int = 1  # passes over every verify size (more when the first one was noisy)
+    erratic: bool = False  # the passes disagreed: the timings are not to be kept
 
     def seed(self, cost: CostModel) -> bool:
         """Fill an empty cost model with these figures (a saved one wins); whether it did."""
@@ -58,6 +71,7 @@ class Calibration:
             cost.catchup_long_per_token = self.catchup_long_per_token
         if cost.rollback is None:
             cost.rollback = self.rollback
+        cost.erratic = cost.erratic or self.erratic
         return True
 
 
@@ -114,10 +128,14 @@ def measure(target: KVCache, draft: KVCache | None, n_vocab: int, *,
         target.checkpoint()  # recurrent memory: every cut below comes back here
         target.feed(_filler(n_vocab, 1, 1), "all")  # warm-up: the first decode pays for allocation
         target.cut(CONTEXT_TOKENS)
-        for n in sizes:
-            cal.verify[n] = target.feed(_filler(n_vocab, n, n), "all")
+
+        def time_batch(n: int) -> float:
+            spent = target.feed(_filler(n_vocab, n, n), "all")
             target.cut(CONTEXT_TOKENS)
             tick()
+            return spent
+
+        cal.verify, cal.passes, cal.erratic = timed_passes(sizes, time_batch)
         if not target.exact_cut:
             cal.rollback = _rollback(target, n_vocab)
         if draft is not None:
@@ -133,6 +151,8 @@ def measure(target: KVCache, draft: KVCache | None, n_vocab: int, *,
                     draft.cut(CONTEXT_TOKENS)
                     tick()
                 cal.draft = sorted(spent)[len(spent) // 2]
+                if cal.draft > 0 and _disagree(min(spent), cal.draft):
+                    cal.erratic = True  # one draft decode took far less than the median
                 # a catch-up (after plain steps, or the bonus token) is one batched feed
                 batch = draft.feed(_filler(n_vocab, CATCHUP_BATCH, 3), "last")
                 draft.cut(CONTEXT_TOKENS)
@@ -149,3 +169,31 @@ def measure(target: KVCache, draft: KVCache | None, n_vocab: int, *,
             draft.clear()
     cal.seconds = time.perf_counter() - t0
     return cal
+
+
+def _disagree(a: float, b: float) -> bool:
+    """Two timings of the same decode that differ by more than noise (CHECK_DEV of the
+    smaller, and more than NOISE_FLOOR_S: sub-millisecond decodes jitter by themselves)."""
+    return abs(a - b) > max(CHECK_DEV * min(a, b), NOISE_FLOOR_S)
+
+
+def timed_passes(sizes: list[int], time_batch: Callable[[int], float]
+                 ) -> tuple[dict[int, float], int, bool]:
+    """(seconds per size, passes made, erratic): one pass, a second timing of CHECK_SIZES,
+    and where they disagree up to PASSES full passes with the median per size; erratic
+    when the last two passes still disagree on a CHECK_SIZES size."""
+    runs: dict[int, list[float]] = {n: [time_batch(n)] for n in sizes}
+    checks = [n for n in CHECK_SIZES if n in runs]
+    again = {n: time_batch(n) for n in checks}
+    if not any(_disagree(runs[n][0], t) for n, t in again.items()):
+        return {n: ts[0] for n, ts in runs.items()}, 1, False
+    for n, t in again.items():
+        runs[n].append(t)
+    passes = 1
+    while passes < PASSES:
+        passes += 1
+        for n in sizes:
+            if len(runs[n]) < passes:
+                runs[n].append(time_batch(n))
+    erratic = any(_disagree(runs[n][-2], runs[n][-1]) for n in checks)
+    return {n: float(statistics.median(ts)) for n, ts in runs.items()}, passes, erratic

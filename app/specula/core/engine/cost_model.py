@@ -4,10 +4,19 @@ draft's time per decode, measured as the engine runs (and at draft load, see
 
 The adaptive policy chooses a draft length from these figures, so they are kept
 per (target, draft, machine) and start the next session (``policy_state.py``).
+
+Robust to a busy machine: each figure is the median of its last WINDOW samples
+(a step that another process preempted is one sample among many, not a fifth of
+the estimate as in a running average), and every sample's deviation from the
+median of its kind is tracked. When the typical deviation passes ERRATIC_DEV the
+session's timings are *erratic*: the policy keeps planning with the medians but
+never saves them (a contended session must not set the course of later ones).
 """
 
 from __future__ import annotations
 
+import statistics
+from collections import deque
 from dataclasses import dataclass, field
 
 MEASURED = 3  # observations of a batch size before its own average replaces the fit
@@ -17,6 +26,16 @@ MEASURED = 3  # observations of a batch size before its own average replaces the
 # against ~11 ms in a feed of 8), which decides whether catching the draft up on a long
 # conversation can pay.
 SHORT_FEED = 8
+WINDOW = 9  # samples per batch size (and of the draft decode) whose median is the figure
+# Erratic timings: the median relative deviation of the last DEV_WINDOW samples from the
+# median of their kind passes ERRATIC_DEV (a quiet core: 2-6% on the real pairs; a core
+# shared with busy loops: 30% and more), judged once ERRATIC_MIN samples are in.
+DEV_WINDOW, ERRATIC_MIN, ERRATIC_DEV = 32, 8, 0.15
+NOISE_FLOOR_S = 0.002  # a difference below this is a timer's jitter, not contention
+
+
+def median(xs: list[float] | deque[float]) -> float:
+    return float(statistics.median(xs))
 
 
 @dataclass
@@ -32,13 +51,51 @@ class CostModel:
     # checkpoint copy before the verify, and the restore and replay after a partial
     # rejection, averaged over drafted steps. None (0) on attention targets.
     rollback: float | None = None
+    # This session's samples (never saved): a saved figure counts as one sample.
+    verify_window: dict[int, deque[float]] = field(default_factory=dict, repr=False)
+    draft_window: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW), repr=False)
+    deviations: deque[float] = field(default_factory=lambda: deque(maxlen=DEV_WINDOW), repr=False)
+    erratic: bool = False  # this session's timings were erratic at some point (sticky)
+    trust_saved: bool = True  # a saved figure is one sample of its window (False: re-measuring)
 
     def observe_verify(self, n: int, seconds: float) -> None:
-        c = self.verify_n.get(n, 0) + 1
-        self.verify_n[n] = c
-        alpha = max(0.1, 1.0 / c)
-        old = self.verify.get(n, seconds)
-        self.verify[n] = old + alpha * (seconds - old)
+        self.verify_n[n] = self.verify_n.get(n, 0) + 1
+        win = self.verify_window.get(n)
+        if win is None:
+            win = self.verify_window[n] = deque(maxlen=WINDOW)
+            if n in self.verify and self.trust_saved:
+                win.append(self.verify[n])  # the saved (or calibrated) figure: one vote
+        self._deviation(win, seconds)
+        win.append(seconds)
+        self.verify[n] = median(win)
+
+    def _deviation(self, win: deque[float], seconds: float) -> None:
+        """Note how far a sample lies from the median of its kind (once that means something)."""
+        if len(win) >= 2:
+            ref = median(win)
+            if ref > 0:
+                off = abs(seconds - ref)
+                self.deviations.append(off / ref if off > NOISE_FLOOR_S else 0.0)
+        if len(self.deviations) >= ERRATIC_MIN and self.spread() > ERRATIC_DEV:
+            self.erratic = True
+
+    def spread(self) -> float:
+        """The typical relative deviation of a recent sample from its kind's median."""
+        return median(self.deviations) if self.deviations else 0.0
+
+    def remeasure(self) -> None:
+        """From now on each figure is what this session measures, the saved one forgotten as
+        soon as a sample replaces it (a re-check of a verdict those figures made)."""
+        self.verify_window.clear()
+        self.draft_window.clear()
+        self.trust_saved = False
+
+    def forget_session(self) -> None:
+        """Drop this session's samples and its erratic flag (the figures stay)."""
+        self.verify_window.clear()
+        self.draft_window.clear()
+        self.deviations.clear()
+        self.erratic = False
 
     def observe_draft(self, n_decodes: int, catchup: int, seconds: float) -> None:
         if n_decodes <= 0:
@@ -55,7 +112,11 @@ class CostModel:
             old = self.catchup_per_token if self.catchup_per_token is not None else extra
             self.catchup_per_token = old + 0.2 * (extra - old)
             return  # a catch-up step says little about one decode
-        self.draft = per if self.draft is None else self.draft + 0.2 * (per - self.draft)
+        if not self.draft_window and self.draft is not None and self.trust_saved:
+            self.draft_window.append(self.draft)
+        self._deviation(self.draft_window, per)
+        self.draft_window.append(per)
+        self.draft = median(self.draft_window)
 
     def observe_rollback(self, seconds: float) -> None:
         """A drafted step's checkpoint, restore and replay seconds (0 when all was kept)."""

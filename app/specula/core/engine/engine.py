@@ -45,6 +45,7 @@ from specula.core.engine.policy import (
     TreePolicy,
 )
 from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.verdict import PolicyVerdict
 from specula.core.gguf.compat import CompatReport, check
 from specula.core.gguf.model_info import GGUFError, ModelInfo, read_model_info
 
@@ -376,7 +377,32 @@ class Engine:
         if self._mtp is not None:  # the head follows the target's decodes only when it may draft
             self._mtp.watch(DraftSource.MTP in policy.wants)
         events = self._gen.generate(prompt, sampling, spec, policy, cancel, grammar)
+        if isinstance(policy, AdaptivePolicy) and policy.allow_draft:
+            events = self._with_verdict(events, policy)
         return events if self.ngrams is None else self._learning(prompt, events, self.ngrams)
+
+    @staticmethod
+    def _with_verdict(events: Iterator[Event], policy: AdaptivePolicy) -> Iterator[Event]:
+        """Pass the events on; Done carries the adaptive policy's judgement after the reply."""
+        for ev in events:
+            if isinstance(ev, Done):
+                ev.verdict = policy.verdict()
+            yield ev
+
+    def adaptive_verdict(self) -> PolicyVerdict | None:
+        """The adaptive policy's judgement for the loaded pair (None before it has run)."""
+        pol = self._policies.get(Mode.ADAPTIVE.value)
+        return pol.verdict() if isinstance(pol, AdaptivePolicy) else None
+
+    def clear_adaptive_verdict(self) -> None:
+        """Forget the loaded pair's measured costs (the saved ones too) and with them a
+        "slower than plain" verdict: the next adaptive reply starts from the calibration
+        at load and probes the draft. What was learnt about acceptance is kept."""
+        if self._drafter is None:
+            return
+        pol = self.policy_for(SpecConfig(mode=Mode.ADAPTIVE))
+        assert isinstance(pol, AdaptivePolicy)
+        pol.clear_verdict(self.calibration)
 
     def open_grammar(self, text: str, root: str = "root") -> GrammarState:
         """``text`` parsed once over the target's vocabulary, for :meth:`generate_tokens`

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from specula.core.engine.stats import GenerationStats, StepRecord
+from specula.core.engine.verdict import PolicyVerdict
 
 
 class Source(str, Enum):
@@ -60,6 +61,8 @@ class Done:
     stats: GenerationStats
     message: str = ""  # a human sentence for CONTEXT_FULL / ERROR
     prompt_token_ids: list[int] = field(default_factory=list)
+    # The adaptive policy's judgement after this reply (None in the other modes).
+    verdict: PolicyVerdict | None = None
 
 
 Event = TokenEvent | StepEvent | Done

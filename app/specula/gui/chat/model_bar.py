@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from specula.core.engine.verdict import PolicyVerdict
 from specula.core.gguf import compat_sentences
 from specula.core.gguf.compat import CompatReport, check
 from specula.core.gguf.model_info import ModelInfo, read_model_info
@@ -37,7 +38,7 @@ from specula.core.pairing.choices import draft_choices
 from specula.gui.chat.draft_offer import DraftOffer
 from specula.gui.chat.load_gear import LoadGear
 from specula.gui.chat.load_status import LoadStatus
-from specula.gui.chat.spec_switch import SpecSwitch
+from specula.gui.chat.spec_switch import RecheckButton, SpecSwitch
 from specula.gui.context import AppContext
 from specula.gui.elided import DETAIL_ROLE, ElidingCombo
 from specula.gui.server_chip import ServerChip
@@ -190,6 +191,9 @@ class ModelBar(QFrame):
         self.draft_switch = SpecSwitch(self)
         self.draft_switch.switched.connect(self.draft_switch_toggled)
         row.addWidget(self.draft_switch)
+        self.recheck = RecheckButton(self)
+        self.recheck.clicked.connect(self.clear_verdict)
+        row.addWidget(self.recheck)
 
         status = QHBoxLayout()
         outer.addLayout(status)
@@ -231,6 +235,16 @@ class ModelBar(QFrame):
         ctx.load_requested.connect(self._on_load_requested)
         self._fill_targets()
         self._fill_drafts([])
+
+    def show_verdict(self, verdict: PolicyVerdict | None) -> None:
+        """The adaptive policy's judgement after a reply, in the switch's label."""
+        self.draft_switch.set_verdict(verdict)
+        self.recheck.set_verdict(verdict if self.draft_switch.speculating else None)
+
+    def clear_verdict(self) -> None:
+        """Forget "slower here" on the engine thread; the next reply measures again."""
+        self.engine.submit_job(lambda engine: engine.clear_adaptive_verdict() if engine else None)
+        self.show_verdict(None)
 
     def _caption(self, text: str) -> QLabel:
         label = QLabel(text, self)
@@ -522,9 +536,11 @@ class ModelBar(QFrame):
             self.draft_combo.setCurrentIndex(entry.row())
         self._sync_switch()
         self.draft_switch.set_draft_loading(self._draft_pending())
+        self.recheck.set_verdict(None)
 
     def _on_draft_unloaded(self) -> None:
         self._sync_switch()
+        self.recheck.set_verdict(None)
         self._update_status()
 
     def _on_target_unloaded(self) -> None:

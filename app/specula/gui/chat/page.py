@@ -416,6 +416,7 @@ class ChatPage(QWidget):
         self._earlier, self._continuing = [], None
         self.stats_panel.finish(done.stats)
         self.context.changed()
+        self.model_bar.show_verdict(done.verdict)  # adaptive's judgement; None in the other modes
         self.reply_finished.emit(done)
 
     def _on_failed(self, message: str) -> None:

@@ -6,13 +6,17 @@ mode is prompt lookup, which needs no draft model. With no draft it reads
 "Speculative: off (no draft)" and is disabled; while a draft is loading (a relaunch
 restores the pair) it says so instead of "off". Turning it off lasts until the
 next draft load; it is not saved, so an old session cannot silently disable a
-draft given today.
+draft given today. When the adaptive mode has paused drafting because it measured
+it slower than plain here, the label says so ("Speculative: on · paused: slower
+here (re-checked every N replies)") and :class:`RecheckButton` clears the verdict.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QCheckBox, QWidget
+from PySide6.QtWidgets import QCheckBox, QPushButton, QWidget
+
+from specula.core.engine.verdict import PolicyVerdict
 
 
 class SpecSwitch(QCheckBox):
@@ -27,6 +31,7 @@ class SpecSwitch(QCheckBox):
         self._builtin = False  # the speculation on offer is the target's own MTP head
         self._off_by_user = False
         self._draft_loading = False
+        self._verdict: PolicyVerdict | None = None
         self.toggled.connect(self._on_toggled)
         self._sync()
 
@@ -34,7 +39,13 @@ class SpecSwitch(QCheckBox):
     def speculating(self) -> bool:
         return self.isEnabled() and self.isChecked()
 
+    def set_verdict(self, verdict: PolicyVerdict | None) -> None:
+        """The adaptive policy's judgement after the last reply (None: nothing to say)."""
+        self._verdict = verdict
+        self._label()
+
     def set_draft_loaded(self, loaded: bool) -> None:
+        self._verdict = None  # a verdict belongs to the pair that was loaded
         if loaded:
             self._off_by_user = False  # loading a draft means: speculate with it
         self._has_draft = loaded
@@ -72,10 +83,28 @@ class SpecSwitch(QCheckBox):
             return
         how = " (prompt lookup)" if self._lookup and not self._has_draft else \
             " (built-in MTP)" if self._builtin and not self._lookup else ""
+        v = self._verdict
+        paused = v is not None and v.paused and self.isChecked() and self._has_draft
+        if paused and v is not None:
+            how += f" · {v.header_text()}"
         self.setText(("Speculative: on" if self.isChecked() else "Speculative: off") + how)
-        self.setToolTip("Draft on/off: takes effect on the next reply, nothing is reloaded")
+        tip = "Draft on/off: takes effect on the next reply, nothing is reloaded"
+        self.setToolTip(f"{v.tooltip()}\n{tip}" if paused and v is not None else tip)
 
     def _on_toggled(self, on: bool) -> None:
         self._off_by_user = not on
         self._label()
         self.switched.emit(on)
+
+
+class RecheckButton(QPushButton):
+    """Shown while adaptive has paused drafting: forget the measured verdict and let the
+    next reply draft and measure again (``Engine.clear_adaptive_verdict``)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("Re-check", parent)
+        self.setToolTip("Forget the measurement that paused drafting: the next reply drafts and measures again")
+        self.hide()
+
+    def set_verdict(self, verdict: PolicyVerdict | None) -> None:
+        self.setVisible(verdict is not None and verdict.paused)

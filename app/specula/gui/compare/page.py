@@ -228,7 +228,7 @@ class ComparePage(QWidget):
         cancelled = done.stop_reason.value == "cancelled"
         if not cancelled:
             self.comparison.add(side, RunFigures(done.stats.tokens, done.stats.decode_s,
-                                                 done.text))
+                                                 done.text, done.stats.drafted, done.stats.accepted))
             self._exact = self._exact and exact_expected(done)
         self.results[side.value] = done
         rate = self.comparison.rate(side)

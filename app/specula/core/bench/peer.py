@@ -1,0 +1,207 @@
+"""Specula beside llama.cpp's own server: what one streamed reply measured, and the
+per-prompt table with its ratios (``specula.tools.peer_bench`` runs the servers).
+
+Every side is a server answering the same streamed chat request, so decode speed
+is each server's own figure with one definition: tokens after the first over
+the time after the first (llama-server's ``timings.predicted_per_second``,
+Specula's ``specula.tokens_per_s``). TTFT and wall time are the client's. Ratios
+are taken per prompt within one run, then their median over repeats and prompts.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+
+PEER_PLAIN = "llama-server"  # the reference column: llama.cpp's server without a draft
+
+
+@dataclass
+class PeerRun:
+    """One streamed reply of one side (a server and its settings) to one prompt."""
+
+    side: str  # "llama-server", "llama-server draft:3", "specula adaptive", ...
+    prompt_id: str
+    repeat: int
+    text: str
+    tokens: int  # tokens the server says it generated
+    decode_tok_s: float  # the server's own: tokens after the first / time after the first
+    ttft_s: float  # the client's: request sent -> first content
+    wall_s: float  # the client's: request sent -> stream closed
+    drafted: int = 0
+    accepted: int = 0
+
+    @property
+    def acceptance(self) -> float | None:
+        return self.accepted / self.drafted if self.drafted else None
+
+
+def read_stream(lines: Iterable[bytes | str], sent: float, clock: Iterable[float],
+                side: str, prompt_id: str, repeat: int) -> PeerRun:
+    """A PeerRun from a server-sent-event stream (OpenAI chat chunks; llama-server's
+    ``timings`` or Specula's ``specula`` statistics in a late chunk). ``clock`` yields the
+    time each line arrived (``time.perf_counter`` readings, the same clock as ``sent``)."""
+    text: list[str] = []
+    first: float | None = None
+    last = sent
+    stats: dict[str, object] = {}
+    for raw, now in zip(lines, clock, strict=False):
+        line = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        line = line.strip()
+        last = now
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if data == "[DONE]":
+            break
+        chunk = json.loads(data)
+        if "error" in chunk:
+            raise ValueError(f"{side}: the server answered an error: {chunk['error']}")
+        for choice in chunk.get("choices") or []:
+            piece = (choice.get("delta") or {}).get("content") or ""
+            if piece:
+                text.append(piece)
+                if first is None:
+                    first = now
+        for key in ("timings", "specula"):
+            if isinstance(chunk.get(key), dict):
+                stats[key] = chunk[key]
+    return _run(side, prompt_id, repeat, "".join(text), stats, sent, first, last)
+
+
+def _num(d: object, key: str) -> float:
+    v = d.get(key, 0) if isinstance(d, dict) else 0
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
+
+
+def _run(side: str, prompt_id: str, repeat: int, text: str, stats: dict[str, object],
+         sent: float, first: float | None, last: float) -> PeerRun:
+    if "specula" in stats:
+        s = stats["specula"]
+        tokens, rate = int(_num(s, "tokens")), _num(s, "tokens_per_s")
+        drafted, accepted = int(_num(s, "drafted")), int(_num(s, "accepted"))
+    elif "timings" in stats:
+        t = stats["timings"]
+        tokens, rate = int(_num(t, "predicted_n")), _num(t, "predicted_per_second")
+        drafted, accepted = int(_num(t, "draft_n")), int(_num(t, "draft_n_accepted"))
+    else:
+        raise ValueError(f"{side}: the stream carried no timings (is this llama-server or specula serve?)")
+    return PeerRun(side, prompt_id, repeat, text, tokens, rate,
+                   (first if first is not None else last) - sent, last - sent, drafted, accepted)
+
+
+@dataclass
+class PeerRow:
+    """One prompt: the median over repeats of each side's figures, and its ratios."""
+
+    prompt_id: str
+    decode: dict[str, float] = field(default_factory=dict)  # side -> decode tok/s
+    ttft: dict[str, float] = field(default_factory=dict)
+    wall: dict[str, float] = field(default_factory=dict)
+    acceptance: dict[str, float | None] = field(default_factory=dict)
+    identical: dict[str, bool] = field(default_factory=dict)  # side -> same text as the reference
+
+    def ratio(self, side: str, over: str = PEER_PLAIN) -> float:
+        base = self.decode.get(over, 0.0)
+        return self.decode.get(side, 0.0) / base if base > 0 else 0.0
+
+    def best(self, prefix: str) -> tuple[str, float] | None:
+        """The side starting with ``prefix`` with the highest decode rate (None: none ran)."""
+        sides = [s for s in self.decode if s.startswith(prefix)]
+        if not sides:
+            return None
+        side = max(sides, key=lambda s: self.decode[s])
+        return side, self.decode[side]
+
+
+def rows(runs: Sequence[PeerRun], reference: str = PEER_PLAIN) -> list[PeerRow]:
+    """Per prompt (in first-seen order): median figures per side; a side's text is
+    identical when every one of its runs gave the reference side's first text."""
+    out: dict[str, PeerRow] = {}
+    ref_text: dict[str, str] = {}
+    for r in runs:
+        if r.side == reference and r.prompt_id not in ref_text:
+            ref_text[r.prompt_id] = r.text
+    by: dict[tuple[str, str], list[PeerRun]] = {}
+    for r in runs:
+        out.setdefault(r.prompt_id, PeerRow(r.prompt_id))
+        by.setdefault((r.prompt_id, r.side), []).append(r)
+    for (pid, side), rs in by.items():
+        row = out[pid]
+        row.decode[side] = statistics.median(r.decode_tok_s for r in rs)
+        row.ttft[side] = statistics.median(r.ttft_s for r in rs)
+        row.wall[side] = statistics.median(r.wall_s for r in rs)
+        drafted = sum(r.drafted for r in rs)
+        row.acceptance[side] = sum(r.accepted for r in rs) / drafted if drafted else None
+        if pid in ref_text:
+            row.identical[side] = all(r.text == ref_text[pid] for r in rs)
+    return list(out.values())
+
+
+def _median(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else 0.0
+
+
+def format_table(table: Sequence[PeerRow], sides: Sequence[str]) -> str:
+    """The per-prompt table: decode tok/s with the ratio to llama-server without a draft,
+    TTFT, wall and acceptance, a mark where a text differs from the reference, then the
+    medians and the ratios that judge adaptive (to llama-server's best draft setting, to
+    Specula's best fixed chain, to Specula plain)."""
+    out = []
+    head = f"{'prompt':<20}" + "".join(f" | {s:>24}" for s in sides)
+    out.append("decode tok/s (x llama-server without a draft), TTFT ms, wall s, acceptance; "
+               "* = text differs from llama-server's")
+    out.append(head)
+    out.append("-" * len(head))
+    for row in table:
+        cells = []
+        for s in sides:
+            if s not in row.decode:
+                cells.append(f" | {'-':>24}")
+                continue
+            acc = row.acceptance.get(s)
+            mark = "" if row.identical.get(s, True) else "*"
+            cell = (f"{row.decode[s]:.2f} ({row.ratio(s):.2f}x) {row.ttft[s] * 1000:.0f} "
+                    f"{row.wall[s]:.1f}" + (f" {acc:.0%}" if acc is not None else "") + mark)
+            cells.append(f" | {cell:>24}")
+        out.append(f"{row.prompt_id:<20}" + "".join(cells))
+    med = [f" | {_median([r.ratio(s) for r in table if s in r.decode]):>23.2f}x" for s in sides]
+    out.append(f"{'median ratio':<20}" + "".join(med))
+    out.extend(verdict_lines(table))
+    return "\n".join(out)
+
+
+def verdict_lines(table: Sequence[PeerRow]) -> list[str]:
+    """Per prompt and in the median, Specula's default mode against its peers."""
+    lines = []
+    cols: dict[str, list[float]] = {"peer_draft": [], "best_chain": [], "plain": []}
+    for row in table:
+        if "specula adaptive" not in row.decode:
+            continue
+        a = row.decode["specula adaptive"]
+        bits = []
+        peer = row.best("llama-server draft")
+        if peer:
+            cols["peer_draft"].append(a / peer[1])
+            bits.append(f"{a / peer[1]:.2f}x {peer[0]}")
+        chain = row.best("specula chain")
+        if chain:
+            cols["best_chain"].append(a / chain[1])
+            bits.append(f"{a / chain[1]:.2f}x {chain[0]}")
+        if row.decode.get("specula plain"):
+            cols["plain"].append(a / row.decode["specula plain"])
+            bits.append(f"{a / row.decode['specula plain']:.2f}x specula plain")
+        lines.append(f"  adaptive on {row.prompt_id}: " + ", ".join(bits))
+    names = {"peer_draft": "llama-server's best draft setting", "best_chain": "the best fixed chain",
+             "plain": "specula plain"}
+    for key, xs in cols.items():
+        if xs:
+            lines.append(f"  adaptive / {names[key]}: median {_median(xs):.2f}x, min {min(xs):.2f}x")
+    return lines
+
+
+def to_json(runs: Sequence[PeerRun], setup: dict[str, object]) -> dict[str, object]:
+    return {"setup": setup, "runs": [asdict(r) for r in runs],
+            "rows": [asdict(r) for r in rows(runs)]}

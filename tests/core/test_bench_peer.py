@@ -1,0 +1,70 @@
+"""The peer benchmark's arithmetic: a streamed reply read into figures, and the table's
+ratios, checked against hand-computed values."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from specula.core.bench.peer import PEER_PLAIN, PeerRun, format_table, read_stream, rows
+
+
+def _sse(*chunks: dict[str, object]) -> list[bytes]:
+    return [f"data: {json.dumps(c)}\n".encode() for c in chunks] + [b"data: [DONE]\n"]
+
+
+def _delta(text: str) -> dict[str, object]:
+    return {"choices": [{"delta": {"content": text}}]}
+
+
+def test_a_llama_server_stream_gives_its_own_timings() -> None:
+    lines = _sse(_delta(""), _delta("def"), _delta(" f"),
+                 {"choices": [{"delta": {}, "finish_reason": "length"}],
+                  "timings": {"predicted_n": 96, "predicted_per_second": 12.5,
+                              "draft_n": 40, "draft_n_accepted": 30}})
+    clock = iter([10.1, 10.3, 10.4, 11.9, 12.0])  # one reading per line
+    run = read_stream(lines, 10.0, clock, PEER_PLAIN, "p", 0)
+    assert run.text == "def f"
+    assert run.ttft_s == pytest.approx(0.3)  # the first non-empty content
+    assert run.wall_s == pytest.approx(2.0)
+    assert (run.tokens, run.decode_tok_s, run.drafted, run.accepted) == (96, 12.5, 40, 30)
+    assert run.acceptance == pytest.approx(0.75)
+
+
+def test_a_specula_stream_gives_its_specula_statistics() -> None:
+    lines = _sse(_delta("x"), {"choices": [], "specula": {"tokens": 50, "tokens_per_s": 20.0,
+                                                           "drafted": 10, "accepted": 9}})
+    run = read_stream(lines, 0.0, iter([0.5, 1.0, 1.1]), "specula adaptive", "p", 0)
+    assert (run.tokens, run.decode_tok_s, run.drafted, run.accepted) == (50, 20.0, 10, 9)
+
+
+def test_a_stream_without_timings_is_refused() -> None:
+    with pytest.raises(ValueError, match="no timings"):
+        read_stream(_sse(_delta("x")), 0.0, iter([1.0, 2.0]), "odd", "p", 0)
+
+
+def _run(side: str, pid: str, rate: float, text: str = "t", r: int = 0) -> PeerRun:
+    return PeerRun(side, pid, r, text, 96, rate, 0.1, 5.0, 10 if "draft" in side or "specula" in side else 0, 8)
+
+
+def test_the_table_takes_medians_over_repeats_and_ratios_per_prompt() -> None:
+    runs = [
+        _run(PEER_PLAIN, "a", 10.0, r=0), _run(PEER_PLAIN, "a", 12.0, r=1), _run(PEER_PLAIN, "a", 11.0, r=2),
+        _run("llama-server draft:3", "a", 15.0), _run("llama-server draft:8", "a", 18.0),
+        _run("specula chain:3", "a", 20.0), _run("specula chain:6", "a", 22.0),
+        _run("specula plain", "a", 10.0),
+        _run("specula adaptive", "a", 19.8, text="other"),
+    ]
+    (row,) = rows(runs)
+    assert row.decode[PEER_PLAIN] == 11.0  # median of 10, 12, 11
+    assert row.ratio("specula adaptive") == pytest.approx(19.8 / 11.0)
+    assert row.best("llama-server draft") == ("llama-server draft:8", 18.0)
+    assert row.identical == {PEER_PLAIN: True, "llama-server draft:3": True, "llama-server draft:8": True,
+                             "specula chain:3": True, "specula chain:6": True, "specula plain": True,
+                             "specula adaptive": False}
+    text = format_table([row], [PEER_PLAIN, "specula adaptive"])
+    assert "1.80x)" in text and "*" in text  # 19.8 / 11, and the differing text marked
+    assert "adaptive / llama-server's best draft setting: median 1.10x" in text  # 19.8 / 18
+    assert "adaptive / the best fixed chain: median 0.90x" in text  # 19.8 / 22
+    assert "adaptive / specula plain: median 1.98x" in text
