@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from specula.core.gguf.model_info import ModelInfo, read_model_info
-from specula.tools.tiny_families import build_families
-from specula.tools.tiny_models import build_family
+from specula_tools.tiny_families import build_families
+from specula_tools.tiny_models import build_family
 
 # The fake hub (fixtures fake_hub, hub_models) serves every test folder.
 pytest_plugins = ["tests.fixtures.hub_repos"]
@@ -43,7 +43,7 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def families(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """family -> path of a tiny model of each architecture family (mamba, mamba2, qwen35,
     granitehybrid, lfm2, qwen3moe, qwen35-mtp) and ``<family>-draft`` -> its noisy copy
-    (built once per test run; see specula.tools.tiny_families)."""
+    (built once per test run; see specula_tools.tiny_families)."""
     return build_families(tmp_path_factory.mktemp("tiny-families"))
 
 

@@ -3,6 +3,7 @@ and the import-linter contracts (specula.core never imports Qt, the GUI or the s
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -25,7 +26,10 @@ def _tool(name: str) -> str:
 
 
 def _run(*cmd: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    # app/ on the path: specula_tools (a development package, not installed) is checked too
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT / "app"), os.environ.get("PYTHONPATH", "")) if p)}
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
 
 
 def test_ruff() -> None:

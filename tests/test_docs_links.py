@@ -137,5 +137,5 @@ def test_slugs_follow_github() -> None:
     assert slug("First token at plain's speed") == "first-token-at-plains-speed"
     assert slug("The argmax of a read-only row, and the share at a ~4 ms step (round 9)") == (
         "the-argmax-of-a-read-only-row-and-the-share-at-a-4-ms-step-round-9")
-    assert slug("Where it lost (instrument: `python -m specula.tools.adaptive_trace`)") == (
-        "where-it-lost-instrument-python--m-speculatoolsadaptive_trace")
+    assert slug("Where it lost (instrument: `python -m specula_tools.adaptive_trace`)") == (
+        "where-it-lost-instrument-python--m-specula_toolsadaptive_trace")

@@ -3,7 +3,7 @@
 # repository root, with .gpu/ (made by prepare.sh) carried beside the tree. It
 #   1. installs the carried wheels into $SITE (/tmp/site),
 #   2. builds llama-cpp-python from .gpu/llama-cpp-python with CUDA for sm_90 (time-boxed),
-#   3. generates the proxies (n_embd 64, the shape, and 160) with specula.tools.vocab_proxy,
+#   3. generates the proxies (n_embd 64, the shape, and 160) with specula_tools.vocab_proxy,
 #   4. runs `specula bench` plain / chain:3 / adaptive with every layer offloaded, greedy and
 #      sampled, 3 prompts x 64 tokens x 3 repeats, one JSON per run,
 #   5. writes $OUT/summary.txt (tok/s, host share, step us per mode; device; phase times).
@@ -130,7 +130,7 @@ PYEOF
 # 3. the proxies
 t=$(date +%s)
 for e in 64 160; do
-    "$PY" -m specula.tools.vocab_proxy "$WORK/models-e$e" --n-embd $e >>"$OUT/bench.log" 2>&1 \
+    "$PY" -m specula_tools.vocab_proxy "$WORK/models-e$e" --n-embd $e >>"$OUT/bench.log" 2>&1 \
         || { phase proxies $(( $(date +%s) - t )) failed; summary "the proxies were not built: see bench.log"; exit 5; }
 done
 phase proxies $(( $(date +%s) - t )) ok

@@ -15,7 +15,7 @@ import pytest
 from gguf import GGUFValueType as T
 
 from specula.cli import main
-from specula.tools.crafted_gguf import (
+from specula_tools.crafted_gguf import (
     Array,
     base_fields,
     header_bytes,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from specula.tools.tiny_models import CHATML_TEMPLATE, TARGET, build_tiny_model
+from specula_tools.tiny_models import CHATML_TEMPLATE, TARGET, build_tiny_model
 
 APP = Path(__file__).resolve().parents[2] / "app"
 REFUSING = (

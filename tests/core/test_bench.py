@@ -19,7 +19,7 @@ from specula.core.bench import (
 )
 from specula.core.engine.config import Mode
 from specula.core.engine.engine import Engine, EngineOptions
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.sampling.rules import SamplingParams
 
 
 def test_a_range_of_draft_lengths_becomes_one_column_per_length() -> None:
@@ -129,8 +129,8 @@ def test_bench_cold_starts_from_an_empty_policy_state(tiny: dict[str, Path], tmp
 def test_every_run_starts_from_empty_caches_unless_asked_to_reuse(
     tiny: dict[str, Path], monkeypatch: pytest.MonkeyPatch, specula_home: Path,
 ) -> None:
-    from specula.core.engine.generator import Generator
-    from specula.core.engine.kv import common_prefix
+    from specula.core.engine.loop.generator import Generator
+    from specula.core.engine.native.kv import common_prefix
 
     real = Generator.generate
     eng = Engine(EngineOptions(n_ctx=512, n_threads=2))
@@ -159,7 +159,7 @@ def test_every_run_starts_from_empty_caches_unless_asked_to_reuse(
 
 
 def test_a_fixed_seed_under_the_coupled_rule_is_checked_for_plain_s_text(tiny: dict[str, Path]) -> None:
-    from specula.core.engine.sampling import Rule
+    from specula.core.engine.sampling.rules import Rule
 
     eng = Engine(EngineOptions(n_ctx=512, n_threads=2))
     eng.load_target(tiny["target"])

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from specula.core.bench import load_prompts, parse_modes, run_bench
 from specula.core.engine.engine import Engine, EngineOptions
-from specula.core.engine.sampling import SamplingParams
-from specula.tools.tiny_models import DRAFT, TARGET, build_tiny_model
+from specula.core.engine.sampling.rules import SamplingParams
+from specula_tools.tiny_models import DRAFT, TARGET, build_tiny_model
 
 QWEN = (Path(__file__).parents[1] / "fixtures" / "qwen25_chat_template.jinja").read_text()
 

@@ -25,7 +25,7 @@ def test_real_pair_greedy_speculation_matches_plain() -> None:
     from specula.core.engine.config import Mode, SpecConfig
     from specula.core.engine.engine import Engine, EngineOptions
     from specula.core.engine.events import Done
-    from specula.core.engine.sampling import SamplingParams
+    from specula.core.engine.sampling.rules import SamplingParams
 
     eng = Engine(EngineOptions(n_ctx=512))
     eng.load_target(real_model("qwen-1.5b"))

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from specula.core.chat.tool_calls import HERMES
-from specula.core.engine.grammar import JSON_OBJECT_GRAMMAR, GrammarState
-from specula.core.engine.llama import Model
+from specula.core.engine.grammar.state import JSON_OBJECT_GRAMMAR, GrammarState
+from specula.core.engine.native.llama import Model
 from specula.core.structured import (
     StructureError,
     forced_call_grammar,

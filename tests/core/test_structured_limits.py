@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from specula.core.engine.json_schema import schema_to_gbnf
-from specula.core.engine.json_schema_limits import (
+from specula.core.engine.grammar.json_schema import schema_to_gbnf
+from specula.core.engine.grammar.json_schema_limits import (
     MAX_ALTERNATIVES,
     MAX_ENUM,
     MAX_NESTING,

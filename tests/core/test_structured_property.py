@@ -3,7 +3,7 @@ reply is JSON that validates against the schema, judged by the independent
 ``jsonschema`` validator.
 
 Hypothesis draws schemas from a generator of the subset the converter supports
-(core/engine/json_schema.py), including what an earlier converter dropped or wrote
+(core/engine/grammar/json_schema.py), including what an earlier converter dropped or wrote
 wrongly: ``type`` lists with their keywords, ``required`` names missing from
 ``properties``, ``prefixItems`` with ``minItems``, patterns with quotes, backslashes,
 control characters and classes, enums filtered by ``type``, keys that need escaping.
@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import Done, StopReason
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.structured import schema_grammar
 
 PLAIN = SpecConfig(mode=Mode.PLAIN)

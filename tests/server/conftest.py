@@ -38,7 +38,7 @@ def qwen_pair(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The tiny target and draft with Qwen2.5's real chat template (tools, <tool_call>)."""
     from dataclasses import replace
 
-    from specula.tools.tiny_models import DRAFT, TARGET, build_tiny_model
+    from specula_tools.tiny_models import DRAFT, TARGET, build_tiny_model
 
     folder = tmp_path_factory.mktemp("tiny-qwen")
     return {key: build_tiny_model(folder / f"{spec.name}.gguf",

@@ -120,7 +120,7 @@ def capture(areas: list[Area]) -> None:
     from specula.core.engine.engine import Engine, EngineOptions
     from specula.server import EngineThread, LocalServer, ServedModel
     from specula.server.local import check_api_key
-    from specula.tools.tiny_models import TARGET, build_tiny_model
+    from specula_tools.tiny_models import TARGET, build_tiny_model
     from tests.server.test_hostile_templates import NESTED_LOOPS, _template
     from tests.server.wire import exchange, post, request_bytes
 
@@ -205,7 +205,7 @@ def _hostile_figures() -> str:
 
     from specula.core.engine.engine import Engine, EngineOptions
     from specula.server import EngineThread, LocalServer, ServedModel
-    from specula.tools.tiny_models import TARGET, build_tiny_model
+    from specula_tools.tiny_models import TARGET, build_tiny_model
 
     def body(extra: dict[str, Any]) -> bytes:
         return json.dumps({"model": "t", "messages": [{"role": "user", "content": "hi"}],

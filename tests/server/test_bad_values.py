@@ -78,7 +78,7 @@ def test_a_grammar_past_its_time_budget_ends_as_a_400_and_the_next_is_served(
     """An ambiguous grammar can keep thousands of parse states (each checked per token);
     the reply's llama.cpp time is capped. A zero budget makes any grammar go past it, so
     the path is checked without depending on this machine's speed."""
-    from specula.core.engine.grammar import GrammarState
+    from specula.core.engine.grammar.state import GrammarState
 
     monkeypatch.setattr(GrammarState, "TIME_BUDGET_S", 0.0)
     monkeypatch.setattr(GrammarState, "TIME_PER_TOKEN_S", 0.0)

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.sampling.rules import SamplingParams
 from specula.server import LocalServer
 from specula.server.limits import nesting_depth
 from tests.server.test_hostile_bodies import json_depth

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from specula.core.chat.template import ChatTemplate
 from specula.core.engine.config import SpecConfig
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.sampling.rules import SamplingParams
 from specula.server.errors import OpenAIError
 from specula.server.jobs import render_chat
 from specula.server.schemas import parse_request

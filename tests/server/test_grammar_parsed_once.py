@@ -18,7 +18,7 @@ import pytest
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.sampling.rules import SamplingParams
 from specula.server import LocalServer
 from tests.core.engine.conftest import make_engine
 from tests.server.conftest import post

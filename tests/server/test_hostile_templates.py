@@ -18,7 +18,7 @@ import pytest
 
 from specula.core.engine.engine import Engine, EngineOptions
 from specula.server import EngineThread, LocalServer, ServedModel
-from specula.tools.tiny_models import CHATML_TEMPLATE, TARGET, build_tiny_model
+from specula_tools.tiny_models import CHATML_TEMPLATE, TARGET, build_tiny_model
 from tests.server.wire import post
 
 NESTED_LOOPS = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"

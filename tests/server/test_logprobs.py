@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from specula.core.chat.template import ChatTemplate
-from specula.core.engine.llama import Model
+from specula.core.engine.native.llama import Model
 from specula.server import LocalServer
 from tests.server.conftest import post
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from specula.core.engine.config import SpecConfig
-from specula.core.engine.sampling import Rule, SamplingParams
+from specula.core.engine.sampling.rules import Rule, SamplingParams
 from specula.server.errors import OpenAIError
 from specula.server.schemas import sampling_from, spec_from
 

@@ -16,7 +16,7 @@ import pytest
 
 from specula.core import paths
 from specula.core.gguf.reader import FileSource, GGUFError, read_header
-from specula.tools import tiny_models
+from specula_tools import tiny_models
 
 APP = str(Path(__file__).parents[2] / "app")
 

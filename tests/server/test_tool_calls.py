@@ -14,7 +14,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from specula.core.engine.llama import Model
+from specula.core.engine.native.llama import Model
 from specula.server import LocalServer
 from tests.server.conftest import post
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from specula.tools import host_profile
+from specula_tools import host_profile
 
 
 def test_nested_parts_are_counted_once_in_the_inner_part(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from specula.tools import peer_bench
+from specula_tools import peer_bench
 
 FAKE = Path(__file__).resolve().parents[1] / "fixtures" / "fake_llama_server.py"
 

@@ -16,11 +16,11 @@ import llama_cpp as L
 import numpy as np
 import pytest
 
-from specula.core.engine.batch import Batch
-from specula.core.engine.llama import Context, Model
+from specula.core.engine.native.batch import Batch
+from specula.core.engine.native.llama import Context, Model
 from specula.core.gguf.memory_kind import MemoryKind
 from specula.core.gguf.model_info import read_model_info
-from specula.tools.tiny_families import FAMILIES, build_qwen35_mtp
+from specula_tools.tiny_families import FAMILIES, build_qwen35_mtp
 
 KEYS = sorted(FAMILIES)
 PROMPT = [0, 104, 101, 108, 108, 111, 32, 119, 111, 114, 108, 100]  # BOS "hello world"
@@ -72,7 +72,7 @@ def test_llama_cpp_says_what_each_family_is(models: dict[str, Model], family: st
         assert bool(L.llama_model_is_recurrent(m.ptr)) is (memory == "recurrent")
         assert bool(L.llama_model_is_hybrid(m.ptr)) is (memory == "hybrid")
         assert int(L.llama_model_n_layer_nextn(m.ptr)) == nextn
-        assert m.n_vocab == 398  # the tiny tokenizer of specula.tools.tiny_models
+        assert m.n_vocab == 398  # the tiny tokenizer of specula_tools.tiny_models
 
 
 @pytest.mark.parametrize("family", KEYS)
@@ -131,7 +131,7 @@ def test_mtp_trunk_at_full_gain_is_the_hybrid(models: dict[str, Model], tmp_path
 
 def test_mtp_layer_loads(families: dict[str, Path]) -> None:
     """With ``load_mtp`` the NextN tensors load too (llama.cpp skips them otherwise)."""
-    from specula.core.engine.llama import ensure_backend
+    from specula.core.engine.native.llama import ensure_backend
 
     ensure_backend()
     params = L.llama_model_default_params()
@@ -170,7 +170,7 @@ def _mtp_guesses(path: Path, n: int = 60) -> int:
     draft-mtp feeds it (common/speculative.cpp): token k with the target's hidden row k-1."""
     from llama_cpp import llama_cpp_ext as X
 
-    from specula.core.engine.llama import ensure_backend
+    from specula.core.engine.native.llama import ensure_backend
 
     ensure_backend()
     mp = L.llama_model_default_params()

@@ -12,7 +12,7 @@ TOOLS = ["host_costs.py", "host_profile.py", "adaptive_trace.py", "choice_costs.
 
 
 def test_the_host_tools_pass_mypy_strict() -> None:
-    files = [str(Path("app/specula/tools") / name) for name in TOOLS]
+    files = [str(Path("app/specula_tools") / name) for name in TOOLS]
     r = subprocess.run([sys.executable, "-m", "mypy", "--strict", *files], cwd=ROOT,
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr

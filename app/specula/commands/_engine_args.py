@@ -7,7 +7,7 @@ import sys
 
 from specula.core.engine.config import DEFAULT_DRAFT_MAX, DEFAULT_MODE, Mode, SpecConfig
 from specula.core.engine.engine import Engine, EngineOptions, LoadError
-from specula.core.engine.sampling import DEFAULT_RULE, Rule, SamplingParams
+from specula.core.engine.sampling.rules import DEFAULT_RULE, Rule, SamplingParams
 
 
 def add_model_args(p: argparse.ArgumentParser, *, target_flag: str = "--model") -> None:
@@ -37,7 +37,7 @@ def gpu_layers(text: str) -> int | str:
 
 
 def rpc_endpoints(text: str) -> tuple[str, ...]:
-    from specula.core.engine.ggml_devices import parse_endpoints
+    from specula.core.engine.native.devices import parse_endpoints
 
     try:
         return parse_endpoints(text)
@@ -88,7 +88,7 @@ def engine_options(a: argparse.Namespace) -> EngineOptions:
     """EngineOptions from the arguments; registers RPC workers first so that auto sees them."""
     rpc = tuple(getattr(a, "rpc", ()) or ())
     if rpc:
-        from specula.core.engine.ggml_devices import add_rpc_servers
+        from specula.core.engine.native.devices import add_rpc_servers
 
         add_rpc_servers(rpc)
     target, draft = a.gpu_layers, a.draft_gpu_layers

@@ -34,7 +34,7 @@ from specula.core.chat.template import TemplateError
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine, LoadError
 from specula.core.engine.events import Done, Source, StopReason, TokenEvent
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.sampling.rules import SamplingParams
 
 GREEN, CYAN, RESET, DIM = "\x1b[32m", "\x1b[36m", "\x1b[0m", "\x1b[2m"
 HELP = "commands: /draft on|off, /mode plain|chain|adaptive|tree|lookup, /reset, /stats, /quit"

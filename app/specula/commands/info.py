@@ -63,8 +63,8 @@ def run(args: argparse.Namespace) -> int:
         except ImportError:
             return fail("system description is not available in this build")
         if args.rpc:
-            from specula.core.engine.ggml_devices import add_rpc_servers
-            from specula.core.engine.llama import LoadError
+            from specula.core.engine.native.devices import add_rpc_servers
+            from specula.core.engine.native.llama import LoadError
 
             try:
                 add_rpc_servers(args.rpc)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from specula.core.chat.template import ChatTemplate
-from specula.core.engine.llama import Model
+from specula.core.engine.native.llama import Model
 
 
 class PromptCounter:

@@ -29,7 +29,7 @@ from typing import Any
 
 from specula.core import files, paths
 from specula.core.engine.config import DEFAULT_DRAFT_MAX, DEFAULT_MODE, Mode, SpecConfig
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.gpu_layers import AUTO as GPU_LAYERS_AUTO
 
 log = logging.getLogger("specula.settings")

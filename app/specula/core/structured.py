@@ -3,7 +3,7 @@
 Shared by the server (``specula serve``) and the benchmark, which both turn an
 OpenAI-style ``response_format`` or a ``tool_choice`` that forces a call into the
 grammar the engine enforces (``SamplingParams.grammar`` / ``grammar_root``). The
-conversion of a JSON schema is the engine's (core/engine/json_schema.py: every
+conversion of a JSON schema is the engine's (core/engine/grammar/json_schema.py: every
 keyword enforced or refused by name, bounds capped); the call blocks
 around a forced call are the chat family's (:mod:`specula.core.chat.tool_calls`).
 Every refusal is a :class:`StructureError` naming the request field at fault.
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from specula.core.chat.tool_calls import ToolFormat, call_grammar, call_schema
-from specula.core.engine.grammar import JSON_OBJECT_GRAMMAR, GrammarError, json_schema_grammar
+from specula.core.engine.grammar.state import JSON_OBJECT_GRAMMAR, GrammarError, json_schema_grammar
 
 
 class StructureError(ValueError):

@@ -16,7 +16,7 @@ from PySide6.QtCore import QObject, Qt, QThread, Signal
 from specula.core.engine.config import SpecConfig
 from specula.core.engine.engine import EngineOptions
 from specula.core.engine.events import Done
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.gguf.compat import CompatReport
 from specula.core.gguf.model_info import ModelInfo
 from specula.gui.engine_worker import EngineWorker, Reply, ReplyBatch

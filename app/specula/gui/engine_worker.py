@@ -31,12 +31,12 @@ from specula.core.engine.engine import (
     LoadError,
 )
 from specula.core.engine.events import Done, StepEvent, TokenEvent
-from specula.core.engine.live_stats import StepPoint
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.engine.stats import GenerationStats
 from specula.core.gguf.compat import CompatReport
 from specula.core.gguf.model_info import ModelInfo
 from specula.core.hardware.offload import resolve_for_file
+from specula.gui.stats.live_stats import StepPoint
 
 log = logging.getLogger("specula.gui.worker")
 

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from specula.core.engine.config import SpecConfig
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.sampling.rules import SamplingParams
 from specula.gui.server_host import ServerSwitch
 from specula.server.local import Finished
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 
 from specula.core.engine.config import SpecConfig
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.settings import Settings
 from specula.gui.engine_client import EngineClient
 from specula.server import DEFAULT_PORT, LocalServer, ServedModel

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from specula.core.engine.config import DEFAULT_MODE, SpecConfig
 from specula.core.engine.events import Done, StopReason
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.sampling.rules import SamplingParams
 from specula.server.app import SpeculaHTTPServer
 from specula.server.browser import BrowserPolicy
 from specula.server.connections import HEAD_TIMEOUT_S, Connections

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.sampling import Rule, SamplingParams
+from specula.core.engine.sampling.rules import Rule, SamplingParams
 from specula.server.errors import OpenAIError, bad
 from specula.server.logprobs import parse_logprobs
 from specula.server.messages import parse_messages

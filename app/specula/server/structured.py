@@ -6,7 +6,7 @@ as fast as any other and the same text as plain decoding:
 
 * ``{"type": "json_object"}``: any JSON object; ``{"type": "json_schema",
   "json_schema": {"name", "schema", "strict"}}``: the schema, through the engine's
-  converter (core/engine/json_schema.py: every keyword enforced or refused); a
+  converter (core/engine/grammar/json_schema.py: every keyword enforced or refused); a
   schema it cannot enforce, or one past a limit, is a 400 naming
   ``response_format.json_schema.schema`` and the keyword, before it is queued.
 * ``"specula": {"grammar": "<GBNF>"}``: a grammar of the client's own (root rule
@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from specula.core.chat.tool_calls import ToolFormat, known_families
-from specula.core.engine.json_schema_limits import GrammarLimitError, check_gbnf
+from specula.core.engine.grammar.json_schema_limits import GrammarLimitError, check_gbnf
 from specula.core.structured import (
     StructureError,
     forced_call_grammar,

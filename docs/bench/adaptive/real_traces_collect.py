@@ -3,8 +3,8 @@
 the true prefix) is the target's, and the draft's top probability and entropy there."""
 import json, os, sys
 import numpy as np
-from specula.core.engine.batch import Batch
-from specula.core.engine.llama import Context, Model
+from specula.core.engine.native.batch import Batch
+from specula.core.engine.native.llama import Context, Model
 D = os.path.expanduser("~/.cache/specula-bench/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
 d = json.load(open(sys.argv[1]))
 plain = {}

@@ -3,9 +3,9 @@
 agreement of the F16 code prompts (greedy), timed by the F16 calibration."""
 import sys
 sys.path.insert(0, ".")
-from specula.core.engine.adaptive import AdaptivePolicy
+from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.policy import FixedPolicy
+from specula.core.engine.policy.fixed import FixedPolicy
 from tests.core.engine.adaptive_sim import F16, f16_traces, run_reply
 S = f16_traces()
 

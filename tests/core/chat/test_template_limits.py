@@ -14,7 +14,7 @@ import pytest
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 from specula.core.chat.template import ChatTemplate, TemplateError, TemplateLimitError
-from specula.tools.tiny_models import CHATML_TEMPLATE
+from specula_tools.tiny_models import CHATML_TEMPLATE
 
 MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
 

@@ -20,7 +20,7 @@ from specula.core.chat.tool_calls import (
     detect_format,
     parse_reply,
 )
-from specula.tools.tiny_models import CHATML_TEMPLATE
+from specula_tools.tiny_models import CHATML_TEMPLATE
 
 QWEN = (Path(__file__).parents[2] / "fixtures" / "qwen25_chat_template.jinja").read_text()
 

@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from specula.core.engine.calibration import Calibration, timed_passes
-from specula.core.engine.cost_model import SHORT_FEED
 from specula.core.engine.drafters.base import DraftSource
-from specula.core.engine.policy import DraftPolicy, Outcome, PlanInput
+from specula.core.engine.policy.calibration import Calibration, timed_passes
+from specula.core.engine.policy.cost_model import SHORT_FEED
+from specula.core.engine.policy.fixed import DraftPolicy, Outcome, PlanInput
 from specula.core.engine.stats import StepRecord
 
 ALL = frozenset({DraftSource.DRAFT, DraftSource.TREE, DraftSource.LOOKUP})

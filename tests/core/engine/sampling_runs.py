@@ -23,11 +23,11 @@ from typing import Any
 
 import pytest
 
-from specula.core.engine import sampling
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done, StepEvent, StopReason
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.sampling import rules as sampling
+from specula.core.engine.sampling.rules import SamplingParams
 from tests.core.engine.conftest import make_engine as _make_engine
 from tests.core.engine.reference import (
     Chi2,

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from specula.core.engine.adaptive import AdaptivePolicy
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.policy.adaptive import AdaptivePolicy
+from specula.core.engine.sampling.rules import SamplingParams
 from tests.core.engine.conftest import make_engine, run
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specula.core.engine import topk
-from specula.core.engine.batch import Batch
-from specula.core.engine.llama import Context, Model
+from specula.core.engine.native.batch import Batch
+from specula.core.engine.native.llama import Context, Model
+from specula.core.engine.sampling import topk
 
 
 def _peak_bytes(fn: Callable[[], object]) -> int:

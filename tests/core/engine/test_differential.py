@@ -26,12 +26,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specula.core.engine import sampling
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done, StopReason
-from specula.core.engine.sampling import SamplingParams
-from specula.tools.tiny_models import build_edge_drafts
+from specula.core.engine.sampling import rules as sampling
+from specula.core.engine.sampling.rules import SamplingParams
+from specula_tools.tiny_models import build_edge_drafts
 from tests.core.engine.reference import FreshTarget
 from tests.core.engine.sampling_runs import fake_clock, make_engine, reply
 
@@ -213,7 +213,7 @@ def test_harness_catches_a_mirror_that_does_not_cut(engines: dict[str, Engine],
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """A KV mirror that forgets rejected tokens in its list but leaves their cells in the
     cache (a cut that never reached llama.cpp) must make the harness fail."""
-    from specula.core.engine import kv
+    from specula.core.engine.native import kv
 
     run_case(engines, fresh, "target+draft", case)  # passes without the bug
 

@@ -2,7 +2,7 @@
 
 The same random draws (sampling settings, a mode with its draft sizes and cut-off,
 a prompt that may leave only a few tokens of the context) on a target of each
-family from specula.tools.tiny_families with its noisy same-architecture copy as
+family from specula_tools.tiny_families with its noisy same-architecture copy as
 the draft: recurrent (mamba, mamba2), hybrid (qwen35, granitehybrid, lfm2) and
 mixture of experts (qwen3moe). Properties as there: no exception, never an
 ERROR reply, greedy equal to plain (or a genuine near-tie), and plain decoding

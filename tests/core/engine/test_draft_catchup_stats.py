@@ -17,15 +17,15 @@ from pathlib import Path
 import pytest
 
 from specula.core.bench.results import RunResult
-from specula.core.engine.adaptive import AdaptivePolicy
-from specula.core.engine.batch import Batch
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.drafters import DraftSource
 from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done, StepEvent
-from specula.core.engine.llama import Context
-from specula.core.engine.policy import DraftPolicy, Plan, PlanInput, StaticPolicy
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.native.batch import Batch
+from specula.core.engine.native.llama import Context
+from specula.core.engine.policy.adaptive import AdaptivePolicy
+from specula.core.engine.policy.fixed import DraftPolicy, Plan, PlanInput, StaticPolicy
+from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.engine.stats import GenerationStats, StepRecord
 from tests.core.engine.conftest import make_engine
 from tests.core.engine.test_modes import _train

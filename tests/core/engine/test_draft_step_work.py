@@ -19,7 +19,7 @@ import pytest
 
 from specula.core.engine.drafters import ChainDrafter, DraftModel, DraftRequest
 from specula.core.engine.engine import Engine
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.sampling.rules import SamplingParams
 from tests.core.engine.conftest import make_engine
 
 GREEDY = SamplingParams(temperature=0.0, max_tokens=64)

@@ -17,8 +17,8 @@ import pytest
 
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.events import StopReason
-from specula.core.engine.sampling import SamplingParams
-from specula.tools.tiny_models import DRAFT, build_tiny_model
+from specula.core.engine.sampling.rules import SamplingParams
+from specula_tools.tiny_models import DRAFT, build_tiny_model
 from tests.core.engine.conftest import PLAIN, fresh_logits, make_engine, run
 
 GREEDY = SamplingParams(max_tokens=40)
@@ -204,7 +204,7 @@ def _chi2_p(obs: list[int], exp: list[float]) -> float:
 
 def _case1_pvalue(eng) -> float:  # type: ignore[no-untyped-def]
     """First-token chi-square p-value: chain k=2, draft_min=2, p_min 0.3, rejection sampling."""
-    from specula.core.engine.sampling import Rule
+    from specula.core.engine.sampling.rules import Rule
 
     prompt = eng.tokenize_chat([{"role": "user", "content": "hello"}])
     exp = _transform(fresh_logits(eng.target_model, prompt), 20, 0.9, 0.05, 0.8)

@@ -14,8 +14,8 @@ The plain references come from a separate engine that holds only the target and
 never speculates. Lookup's and adaptive's timing-based choices run on a fake
 clock (a function of the code path alone), so each case is deterministic.
 
-The families come from specula.tools.tiny_families (fixture ``families``) and the
-llama family from specula.tools.tiny_models (fixture ``tiny``), as the control.
+The families come from specula_tools.tiny_families (fixture ``families``) and the
+llama family from specula_tools.tiny_models (fixture ``tiny``), as the control.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from pathlib import Path
 
 import pytest
 
-from specula.core.engine import sampling
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done, StopReason
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.sampling import rules as sampling
+from specula.core.engine.sampling.rules import SamplingParams
 from tests.core.engine.sampling_runs import Tally, fake_clock, make_engine, reply
 
 FAMILIES = ["llama", "qwen3moe", "mamba", "mamba2", "qwen35", "granitehybrid", "lfm2"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from specula.core.engine import grammar as G
 from specula.core.engine.engine import Engine
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.grammar import state as G
+from specula.core.engine.sampling.rules import SamplingParams
 from tests.core.engine.conftest import PLAIN, run
 
 

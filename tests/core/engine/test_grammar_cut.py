@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specula.core.engine import grammar as G
-from specula.core.engine.llama import Model
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.grammar import state as G
+from specula.core.engine.native.llama import Model
+from specula.core.engine.sampling.rules import SamplingParams
 from tests.core.engine.grammar_lang import LETTERS, SMALL_GBNF
 
 SCHEMA = G.json_schema_grammar({"type": "object", "properties": {
@@ -25,7 +25,7 @@ SETTINGS = [
 
 def full(state: G.GrammarState, logits: np.ndarray, params: SamplingParams) -> tuple[np.ndarray, np.ndarray]:
     """The definition itself: forbidden logits at -inf over the whole vocabulary."""
-    from specula.core.engine import sampling
+    from specula.core.engine.sampling import rules as sampling
 
     x = np.full_like(logits, -np.inf)
     ok = state.allowed(np.arange(logits.shape[0]))

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from specula.core.engine import grammar as G
-from specula.core.engine import sampling
 from specula.core.engine.engine import Engine
 from specula.core.engine.events import StopReason
+from specula.core.engine.grammar import state as G
+from specula.core.engine.sampling import rules as sampling
 from tests.core.engine.grammar_lang import LETTERS, masked_joint, pieces
 from tests.core.engine.reference import (
     EOG,

@@ -12,13 +12,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from specula.core.engine import grammar as G
-from specula.core.engine import sampling
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.drafters import ChainDrafter, Proposal
 from specula.core.engine.engine import Engine
 from specula.core.engine.events import StopReason
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.grammar import state as G
+from specula.core.engine.sampling import rules as sampling
+from specula.core.engine.sampling.rules import SamplingParams
 from tests.core.engine.conftest import PLAIN, chain, make_engine, run
 from tests.core.engine.grammar_lang import (
     SMALL_GBNF,

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from specula.core.engine import grammar as G
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.llama import Model
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.grammar import state as G
+from specula.core.engine.native.llama import Model
+from specula.core.engine.sampling.rules import SamplingParams
 from tests.core.engine.conftest import run
 
 AFTER_TEXT = 'root ::= "<" <|im_start|>'
@@ -60,8 +60,8 @@ def test_without_the_check_llama_cpp_aborts_the_process(tiny: dict[str, Path]) -
     """The check's power: with it switched off the same acceptance kills the process
     (llama.cpp throws through C). Run in a child process."""
     code = textwrap.dedent(f"""
-        from specula.core.engine import grammar as G
-        from specula.core.engine.llama import Model
+        from specula.core.engine.grammar import state as G
+        from specula.core.engine.native.llama import Model
         m = Model({str(tiny["target"])!r}, vocab_only=True)
         (im,) = m.tokenize("<|im_start|>", add_special=False, parse_special=True)
         st = G.GrammarState.open(m.vocab, m.n_vocab, {AFTER_TEXT!r})

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specula.core.engine import grammar as G
-from specula.core.engine.llama import Model
+from specula.core.engine.grammar import state as G
+from specula.core.engine.native.llama import Model
 from tests.conftest import real_model
 from tests.core.engine.grammar_lang import LETTERS, SMALL_GBNF
 

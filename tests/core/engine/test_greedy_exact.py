@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from specula.core.engine.events import Source, StopReason
-from specula.core.engine.sampling import SamplingParams
-from specula.tools.tiny_models import DRAFT, TARGET, build_tiny_model
+from specula.core.engine.sampling.rules import SamplingParams
+from specula_tools.tiny_models import DRAFT, TARGET, build_tiny_model
 from tests.core.engine.conftest import PLAIN, chain, make_engine, run
 
 PROMPTS = [

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specula.core.engine.batch import Batch
-from specula.core.engine.kv import KVCache, common_prefix
-from specula.core.engine.llama import Context, ContextFull, Model
+from specula.core.engine.native.batch import Batch
+from specula.core.engine.native.kv import KVCache, common_prefix
+from specula.core.engine.native.llama import Context, ContextFull, Model
 from tests.core.engine.conftest import fresh_logits
 
 TOKENS = [10 + (i * 13) % 250 for i in range(120)]

@@ -2,7 +2,7 @@
 
 The reference is independent of the engine: a fresh llama.cpp context fed the
 whole prefix in one batch (``FreshTarget``, ``fresh_logits``). Every check runs
-on the tiny model of each family (``specula.tools.tiny_families``): two pure
+on the tiny model of each family (``specula_tools.tiny_families``): two pure
 recurrent ones (mamba, mamba2), three hybrids (qwen35's gated delta net,
 granitehybrid's Mamba-2, lfm2's short convolutions) and an attention MoE
 (qwen3moe), each with its noisy same-architecture draft.
@@ -24,9 +24,9 @@ import pytest
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import StopReason
-from specula.core.engine.kv import CutFailed, KVCache
-from specula.core.engine.llama import Context, MemoryKind, Model
-from specula.core.engine.sampling import Rule, SamplingParams
+from specula.core.engine.native.kv import CutFailed, KVCache
+from specula.core.engine.native.llama import Context, MemoryKind, Model
+from specula.core.engine.sampling.rules import Rule, SamplingParams
 from tests.core.engine.conftest import fresh_logits, run
 from tests.core.engine.reference import FreshTarget, Transform
 from tests.core.engine.sampling_runs import (

@@ -11,12 +11,12 @@ the rollback eats the gain. Expected figures are worked out by hand below.
 
 from __future__ import annotations
 
-from specula.core.engine.adaptive import AdaptivePolicy
-from specula.core.engine.calibration import Calibration
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.cost_model import CostModel
 from specula.core.engine.drafters.base import DraftSource
-from specula.core.engine.policy import Outcome, PlanInput
+from specula.core.engine.policy.adaptive import AdaptivePolicy
+from specula.core.engine.policy.calibration import Calibration
+from specula.core.engine.policy.cost_model import CostModel
+from specula.core.engine.policy.fixed import Outcome, PlanInput
 from specula.core.engine.stats import StepRecord
 from tests.core.engine.test_modes import ALL, _train
 

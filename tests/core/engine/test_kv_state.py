@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
-from specula.core.engine.batch import Batch
 from specula.core.engine.events import Done, StopReason, TokenEvent
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.native.batch import Batch
+from specula.core.engine.sampling.rules import SamplingParams
 from tests.core.engine.conftest import PLAIN, chain, fresh_logits, make_engine, run
 
 GREEDY = SamplingParams(max_tokens=40)

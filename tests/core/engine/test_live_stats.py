@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from specula.core.engine import live_stats as ls
 from specula.core.engine.stats import GenerationStats
+from specula.gui.stats import live_stats as ls
 
 
 def _stats(tokens: int, ttft: float, total: float, drafted: int = 0, accepted: int = 0,

@@ -20,7 +20,7 @@ import pytest
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine
 from specula.core.engine.events import TokenEvent
-from specula.core.engine.sampling import Rule, SamplingParams
+from specula.core.engine.sampling.rules import Rule, SamplingParams
 from tests.core.engine.conftest import PLAIN, chain, run
 from tests.core.engine.grammar_lang import LETTERS, allowed_mask, pieces
 from tests.core.engine.reference import FreshTarget

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from specula.core import paths
-from specula.core.engine.adaptive import PROBE_STEPS, RECHECK_EVERY, AdaptivePolicy
 from specula.core.engine.config import DEFAULT_MODE, Mode, SpecConfig
 from specula.core.engine.drafters import DraftSource, LookupDrafter
 from specula.core.engine.events import Done, Source, TokenEvent
-from specula.core.engine.policy import Outcome, Plan, PlanInput, StaticPolicy
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.policy.adaptive import PROBE_STEPS, RECHECK_EVERY, AdaptivePolicy
+from specula.core.engine.policy.fixed import Outcome, Plan, PlanInput, StaticPolicy
+from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.engine.stats import StepRecord
 from tests.core.engine.conftest import PLAIN, make_engine, run
 
@@ -164,8 +164,8 @@ def test_adaptive_prefers_long_lookup_matches() -> None:
 def test_adaptive_state_persists_per_pair(tiny: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     # timings read as quiet whatever else this machine runs (erratic ones are not saved:
     # test_speed_adaptive_busy_machine.py)
-    monkeypatch.setattr("specula.core.engine.cost_model.ERRATIC_DEV", float("inf"))
-    monkeypatch.setattr("specula.core.engine.calibration._disagree", lambda a, b: False)
+    monkeypatch.setattr("specula.core.engine.policy.cost_model.ERRATIC_DEV", float("inf"))
+    monkeypatch.setattr("specula.core.engine.policy.calibration._disagree", lambda a, b: False)
     eng = make_engine(tiny["target"], tiny["draft"])
     spec = SpecConfig(mode=Mode.ADAPTIVE, draft_max=4)
     run(eng, PROMPTS[0], GREEDY, spec)

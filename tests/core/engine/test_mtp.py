@@ -23,16 +23,16 @@ import numpy as np
 import pytest
 from llama_cpp import llama_cpp_ext as X
 
-from specula.core.engine import mtp_native
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.drafters.base import DraftSource
 from specula.core.engine.drafters.mtp import MTPHead
 from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import Source, StopReason
-from specula.core.engine.llama import Context, LoadError, Model
-from specula.core.engine.mtp_choice import MTP_DRAFT_MAX, MTPAsDraft, MTPPolicy
-from specula.core.engine.policy import PlainPolicy
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.native import mtp as mtp_native
+from specula.core.engine.native.llama import Context, LoadError, Model
+from specula.core.engine.policy.fixed import PlainPolicy
+from specula.core.engine.policy.mtp_choice import MTP_DRAFT_MAX, MTPAsDraft, MTPPolicy
+from specula.core.engine.sampling.rules import SamplingParams
 from tests.core.engine.conftest import PLAIN, run
 from tests.core.engine.reference import FreshTarget, Transform
 from tests.core.engine.sampling_runs import ALPHA_PASS, check, prompt_of, spec
@@ -349,7 +349,7 @@ def test_with_a_draft_model_too_adaptive_tries_both_then_the_faster(
     """Head and draft model both there: each reply runs one of the two adaptive policies
     (the head's first, then the draft model's, then by measured rate); every reply is
     plain's, and the head follows only the replies it may draft in."""
-    from specula.core.engine.mtp_choice import RateChooser
+    from specula.core.engine.policy.mtp_choice import RateChooser
     from tests.core.engine.sampling_runs import fake_clock
 
     e = make(models["mtp"])

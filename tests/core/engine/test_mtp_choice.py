@@ -7,14 +7,14 @@ from dataclasses import dataclass, field
 
 from specula.core.engine.config import SpecConfig
 from specula.core.engine.drafters.base import DraftSource
-from specula.core.engine.mtp_choice import (
+from specula.core.engine.policy.fixed import Outcome, Plan, PlanInput
+from specula.core.engine.policy.mtp_choice import (
     MTP_DRAFT_MAX,
     RETRY_EVERY,
     MTPAsDraft,
     MTPPolicy,
     RateChooser,
 )
-from specula.core.engine.policy import Outcome, Plan, PlanInput
 from specula.core.engine.stats import StepRecord
 
 ALL = frozenset({DraftSource.MTP, DraftSource.LOOKUP})

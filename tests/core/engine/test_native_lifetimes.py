@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from specula.core.engine import llama as native
-from specula.core.engine.batch import Batch
-from specula.core.engine.llama import Context, DecodeError, LoadError, Model
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.native import llama as native
+from specula.core.engine.native.batch import Batch
+from specula.core.engine.native.llama import Context, DecodeError, LoadError, Model
+from specula.core.engine.sampling.rules import SamplingParams
 from tests.core.engine.conftest import chain, make_engine
 
 
@@ -133,8 +133,8 @@ def test_every_native_owner_finalizes_through_the_one_guard(
     """Model, Context, Batch and GrammarState share NativeHandle.__del__: a finalizer whose
     close fails (llama_cpp torn down at interpreter exit) says nothing, and frees the
     handle when it can; an owner's own close() still raises."""
-    from specula.core.engine.grammar import GrammarState
-    from specula.core.engine.native_handle import NativeHandle
+    from specula.core.engine.grammar.state import GrammarState
+    from specula.core.engine.native.handle import NativeHandle
 
     for cls in (Model, Context, Batch, GrammarState):
         assert issubclass(cls, NativeHandle) and cls.__del__ is NativeHandle.__del__

@@ -14,7 +14,7 @@ from specula.core.engine.drafters import DraftRequest, LookupDrafter
 from specula.core.engine.drafters.lookup import CACHE_MATCH
 from specula.core.engine.drafters.ngram_cache import MIN_MARGIN, NgramCache
 from specula.core.engine.drafters.ngram_store import NgramStore, clear_caches, list_caches
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.sampling.rules import SamplingParams
 
 
 def majority(followers: list[int]) -> tuple[int, int]:

@@ -10,7 +10,7 @@ import pytest
 from specula.cli import main
 from specula.core.bench import load_prompts, parse_modes, run_bench
 from specula.core.engine.engine import Engine
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.sampling.rules import SamplingParams
 from tests.core.engine.conftest import make_engine
 
 

@@ -12,7 +12,7 @@ from specula.core.engine.drafters.lookup import CACHE_MATCH
 from specula.core.engine.drafters.ngram_store import cache_dir
 from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done
-from specula.core.engine.sampling import Rule, SamplingParams
+from specula.core.engine.sampling.rules import Rule, SamplingParams
 from tests.core.engine.conftest import PLAIN, make_engine, run
 
 GREEDY = SamplingParams(max_tokens=48)

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from specula.core.engine import sampling
 from specula.core.engine.engine import Engine
+from specula.core.engine.sampling import rules as sampling
 from tests.core.engine.reference import FreshTarget, Transform, transform
 from tests.core.engine.sampling_runs import ALPHA_POWER, Check, check, prompt_of, spec
 
@@ -72,7 +72,7 @@ def test_bonus_token_from_q_is_caught(tiny: dict[str, Path], pair: Engine, ref: 
     """After a fully accepted chain the bonus token comes from the draft's q at that
     position instead of the target's p. The engine passes no q there (the draft never
     computes it), so the bug computes it: the draft model on a fresh context."""
-    from specula.core.engine import chain_verify
+    from specula.core.engine.verify import chain as chain_verify
 
     draft_ref = FreshTarget(tiny["draft"])
     where: dict[str, Any] = {}

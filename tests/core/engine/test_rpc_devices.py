@@ -18,9 +18,9 @@ import pytest
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import Done
-from specula.core.engine.ggml_devices import add_rpc_servers, parse_endpoints, rpc_supported
-from specula.core.engine.llama import LoadError
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.native.devices import add_rpc_servers, parse_endpoints, rpc_supported
+from specula.core.engine.native.llama import LoadError
+from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.hardware import system as hardware
 
 WORKERS = os.environ.get("SPECULA_RPC_WORKERS", "")

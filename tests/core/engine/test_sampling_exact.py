@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from specula.core.engine.engine import Engine
-from specula.core.engine.sampling import SamplingParams
-from specula.tools.tiny_models import build_edge_drafts
+from specula.core.engine.sampling.rules import SamplingParams
+from specula_tools.tiny_models import build_edge_drafts
 from tests.core.engine.reference import (
     EOG,
     CutTooClose,

@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from specula.core.engine.adaptive import PROBE_STEPS, RECHECK_EVERY, AdaptivePolicy
-from specula.core.engine.calibration import Calibration
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.drafters.base import DraftSource
-from specula.core.engine.policy import PlanInput
+from specula.core.engine.policy.adaptive import PROBE_STEPS, RECHECK_EVERY, AdaptivePolicy
+from specula.core.engine.policy.calibration import Calibration
+from specula.core.engine.policy.fixed import PlanInput
 from tests.core.engine.test_modes import ALL, _outcome, _train
 
 
@@ -120,7 +120,7 @@ def test_a_chain_is_capped_one_past_the_length_that_did_best_in_hindsight() -> N
     chain of j would have had min(2, j) + 1 tokens in 20j + 100 + 10j ms: j = 2 leads
     (3 tokens in 160 ms, against 2 in 130 and 3 in 190), so the cap is 3. Steps that
     accept all 8: every longer chain would have done better, so the cap is the maximum."""
-    from specula.core.engine.policy import Outcome
+    from specula.core.engine.policy.fixed import Outcome
     from specula.core.engine.stats import StepRecord
 
     def policy() -> AdaptivePolicy:
@@ -147,7 +147,7 @@ def test_a_token_is_kept_where_drafting_on_past_a_verify_jump_pays() -> None:
     draft's own confidence): alone it loses (1.6 tokens in 43 + 321 ms = 4.40/s against
     1 in 43 + 174 = 4.61/s), but with one more at the pair's prior rate 0.8 it wins
     (1 + 0.6 + 0.48 = 2.08 tokens in 86 + 341 ms = 4.87/s): keep it and draft on."""
-    from specula.core.engine.policy import Plan
+    from specula.core.engine.policy.fixed import Plan
 
     pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=8, tree_budget=0))
     Calibration(verify={1: 0.174, **{n: 0.321 + 0.020 * (n - 2) for n in range(2, 10)}},

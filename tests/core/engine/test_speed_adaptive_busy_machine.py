@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specula.core.engine import cost_model
-from specula.core.engine.adaptive import RECHECK_EVERY, AdaptivePolicy
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.cost_model import CostModel
-from specula.core.engine.policy import FixedPolicy
+from specula.core.engine.policy import cost_model
+from specula.core.engine.policy.adaptive import RECHECK_EVERY, AdaptivePolicy
+from specula.core.engine.policy.cost_model import CostModel
+from specula.core.engine.policy.fixed import FixedPolicy
 from tests.core.engine.adaptive_sim import Machine, run_reply, script
 
 # The F16 1.5B target on one core (as in test_speed_adaptive_convergence.py).
@@ -98,11 +98,11 @@ def test_power_saving_what_a_contended_session_measured_fails(
     some quiet session after a contended one drafts nothing or runs well below the chain."""
     monkeypatch.setattr(cost_model, "ERRATIC_DEV", float("inf"))
     monkeypatch.setattr(AdaptivePolicy, "to_dict", lambda self: __import__(
-        "specula.core.engine.policy_state", fromlist=["state_dict"]).state_dict(
+        "specula.core.engine.policy.state", fromlist=["state_dict"]).state_dict(
             self.cost, self.acc, self.shape_rate))
-    monkeypatch.setattr("specula.core.engine.calibration.PASSES", 1)
-    monkeypatch.setattr("specula.core.engine.calibration.CHECK_SIZES", ())
-    monkeypatch.setattr("specula.core.engine.adaptive.RECHECK_EVERY", 10**6)
+    monkeypatch.setattr("specula.core.engine.policy.calibration.PASSES", 1)
+    monkeypatch.setattr("specula.core.engine.policy.calibration.CHECK_SIZES", ())
+    monkeypatch.setattr("specula.core.engine.policy.adaptive.RECHECK_EVERY", 10**6)
     best = _best_fixed_quiet()
     got = _after_contention(tmp_path)
     assert any(accepted == 0 or rate < 0.9 * best for rate, accepted in got), (best, got)

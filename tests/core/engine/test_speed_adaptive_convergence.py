@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from specula.core.engine.adaptive import AdaptivePolicy
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.drafters.base import DraftSource
-from specula.core.engine.policy import FixedPolicy, PlainPolicy, Plan, PlanInput
+from specula.core.engine.policy.adaptive import AdaptivePolicy
+from specula.core.engine.policy.fixed import FixedPolicy, PlainPolicy, Plan, PlanInput
 from tests.core.engine.adaptive_sim import Machine, Reply, run_reply, script
 
 # The F16 1.5B target on one core of this machine, as calibrated: a one-token step takes

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specula.core.engine.adaptive import AdaptivePolicy
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.policy import DraftPolicy, FixedPolicy, PlainPolicy
+from specula.core.engine.policy.adaptive import AdaptivePolicy
+from specula.core.engine.policy.fixed import DraftPolicy, FixedPolicy, PlainPolicy
 from tests.core.engine.adaptive_sim import Machine, Reply, edit_script, run_reply, script
 
 F16_CAL = {1: 0.092, 2: 0.169, 3: 0.175, 4: 0.195, 5: 0.204, 6: 0.215, 7: 0.242, 8: 0.296, 13: 0.321}

@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from specula.core.engine.acceptance_model import AcceptanceModel
-from specula.core.engine.adaptive import AdaptivePolicy
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.policy import FixedPolicy
+from specula.core.engine.policy.acceptance_model import AcceptanceModel
+from specula.core.engine.policy.adaptive import AdaptivePolicy
+from specula.core.engine.policy.fixed import FixedPolicy
 from tests.core.engine.adaptive_sim import F16, f16_traces, run_reply
 
 TRACES = f16_traces()

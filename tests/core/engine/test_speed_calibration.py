@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from specula.core.engine.adaptive import AdaptivePolicy
-from specula.core.engine.calibration import MAX_BATCH, TREE_BATCH, Calibration, timed_passes
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.cost_model import CostModel
 from specula.core.engine.engine import Engine, EngineOptions
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.policy.adaptive import AdaptivePolicy
+from specula.core.engine.policy.calibration import MAX_BATCH, TREE_BATCH, Calibration, timed_passes
+from specula.core.engine.policy.cost_model import CostModel
+from specula.core.engine.sampling.rules import SamplingParams
 from tests.core.engine.conftest import PLAIN, run
 
 GREEDY = SamplingParams(temperature=0.0, max_tokens=20)

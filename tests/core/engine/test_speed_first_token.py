@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from specula.core.engine.batch import Batch
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done, Event, TokenEvent
-from specula.core.engine.llama import Context
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.native.batch import Batch
+from specula.core.engine.native.llama import Context
+from specula.core.engine.sampling.rules import SamplingParams
 from tests.core.engine.conftest import PLAIN, chain, make_engine, run
 
 GREEDY = SamplingParams(temperature=0.0, max_tokens=24)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from specula.core.bench import BenchPrompt, format_report, parse_modes, run_bench
 from specula.core.engine.engine import Engine, EngineOptions
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.sampling.rules import SamplingParams
 
 
 def test_the_benchmark_reports_host_share_per_mode(tiny: dict[str, Path]) -> None:

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specula.core.engine import batch
-from specula.core.engine.batch import Batch
-from specula.core.engine.llama import Context, Model
-from specula.core.engine.text import Utf8Stream
+from specula.core.engine.loop.text import Utf8Stream
+from specula.core.engine.native import batch
+from specula.core.engine.native.batch import Batch
+from specula.core.engine.native.llama import Context, Model
 
 TEXT = st.text(alphabet=st.characters(codec="utf-8"), max_size=12)
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specula.core.engine.batch import Batch
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.native.batch import Batch
+from specula.core.engine.sampling.rules import SamplingParams
 from tests.core.engine.conftest import PLAIN, fresh_logits, make_engine, run
 
 GREEDY = SamplingParams(max_tokens=48)

@@ -15,7 +15,7 @@ from gguf import GGUFValueType as T
 
 from specula.core.gguf.model_info import GGUFError, read_model_info
 from specula.core.gguf.reader import MAX_ARRAY_DEPTH, BytesSource, read_header
-from specula.tools.crafted_gguf import (
+from specula_tools.crafted_gguf import (
     Array,
     base_fields,
     header_bytes,

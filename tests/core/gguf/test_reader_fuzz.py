@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from specula.core.gguf.model_info import GGUFError, model_info_from_header, tensor_bytes
 from specula.core.gguf.reader import BytesSource, read_header
-from specula.tools.crafted_gguf import BOUNDARIES, POSITIONS, mutate, small_model_header
+from specula_tools.crafted_gguf import BOUNDARIES, POSITIONS, mutate, small_model_header
 
 BASE = small_model_header()
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from specula.core import gpu_layers
-from specula.core.engine.ggml_devices import GGMLDevice
+from specula.core.engine.native.devices import GGMLDevice
 from specula.core.gguf.model_info import ModelInfo
 from specula.core.hardware import fit, offload
 

@@ -10,8 +10,8 @@ import pytest
 
 from specula.cli import main
 from specula.commands._engine_args import add_model_args, engine_options
-from specula.core.engine.ggml_devices import GGMLDevice, add_rpc_servers, parse_endpoints
-from specula.core.engine.llama import LoadError
+from specula.core.engine.native.devices import GGMLDevice, add_rpc_servers, parse_endpoints
+from specula.core.engine.native.llama import LoadError
 from specula.core.gguf.model_info import ModelInfo, read_model_info
 from specula.core.hardware import fit
 from specula.core.hardware import system as hardware

@@ -13,7 +13,7 @@ from specula.core.gguf.model_info import read_model_info
 from specula.core.settings import Settings
 from specula.gui import theme
 from specula.gui.chat.model_bar import PATH_ROLE, USABLE_ROLE
-from specula.tools.tiny_models import DRAFT, TARGET, build_tiny_model
+from specula_tools.tiny_models import DRAFT, TARGET, build_tiny_model
 from tests.gui.conftest import send_and_wait
 
 # -- item 5: the window fits the screen ----------------------------------------------------

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from specula.core.engine import live_stats as ls
 from specula.core.engine.events import Source, TokenEvent
 from specula.core.engine.stats import GenerationStats
 from specula.gui.engine_worker import ReplyBatch
+from specula.gui.stats import live_stats as ls
 from specula.gui.stats.footer import footer_text
 from specula.gui.stats.panel import StatsPanel
 from tests.gui.conftest import send_and_wait

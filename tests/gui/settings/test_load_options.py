@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from specula.core import gpu_layers
-from specula.core.engine.ggml_devices import GGMLDevice
+from specula.core.engine.native.devices import GGMLDevice
 from specula.core.hardware import fit
 from specula.core.pairing.badges import human_size
 from specula.gui.load_options import LayerSpin, LoadChoice, LoadOptions

@@ -1,5 +1,5 @@
 """Specula beside llama.cpp's own server: what one streamed reply measured, and the
-per-prompt table with its ratios (``specula.tools.peer_bench`` runs the servers).
+per-prompt table with its ratios (``specula_tools.peer_bench`` runs the servers).
 
 Every side is a server answering the same streamed chat request, so decode speed
 is each server's own figure with one definition: tokens after the first over

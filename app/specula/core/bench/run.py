@@ -18,7 +18,7 @@ from specula.core.chat.template import ChatTemplate
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done, StepEvent
-from specula.core.engine.sampling import Rule, SamplingParams
+from specula.core.engine.sampling.rules import Rule, SamplingParams
 from specula.core.structured import forced_call_grammar, response_format_grammar
 
 

@@ -19,32 +19,32 @@ from pathlib import Path
 from specula.core import paths
 from specula.core.cancel import Cancelled
 from specula.core.chat.template import ChatTemplate, TemplateError
-from specula.core.engine.adaptive import AdaptivePolicy
-from specula.core.engine.calibration import Calibration, measure
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.drafters import MAX_TREE_SEQS, DraftModel, DraftSource
 from specula.core.engine.drafters.mtp import MTPHead, open_head
 from specula.core.engine.drafters.ngram_store import NgramStore, cache_dir
 from specula.core.engine.events import Done, Event
-from specula.core.engine.generator import Generator
-from specula.core.engine.ggml_devices import add_rpc_servers, local_gpu_handles
-from specula.core.engine.grammar import GrammarState, validate_grammar
-from specula.core.engine.llama import (
+from specula.core.engine.grammar.state import GrammarState, validate_grammar
+from specula.core.engine.loop.generator import Generator
+from specula.core.engine.native.devices import add_rpc_servers, local_gpu_handles
+from specula.core.engine.native.llama import (
     Context,
     LoadError,
     Model,
     backend_name,
     default_threads,
 )
-from specula.core.engine.mtp_choice import MTPAsDraft, MTPPolicy, RateChooser
-from specula.core.engine.mtp_native import has_mtp_graph
-from specula.core.engine.policy import (
+from specula.core.engine.native.mtp import has_mtp_graph
+from specula.core.engine.policy.adaptive import AdaptivePolicy
+from specula.core.engine.policy.calibration import Calibration, measure
+from specula.core.engine.policy.fixed import (
     DraftPolicy,
     FixedPolicy,
     PlainPolicy,
     TreePolicy,
 )
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.policy.mtp_choice import MTPAsDraft, MTPPolicy, RateChooser
+from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.engine.verdict import PolicyVerdict
 from specula.core.gguf.compat import CompatReport, check
 from specula.core.gguf.model_info import GGUFError, ModelInfo, read_model_info
@@ -86,7 +86,7 @@ class EngineOptions:
     # llama-cpp-python built with -DGGML_RPC=on.
     rpc_servers: tuple[str, ...] = ()
     # Time verify batches of 1..8 tokens and draft decodes right after a draft loads
-    # (core/engine/calibration.py): a pair without saved adaptive state starts from them.
+    # (core/engine/policy/calibration.py): a pair without saved adaptive state starts from them.
     calibrate: bool = True
     # Load a target's MTP (NextN) layers when it has them, as a draft that needs no draft
     # model (docs/engine.md, "MTP"); off: they are skipped at load (less memory).

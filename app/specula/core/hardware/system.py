@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 
 import psutil
 
-from specula.core.engine.ggml_devices import GGMLDevice, list_devices, rpc_supported
+from specula.core.engine.native.devices import GGMLDevice, list_devices, rpc_supported
 from specula.core.gguf.model_info import ModelInfo
 from specula.core.hardware import fit
 
@@ -79,7 +79,7 @@ def _cpu_name() -> str:
 def describe_system() -> SystemReport:
     import llama_cpp as L
 
-    from specula.core.engine.llama import backend_name, default_threads
+    from specula.core.engine.native.llama import backend_name, default_threads
 
     devices = list_devices()
     vm = psutil.virtual_memory()

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 
 from specula.core.chat_session import ChatSession
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.settings import GenerationDefaults, SpeculativeDefaults
 from specula.gui.context import AppContext
 

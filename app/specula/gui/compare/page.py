@@ -32,7 +32,7 @@ from specula.core.compare import (
     significant,
 )
 from specula.core.engine.events import Done
-from specula.core.engine.sampling import SamplingParams
+from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.library.labels import label_for
 from specula.gui.compare.column import Column
 from specula.gui.compare.options import CompareOptions

@@ -6,8 +6,8 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPaintEvent, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-from specula.core.engine.live_stats import ChartPoint, axis_label, nice_ceiling
 from specula.gui import theme
+from specula.gui.stats.live_stats import ChartPoint, axis_label, nice_ceiling
 
 MAX_DRAWN = 400
 

@@ -1,6 +1,6 @@
 """The one-line statistics under a reply, from GenerationStats.to_dict() (plus our counts).
 
-The figures come from :mod:`specula.core.engine.live_stats`, the same ones the
+The figures come from :mod:`specula.gui.stats.live_stats`, the same ones the
 live panel shows, so the panel and the footer agree when a reply ends.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from specula.core.engine import live_stats as ls
+from specula.gui.stats import live_stats as ls
 
 STOP_REASONS = {
     "eos": "end of turn", "stop": "stop string", "length": "token limit",

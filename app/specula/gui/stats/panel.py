@@ -2,7 +2,7 @@
 
 Batches from the engine worker only store the latest numbers; a timer paints
 them, so the view never updates once per token. Every figure comes from
-:mod:`specula.core.engine.live_stats`: no rate before the reply has run long
+:mod:`specula.gui.stats.live_stats`: no rate before the reply has run long
 enough, acceptance only over tokens actually drafted, and at the end the same
 figures as the footer under the reply.
 """
@@ -15,9 +15,9 @@ import psutil
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QVBoxLayout, QWidget
 
-from specula.core.engine import live_stats as ls
 from specula.core.engine.stats import GenerationStats
 from specula.gui.engine_worker import ReplyBatch
+from specula.gui.stats import live_stats as ls
 from specula.gui.stats.chart import RateChart
 
 REFRESH_MS = 200

@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from specula.core.engine import topk
 from specula.core.engine.events import Source
-from specula.core.engine.sampling import F32, Rule, SamplingParams
+from specula.core.engine.sampling import topk
+from specula.core.engine.sampling.rules import F32, Rule, SamplingParams
 from specula.core.engine.stats import StepShape
 
 if TYPE_CHECKING:
     from specula.core.engine.drafters.tree import TokenTree
-    from specula.core.engine.grammar import GrammarState
+    from specula.core.engine.grammar.state import GrammarState
 
 
 class DraftSource(str, Enum):

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from specula.core.engine import drafters as _drafters  # patch points, looked up at call time
-from specula.core.engine import grammar, sampling, topk
 from specula.core.engine.drafters.base import (
     DrafterCounters,
     DraftRequest,
@@ -25,8 +24,11 @@ from specula.core.engine.drafters.base import (
     Proposal,
     softmax_stats,
 )
-from specula.core.engine.kv import ANCHOR, CutFailed, KVCache
-from specula.core.engine.llama import Context, ContextFull, DecodeError
+from specula.core.engine.grammar import state as grammar
+from specula.core.engine.native.kv import ANCHOR, CutFailed, KVCache
+from specula.core.engine.native.llama import Context, ContextFull, DecodeError
+from specula.core.engine.sampling import rules as sampling
+from specula.core.engine.sampling import topk
 
 # What a draft step feeds before drafting when the draft drafted the step before: the
 # pending token and at most one drafted token it had not fed. A longer catch-up fed

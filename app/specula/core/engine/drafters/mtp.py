@@ -3,7 +3,7 @@
 Models such as Qwen3.5 / Qwen3.6 and Qwen3-Next ship one extra block trained to
 predict the token after next from (the next token, the target's hidden row of
 the current one). llama.cpp runs it as a second context over the same weights
-(:class:`~specula.core.engine.mtp_native.MTPContext`); this module is its drafter
+(:class:`~specula.core.engine.native.mtp.MTPContext`); this module is its drafter
 behind the :class:`~specula.core.engine.drafters.base.Drafter` seam, following
 ``common_speculative_impl_draft_mtp`` (llama.cpp common/speculative.cpp):
 
@@ -33,12 +33,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from specula.core.engine import drafters as _drafters  # patch points, looked up at call time
-from specula.core.engine import grammar, mtp_native
-from specula.core.engine.batch import Batch
 from specula.core.engine.drafters.base import DraftRequest, DraftSource, Proposal
 from specula.core.engine.drafters.model import ChainDrafter, DraftModel
-from specula.core.engine.kv import common_prefix
-from specula.core.engine.llama import Context, ContextFull, DecodeError, Model
+from specula.core.engine.grammar import state as grammar
+from specula.core.engine.native import mtp as mtp_native
+from specula.core.engine.native.batch import Batch
+from specula.core.engine.native.kv import common_prefix
+from specula.core.engine.native.llama import Context, ContextFull, DecodeError, Model
 
 F32 = mtp_native.F32
 # Target rows waiting to be fed are fed at once past this many (a prompt, a run of plain

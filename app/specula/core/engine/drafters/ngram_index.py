@@ -5,7 +5,7 @@ Prompt lookup proposes what followed the latest earlier occurrence of the conver
 last n tokens. Scanning the conversation for it on every step (a numpy comparison over
 every token, then a Python loop over each earlier occurrence of the tail's first token)
 cost a median of 122 us a step at 300 tokens, 391 us at 2,000 and 646 us at 8,000 (p90
-up to 4.2 ms) on this machine (``python -m specula.tools.policy_costs``), and
+up to 4.2 ms) on this machine (``python -m specula_tools.policy_costs``), and
 the adaptive policy asks for a preview on every step of a reply, plain steps included
 (docs/lab/2026-12-01-host-work.md, "Prompt lookup in time that does not grow with the chat").
 

@@ -22,11 +22,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from specula.core.engine import grammar, sampling, topk
-from specula.core.engine.batch import Batch
 from specula.core.engine.drafters.base import DraftRequest, DraftSource, Proposal
 from specula.core.engine.drafters.model import DraftModel, ModelDrafter
-from specula.core.engine.llama import ContextFull, DecodeError
+from specula.core.engine.grammar import state as grammar
+from specula.core.engine.native.batch import Batch
+from specula.core.engine.native.llama import ContextFull, DecodeError
+from specula.core.engine.sampling import rules as sampling
+from specula.core.engine.sampling import topk
 
 MAX_TREE_SEQS = 16  # sequences besides 0 that a tree may use (n_seq_max - 1)
 

@@ -1,0 +1,1 @@
+"""The engine's grammar floor (see docs/architecture.md)."""

@@ -1,0 +1,1 @@
+"""The engine's loop floor (see docs/architecture.md)."""

@@ -1,0 +1,1 @@
+"""The engine's native floor (see docs/architecture.md)."""

@@ -1,0 +1,1 @@
+"""The engine's policy floor (see docs/architecture.md)."""

@@ -1,0 +1,584 @@
+"""The adaptive policy: draft what pays on this machine, for this pair, right now.
+
+Each step it maximises expected *tokens per second* (not tokens per step:
+SpecKV's per-step objective rewards long drafts that cost more than they
+save), from two models kept per (target, draft, machine) and saved between
+sessions (``policy_state.py``), so a second session starts at the right shape:
+
+* the cost model (``cost_model.py``): the target's verify time for each batch
+  size, the draft's time per decode and per token of catch-up; a new pair's is
+  measured at draft load (``calibration.py``);
+* the acceptance model (``acceptance_model.py``): the pair's per-token rate,
+  which chooses between drafting and plain decoding, and the acceptance given
+  the draft's confidence, which cuts a chain at a token not worth its cost.
+
+A step is plain (k = 0), a draft-model chain, a token tree, or a prompt-lookup
+chain. Nothing is tried that the measured costs say cannot pay: a draft that
+would lose at 100% acceptance is never probed, a tree is tried only where its
+best case beats the chain's measured rate (and used only while its own measured
+rate does), and a new lookup match length only where it would pay were it right. When plain wins, the draft is still probed now
+and then (exponential back-off over replies) so that a change of regime is
+noticed. The draft is fed the conversation only when the plan first drafts, and
+that catch-up is weighed like any other cost: where lookup serves an edit of a
+long conversation, the draft's prefill is never paid.
+
+A verdict that drafting does not pay is never final: it is re-checked at least
+every RECHECK_EVERY replies (a probe re-times the draft and the verify batch,
+even where the saved costs say no draft could pay), it is not trusted from
+erratic timings, and the costs of a session whose timings were erratic are never
+saved (``cost_model.py``), so a busy afternoon does not switch drafting off for
+good. :meth:`AdaptivePolicy.verdict` states it; :meth:`clear_verdict` forgets it.
+"""
+
+from __future__ import annotations
+
+import copy
+import statistics
+from collections import deque
+from pathlib import Path
+
+from specula.core.engine.config import SpecConfig
+from specula.core.engine.drafters.base import DraftSource
+from specula.core.engine.drafters.lookup import long_copy
+from specula.core.engine.policy import state as policy_state
+from specula.core.engine.policy.acceptance_model import AcceptanceModel
+from specula.core.engine.policy.calibration import Calibration
+from specula.core.engine.policy.cost_model import MEASURED, SHORT_FEED, CostModel, expected_tokens
+from specula.core.engine.policy.fixed import Outcome, Plan, PlanInput
+from specula.core.engine.stats import StepRecord
+from specula.core.engine.verdict import PolicyVerdict
+
+__all__ = ["AcceptanceModel", "AdaptivePolicy", "CostModel", "expected_tokens"]
+
+RECHECK_EVERY = 8  # replies between re-checks of a draft judged not to pay, at the most
+PROBE_FIRST, PROBE_MAX = 2, RECHECK_EVERY  # replies between probes of a draft that does not pay (doubling)
+PROBE_STEPS = 3  # draft steps a probe makes
+PROBE_RATE = 0.9  # the acceptance a probe's draft length is chosen for (it asks: could it pay?)
+MARGIN = 0.02  # expected gain over plain decoding needed before drafting (noisy estimates)
+COULD_PAY_MARGIN = 0.05  # gain at 100% acceptance a draft must offer before it is ever probed
+REFRESH_PLAIN = 128  # steps between plain steps that re-measure one-token decodes
+EXPLORE_SHARE = 0.05  # in a plain stretch, a draft probe may cost this share of its time
+TREE_TRIES = 2  # tree trials per session while its rate is unmeasured
+TREE_AFTER = 32  # chain steps in a session before a tree is tried (never in a first reply)
+TREE_RETRY = 64  # draft steps between re-trials of a tree measured slower than the chain
+# The share of steps prompt lookup serves (an edit that repeats the conversation: most),
+# followed over the session (COVER_FADE per step); a new session assumes COVER_PRIOR. A
+# one-time catch-up of the draft pays only over the steps it would then draft.
+COVER_PRIOR, COVER_FADE = 0.0, 0.1
+# The draft's first catch-up in a reply (the conversation) is paid as an exploration cost,
+# as feeding it at prefill did, while it is at most SUNK_SHARE of the reply's plain time; a
+# longer one is weighed like any other one-time catch-up.
+SUNK_SHARE = 0.1
+# Before a long one-time catch-up (more than SHORT_FEED tokens: the draft fed the
+# conversation, or what lookup and plain steps emitted) plain steps run until what they lost against drafting reaches WAIT_SHARE
+# of its cost (ski rental): lookup may take over meanwhile, and then nothing is paid.
+WAIT_SHARE = 0.1
+# Hindsight: after each draft-model chain step, the tokens and seconds every chain length
+# j would have had on it (min(accepted, j) + 1 tokens; a step that accepted all it drafted
+# says j + 1 for longer j, optimistically), faded by HINDSIGHT_FADE per step (about the
+# last 1 / (1 - HINDSIGHT_FADE) steps weigh). A chain is capped one token past the length
+# that led over those steps: where the learnt depth rates promise more than this text
+# gives (a prompt harder than the ones before it), a long proposal stops costing more
+# than the short chain would have within a few steps, and a run of full acceptances
+# lifts the cap as fast.
+HINDSIGHT_FADE = 0.9
+HINDSIGHT_MAX = 16
+# Probes of lookup match lengths not judged yet are paid from a budget: what they lost
+# against plain decoding (their step time less a plain step per token they yielded) may
+# reach LOOKUP_EXPLORE of the session's step time, plus half a plain step to start with.
+# A copy that pays earns its probes back; where lookup proposes badly (fresh code, the
+# n-gram cache guessing) it loses its turn after a probe or two instead of one probe per
+# match length (the first reply of a compute-bound pair ran at 0.76x of plain that way).
+LOOKUP_EXPLORE = 0.01
+SHAPE_WINDOW = 5  # draft-model steps per shape whose median rate is the shape's rate
+
+
+class AdaptivePolicy:
+    name = "adaptive"
+    reads_confidence = True  # its stop rule and acceptance model are built on it
+
+    def __init__(self, cfg: SpecConfig, state_path: Path | None = None, *,
+                 allow_draft: bool = True) -> None:
+        self.cfg = cfg
+        self.allow_draft = allow_draft
+        # MTP is the target's own head: mtp_choice.py puts it in the draft's place
+        self.wants = frozenset(DraftSource) - {DraftSource.NONE, DraftSource.MTP}
+        if not allow_draft:
+            self.name = "lookup"  # prompt lookup alone, with the same cost model
+            self.wants = frozenset({DraftSource.LOOKUP})
+        self.cost = CostModel()
+        self.acc = AcceptanceModel()
+        self.state_path = state_path
+        self.probe_every = PROBE_FIRST
+        self.replies_since_probe = 0
+        self.since_plain = 0
+        self.tree_tries = 0
+        self._probe_left = 0
+        self._lag = 1  # tokens the draft must be fed before it can draft
+        self._room = 1  # tokens the reply may still draft (the plan's room)
+        self._probe = False
+        self._plain_streak = 0  # plain steps in a row in this reply
+        self.lookup_cover = COVER_PRIOR  # share of recent steps lookup served
+        self._waited = 0.0  # seconds plain steps lost while a catch-up waited
+        self._fresh = False  # the draft has not been fed this reply's prompt yet
+        # Measured tokens/s of draft-model steps by shape (chain "draft", "tree").
+        self.shape_rate: dict[str, float] = {}
+        self._shape_window: dict[str, deque[float]] = {}  # this session's step rates by shape
+        self.draft_steps = 0
+        self._step: dict[str, float] = {}
+        self.paused = False  # the last reply's judgement: drafting does not pay here
+        self.hind_tokens = [0.0] * (HINDSIGHT_MAX + 1)  # by chain length j (index 0 unused)
+        self._lookup_loss = 0.0  # seconds lookup probes lost against plain this session
+        self._spent = 0.0  # seconds of every step this session
+        self.hind_s = [0.0] * (HINDSIGHT_MAX + 1)
+        self._recheck_now = False  # the next reply probes whatever the costs say
+        if state_path is not None:
+            self.load(state_path)
+        # What was saved before this session: kept on disk if this session's timings are erratic.
+        self._saved_cost = copy.deepcopy(self.cost)
+        self._saved_shapes = dict(self.shape_rate)
+
+    # -- planning ------------------------------------------------------------
+
+    def _v(self, n: int) -> float:
+        """Verify seconds for n tokens (callers check that something was measured)."""
+        v = self.cost.verify_time(n)
+        if v:
+            return v
+        v1 = self.cost.verify_time(1) or 0.0
+        return v1 * (1 + 0.5 * (n - 1))
+
+    def _catch_share(self, e: float) -> float:
+        """The catch-up this step pays. A lag of 1-2 tokens recurs every step (the bonus
+        token, and the last drafted one the draft never fed) and is paid in full; a longer
+        one (the conversation, which the draft is fed only once drafting pays, or what
+        lookup and plain steps emitted) is paid once and then serves the draft steps left:
+        the steps left less the share lookup is expected to serve, so that a conversation
+        lookup copies from never pays the draft's prefill for a few draft steps."""
+        return self._share_of(self._catch_terms(), e)
+
+    def _catch_terms(self) -> tuple[float, float, float] | None:
+        """(recurring, one-time, draft room) of this step's catch-up; None when it is sunk
+        (as if the draft had been fed the prompt at prefill). The same for every length a
+        plan weighs, so worked out once per plan."""
+        if self._sunk(self._lag):
+            return None
+        recurring = self.cost.catchup_time(min(self._lag, 2))
+        return recurring, self._once(self._lag), self._room * (1.0 - self.lookup_cover)
+
+    @staticmethod
+    def _share_of(terms: tuple[float, float, float] | None, e: float) -> float:
+        if terms is None:
+            return 0.0
+        recurring, once, draft_room = terms
+        return recurring + once * min(1.0, e / max(draft_room, 1.0))
+
+    def _once(self, lag: int) -> float:
+        """The one-time part of a catch-up of ``lag`` tokens (0 when paid as exploration)."""
+        if self._sunk(lag):
+            return 0.0
+        return self.cost.catchup_time(lag) - self.cost.catchup_time(min(lag, 2))
+
+    def _sunk(self, lag: int) -> bool:
+        """Whether this catch-up is the reply's first (the prompt) and short against the
+        reply (SUNK_SHARE, less the share lookup has been serving): paid as exploration,
+        as feeding the draft at prefill did."""
+        v1 = self.cost.verify_time(1) or 0.0
+        budget = SUNK_SHARE * self._room * v1 * (1.0 - self.lookup_cover)
+        return self._fresh and self.cost.catchup_time(lag) <= budget
+
+    def _draft_rate(self, k_max: int, a: float | None = None) -> tuple[float, int]:
+        """Best expected tokens/s of a draft chain (and its length) at per-token acceptance
+        ``a`` (default: what the pair's chains measured, depth by depth)."""
+        if self.cost.draft is None or self.cost.verify_time(1) is None:
+            return 0.0, 0
+        best, best_k = 0.0, 0
+        pooled = self.acc.expected_upto(k_max) if a is None else []
+        terms = self._catch_terms()
+        for k in range(1, k_max + 1):
+            e = pooled[k - 1] if a is None else expected_tokens(a, k)
+            rate = e / (self._share_of(terms, e) + k * self.cost.draft + self._v(k + 1) + self._rollback())
+            if rate > best:
+                best, best_k = rate, k
+        return best, best_k
+
+    def _lookup_rate(self, inp: PlanInput, k_max: int, a: float | None = None) -> tuple[float, int]:
+        """Best expected tokens/s of a lookup chain (and its length) at acceptance ``a``
+        (default: what this match length has earned)."""
+        if not inp.lookup_tokens or self.cost.verify_time(1) is None:
+            return 0.0, 0
+        a = self.acc.predict_lookup(inp.lookup_match) if a is None else a
+        best, best_k = 0.0, 0
+        for k in range(1, min(k_max, len(inp.lookup_tokens)) + 1):
+            rate = expected_tokens(a, k) / (self._v(k + 1) + self._rollback())
+            if rate > best:
+                best, best_k = rate, k
+        return best, best_k
+
+    def plan(self, inp: PlanInput) -> Plan:
+        k_max = min(self.cfg.draft_max, inp.room)
+        self._lag = inp.draft_lag
+        self._room = inp.room
+        v1 = self.cost.verify_time(1)
+        self.since_plain += 1
+        if k_max <= 0 or v1 is None or self.since_plain >= REFRESH_PLAIN:
+            # measure a plain step first, and now and then again: drafting is judged
+            # against it, and it is rarely measured while drafting wins
+            self.since_plain = 0
+            return self._decide(Plan(DraftSource.NONE, 0))
+        plain = 1.0 / v1
+        l_rate, l_k = self._lookup_rate(inp, k_max)
+        d_rate = 0.0
+        if inp.has_draft and self.allow_draft:
+            in_sync = inp.draft_lag <= 2
+            if in_sync and (self.cost.draft is None or self._probe_left > 0):
+                self._probe_left = max(self._probe_left - 1, 0)
+                return self._decide(Plan(DraftSource.DRAFT, self._probe_k(k_max)), probe=True)
+            d_rate, _ = self._draft_rate(k_max)
+            k_new = self._unmeasured_k(k_max)
+            if in_sync and k_new and d_rate > 0.6 * plain:
+                return self._decide(Plan(DraftSource.DRAFT, k_new), probe=True)
+        if self._lookup_untried(inp) and self._lookup_budget(v1):
+            # a match length not judged yet: probe it where it would pay clearly were it
+            # right (on a flat verify curve several tokens; where each verified token costs
+            # a good part of a step, a probe that could gain 1% is a likely loss of 10%);
+            # while the draft is in sync and pays, only a long copy (a match that agrees
+            # with the text before it for 8+ tokens) is worth a probe: a short match in
+            # fresh code is mostly a coincidence, and a rejected probe costs a draft step
+            # (a short match or the n-gram cache's guess is probed with at most two tokens:
+            # it asks whether the first is right, and a long proposal of a guess mostly
+            # pays a long verify for one token)
+            cap = k_max if long_copy(inp.lookup_match) else min(k_max, 2)
+            o_rate, o_k = self._lookup_rate(inp, cap, a=PROBE_RATE)
+            draft_pays = inp.draft_lag <= 2 and d_rate > plain * (1.0 + MARGIN)
+            if (o_rate > max(plain * (1.0 + COULD_PAY_MARGIN), d_rate)
+                    and (not draft_pays or long_copy(inp.lookup_match))):
+                return self._decide(Plan(DraftSource.LOOKUP, o_k, inp.lookup_tokens[:o_k]), probe=True)
+        bar = plain * (1.0 + MARGIN)
+        if l_rate > max(bar, d_rate):
+            return self._decide(Plan(DraftSource.LOOKUP, l_k, inp.lookup_tokens[:l_k]))
+        if d_rate > bar:
+            once = self._once(inp.draft_lag)
+            if inp.draft_lag > SHORT_FEED and self._waited < WAIT_SHARE * once:
+                self._waited += v1 - 1.0 / d_rate  # this plain step's loss per token
+                return self._decide(Plan(DraftSource.NONE, 0))
+            self._waited = 0.0
+            return self._decide(self._shape(inp, k_max, plain))
+        if inp.has_draft and self.allow_draft and self._explore_pays(inp, k_max, v1):
+            return self._decide(Plan(DraftSource.DRAFT, k_max))
+        return self._decide(Plan(DraftSource.NONE, 0))
+
+    def _explore_pays(self, inp: PlanInput, k_max: int, v1: float) -> bool:
+        """In a plain stretch: one draft step, once what it is expected to lose against plain
+        decoding (its time, the catch-up included, less the plain time of the tokens it is
+        expected to yield) fits EXPLORE_SHARE of the plain time since drafting last ran.
+        A few unlucky steps must not end drafting for the reply where probing is cheap
+        (a fast draft, a flat verify curve); the whole catch-up counts, so where catching
+        up costs more than EXPLORE_SHARE of a plain step per token skipped this never
+        fires, and the back-off over replies decides."""
+        self._plain_streak += 1
+        if not self._could_pay(v1):
+            return False
+        _, k = self._draft_rate(k_max)
+        if k == 0:
+            return False
+        e = self.acc.expected(k)
+        step = (self.cost.catchup_time(inp.draft_lag) + k * (self.cost.draft or 0.0) + self._v(k + 1)
+                + self._rollback())
+        loss = step - e * v1
+        return loss <= EXPLORE_SHARE * self._plain_streak * v1
+
+    def _probe_k(self, k_max: int) -> int:
+        """A probe's draft length: the best one were acceptance high (a two-token probe
+        asks the wrong question where a short verify batch costs as much as a long one)."""
+        _, k = self._draft_rate(k_max, a=max(self.acc.token_rate, PROBE_RATE))
+        return k or min(2, k_max)
+
+    def _unmeasured_k(self, k_max: int) -> int:
+        """A draft length whose verify batch has not been timed enough yet (0: none).
+
+        Verify time can jump between batch sizes, so each length up to the maximum
+        is measured a few times before the model is trusted (once per pair and
+        machine: the calibration at load does it, and the measurements are saved).
+        """
+        for k in range(1, k_max + 1):
+            if self.cost.verify_n.get(k + 1, 0) < MEASURED:
+                return k
+        return 0
+
+    def _shape(self, inp: PlanInput, k_max: int, plain: float) -> Plan:
+        """Chain or tree: a tree only while its measured rate beats the chain's and plain
+        decoding's; it is tried (twice per session once the chain has run TREE_AFTER steps,
+        then every TREE_RETRY draft steps) only where its best case could beat them."""
+        chain = Plan(DraftSource.DRAFT, self.hindsight_cap(k_max))
+        if self.cfg.tree_budget <= 1 or DraftSource.TREE not in inp.available:
+            return chain
+        self.draft_steps += 1
+        c_rate, t_rate = self.shape_rate.get("draft"), self.shape_rate.get("tree")
+        if c_rate is None:
+            return chain
+        tree = Plan(DraftSource.TREE, self.cfg.tree_budget)
+        if t_rate is not None and t_rate > max(c_rate, plain) * (1.0 + MARGIN):
+            return tree
+        if self._tree_best_case(k_max) <= max(c_rate, plain):
+            return chain
+        if self.draft_steps < TREE_AFTER:
+            return chain
+        untried = t_rate is None and self.tree_tries < TREE_TRIES
+        if untried or (t_rate is not None and self.draft_steps % TREE_RETRY == 0):
+            self.tree_tries += 1
+            return tree
+        return chain
+
+    def hindsight_cap(self, k_max: int) -> int:
+        """At most one token past the chain length that would have done best over the
+        recent draft steps (k_max until a step has been seen)."""
+        best, best_j = 0.0, 0
+        for j in range(1, min(k_max, HINDSIGHT_MAX) + 1):
+            if self.hind_s[j] > 0:
+                rate = self.hind_tokens[j] / self.hind_s[j]
+                if rate > best:
+                    best, best_j = rate, j
+        return k_max if best_j == 0 else min(k_max, best_j + 1)
+
+    def _hindsight(self, drafted: int, accepted: int) -> None:
+        """Add one chain step to what each length would have had on it."""
+        t_d = self.cost.draft or 0.0
+        for j in range(1, HINDSIGHT_MAX + 1):
+            tokens = j + 1 if accepted >= drafted and j > drafted else min(accepted, j) + 1
+            self.hind_tokens[j] = HINDSIGHT_FADE * self.hind_tokens[j] + tokens
+            self.hind_s[j] = HINDSIGHT_FADE * self.hind_s[j] + j * t_d + self._v(j + 1)
+
+    def _tree_best_case(self, depth: int) -> float:
+        """Tokens/s of a tree were every level accepted: depth + 1 tokens for at least one
+        draft decode per level and a verify of every node (a tree fills its budget)."""
+        w = max(self.cfg.tree_width, 1)
+        nodes = min(self.cfg.tree_budget, sum(w ** d for d in range(1, depth + 1)))
+        t = (self._catch_share(depth + 1) + depth * (self.cost.draft or 0.0) + self._v(nodes + 1)
+             + self._rollback())
+        return (depth + 1) / t if t > 0 else 0.0
+
+    def _rollback(self) -> float:
+        """Seconds a drafted step spends keeping a recurrent or hybrid target exact
+        (checkpoint, restore, replay: kv.py); 0 on attention targets."""
+        return self.cost.rollback_time()
+
+    def _observe_rollback(self, rec: StepRecord) -> None:
+        self.cost.observe_rollback(rec.checkpoint_s + rec.replay_s)
+
+    def _lookup_budget(self, v1: float) -> bool:
+        """Whether lookup probes have lost less than their share of the session's time."""
+        return self._lookup_loss <= LOOKUP_EXPLORE * self._spent + 0.5 * v1
+
+    def _lookup_untried(self, inp: PlanInput) -> bool:
+        """A match of 3+ tokens whose length has been judged fewer than 4 times."""
+        return (
+            bool(inp.lookup_tokens) and inp.lookup_match >= 3
+            and self.acc.lookup_tot.get(inp.lookup_match, 0.0) < 4
+        )
+
+    def _decide(self, plan: Plan, probe: bool = False) -> Plan:
+        self._probe = probe
+        served = 1.0 if plan.source == DraftSource.LOOKUP else 0.0
+        self.lookup_cover += COVER_FADE * (served - self.lookup_cover)
+        if plan.source != DraftSource.NONE:
+            self._plain_streak = 0
+        if plan.source == DraftSource.DRAFT:
+            self._fresh = False
+            t_d = self.cost.draft or 0.0
+            self._step = {"E": 1.0, "P": 1.0, "k": float(plan.k),
+                          "D": self.cost.catchup_time(self._lag) + t_d + self._rollback()}
+        return plan
+
+    def keep_drafting(self, i: int, p_top: float, entropy: float) -> tuple[bool, bool]:
+        if p_top < self.cfg.p_min:
+            return False, False
+        if self._probe:  # a probe measures: keep what it drafts
+            return True, True
+        st = self._step
+        t_d = self.cost.draft or 0.0
+        v = self._v
+        a = self.acc.predict(p_top, entropy)
+        p_new = st["P"] * a
+        without = st["E"] / (st["D"] + v(i + 1))
+        with_it = (st["E"] + p_new) / (st["D"] + v(i + 2))
+        ahead = False
+        if with_it < without:
+            # one more token does not pay for its verify, but a few more might: where verify
+            # time jumps at a batch size and is flat after it (an F16 target without repacked
+            # weights: 1 token 174 ms, 2-9 tokens 321-510 ms), a one-token look stops at the
+            # first token and wastes the draft decode the plan already paid for
+            if self._best_ahead(i, st["E"] + p_new, p_new, st["D"]) <= without:
+                return False, False
+            ahead = True
+        st["E"] += p_new
+        st["P"] = p_new
+        if i + 1 >= st["k"]:
+            return True, False
+        # the next token's acceptance, its confidence not known yet: the pair's rate at that
+        # depth once every token before it was accepted (runs of copied code: 0.98 from the
+        # third token on in the F16 traces), not this token's own (replayed on the F16 code
+        # traces: docs/lab/2026-12-01-adaptive-convergence.md, "The stop rule, replayed on
+        # real traces")
+        now = st["E"] / (st["D"] + v(i + 2))
+        optimistic = (st["E"] + p_new * self.acc.hazard(i + 1)) / (st["D"] + t_d + v(i + 3))
+        more = ahead or optimistic > now or self._best_ahead(i, st["E"], p_new, st["D"]) > now
+        if more:
+            st["D"] += t_d
+        return True, more
+
+    def _best_ahead(self, i: int, e: float, run: float, d: float) -> float:
+        """The best expected rate of drafting on past token ``i`` (kept: ``e`` tokens expected,
+        ``run`` = P(every token so far accepted), ``d`` seconds before the verify), each
+        further token at the pair's rate at its depth, up to the plan's length."""
+        t_d = self.cost.draft or 0.0
+        best = 0.0
+        for j in range(i + 1, int(self._step["k"])):
+            run *= self.acc.hazard(j)
+            e += run
+            d += t_d
+            best = max(best, e / (d + self._v(j + 2)))
+        return best
+
+    # -- learning ------------------------------------------------------------
+
+    def observe(self, outcome: Outcome) -> None:
+        rec = outcome.record
+        self._spent += rec.draft_s + rec.verify_s + rec.overhead_s
+        v1 = self.cost.verify_time(1)
+        if outcome.source == DraftSource.LOOKUP and self._probe and v1 is not None:
+            self._lookup_loss += rec.draft_s + rec.verify_s + rec.overhead_s - rec.emitted * v1
+        if outcome.source in (DraftSource.DRAFT, DraftSource.TREE) and rec.drafted:
+            rate = rec.emitted / max(rec.draft_s + rec.verify_s + rec.overhead_s + rec.replay_s, 1e-9)
+            key = DraftSource(outcome.source).value
+            self._observe_shape(key, rate)
+        if rec.drafted:
+            self._observe_rollback(rec)
+        if outcome.source == DraftSource.TREE:
+            return
+        self.cost.observe_verify(rec.drafted + 1, rec.verify_s)
+        if rec.drafted == 0:
+            self.since_plain = 0
+        if outcome.source == DraftSource.DRAFT and rec.drafted:
+            self.cost.observe_draft(rec.draft_decodes, rec.catchup, rec.draft_s)
+            self._hindsight(rec.drafted, outcome.n_accepted)
+            self.acc.observe(outcome.top_probs, outcome.entropies, outcome.n_accepted)
+            if self._probe and self._probe_left == 0:
+                # the probe's last step: back off further if drafting still does not pay
+                d_rate, _ = self._draft_rate(self.cfg.draft_max)
+                v1 = self.cost.verify_time(1)
+                pays = v1 is not None and d_rate > 1.0 / v1
+                self.paused = self.paused and not pays
+                self.probe_every = PROBE_FIRST if pays else min(self.probe_every * 2, PROBE_MAX)
+        elif outcome.source == DraftSource.LOOKUP and rec.drafted:
+            self.acc.observe_lookup(outcome.lookup_match, rec.drafted, outcome.n_accepted)
+
+    def _observe_shape(self, key: str, rate: float) -> None:
+        """A shape's rate is the median of its recent steps (the saved rate one vote among
+        them): one lucky tree step cannot make trees the default, and a tree that proposes
+        badly loses its turn after a step or two instead of a running average's ten."""
+        win = self._shape_window.setdefault(key, deque(maxlen=SHAPE_WINDOW))
+        if not win and key in self.shape_rate:
+            win.append(self.shape_rate[key])
+        win.append(rate)
+        self.shape_rate[key] = float(statistics.median(win))
+
+    def sync_draft_at_prefill(self) -> bool:
+        """Feed the prompt to the draft for this reply only to probe it.
+
+        While drafting pays, the draft is not fed at prefill: the first draft step the
+        plan chooses catches it up (the same batched feed, after the first token as
+        before), and the plan weighs that catch-up against lookup and plain steps
+        (paid as exploration when short, see SUNK_SHARE), so a long conversation that
+        lookup copies from does not pay the draft's prefill (1.5 s for 600 tokens
+        with the 0.5B draft on one core, a quarter of a 64-token reply). Probing happens at the start of a reply, when the draft
+        has just seen the prompt: later in a reply, catching the draft up on
+        everything it skipped would cost more than the probe can tell. A probe that
+        finds drafting still does not pay doubles the number of replies until the
+        next one.
+        """
+        if not self.allow_draft:
+            return False
+        v1 = self.cost.verify_time(1)
+        self._lag = 1
+        self._plain_streak = 0
+        self._waited = 0.0
+        self._fresh = False
+        if v1 is None or self.cost.draft is None or self._recheck_now:
+            self._recheck_now = False
+            self.replies_since_probe = 0
+            self._probe_left = PROBE_STEPS
+            return True
+        if self._draft_rate(self.cfg.draft_max)[0] > (1.0 + MARGIN) / v1:
+            self.paused = False
+            self._fresh = True  # drafting pays: the plan catches the draft up when it drafts
+            return False
+        self.paused = True
+        self.replies_since_probe += 1
+        # Where even 100% acceptance would lose, a probe can only re-time the costs: worth
+        # it every RECHECK_EVERY replies (the machine may have been busy when they were
+        # measured), and at the usual cadence while this session's timings are erratic.
+        could_pay = self._could_pay(v1)
+        every = self.probe_every if could_pay or self.cost.erratic else RECHECK_EVERY
+        if self.replies_since_probe >= every:
+            if not could_pay:
+                self.cost.remeasure()  # the probe's timings replace the ones that said "never"
+            self.replies_since_probe = 0
+            self._probe_left = PROBE_STEPS
+            return True
+        return False
+
+    def _could_pay(self, v1: float) -> bool:
+        """Whether some chain length would beat plain decoding were every draft token
+        accepted (the measured costs alone decide: on a compute-bound target the
+        draft can cost more than it could ever save, and probing it is pure loss)."""
+        d = self.cost.draft or 0.0
+        for k in range(1, self.cfg.draft_max + 1):
+            if (k + 1) / (k * d + self._v(k + 1) + self._rollback()) > (1.0 + COULD_PAY_MARGIN) / v1:
+                return True
+        return False
+
+    def finish(self) -> None:
+        self.save()
+
+    # -- the verdict ---------------------------------------------------------
+
+    def verdict(self) -> PolicyVerdict:
+        """Whether the last reply found drafting paying, and how often a pause is re-checked."""
+        return PolicyVerdict(paused=self.paused and self.allow_draft, recheck_every=RECHECK_EVERY,
+                             erratic=self.cost.erratic)
+
+    def clear_verdict(self, calibration: Calibration | None = None) -> None:
+        """Forget the measured costs (the user asked, or they are known to be stale): start
+        again from ``calibration`` (the pair's timing at load) and probe on the next reply;
+        what was learnt about acceptance stays. Saved at once."""
+        self.cost = CostModel()
+        if calibration is not None:
+            calibration.seed(self.cost)
+        self.shape_rate = {}
+        self._shape_window = {}
+        self._saved_cost, self._saved_shapes = copy.deepcopy(self.cost), {}
+        self.paused = False
+        self.probe_every = PROBE_FIRST
+        self.replies_since_probe = 0
+        self._recheck_now = True
+        self.save()
+
+    # -- persistence ---------------------------------------------------------
+
+    def to_dict(self) -> dict[str, object]:
+        """What is saved: the acceptance model always; the costs and shape rates of this
+        session only when its timings were not erratic (else what was saved before)."""
+        if self.cost.erratic:
+            return policy_state.state_dict(self._saved_cost, self.acc, self._saved_shapes)
+        return policy_state.state_dict(self.cost, self.acc, self.shape_rate)
+
+    def load(self, path: Path) -> None:
+        """Read the saved models (a bad file is discarded: see policy_state.py)."""
+        shapes = policy_state.load_into(path, self.cost, self.acc)
+        if shapes is not None:
+            self.shape_rate = shapes
+
+    def save(self) -> None:
+        if self.state_path is not None:
+            policy_state.save(self.state_path, self.to_dict())

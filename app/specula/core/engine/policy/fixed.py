@@ -1,0 +1,151 @@
+"""How much to draft at each step, and from where.
+
+Each step the generator asks the policy for a :class:`Plan` (draft model,
+prompt lookup, or nothing: a plain target step, and at most how many tokens),
+then asks :meth:`DraftPolicy.keep_drafting` after each drafted token whether to
+keep it and whether to draft another, and finally reports the step back with
+:meth:`DraftPolicy.observe`.
+
+:class:`FixedPolicy` is LM Studio's model (max/min draft size and a probability
+cut-off); :class:`TreePolicy` always drafts a tree. The adaptive policy, which
+also serves prompt lookup alone, lives in :mod:`specula.core.engine.policy.adaptive`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from specula.core.engine.config import SpecConfig
+from specula.core.engine.drafters.base import DraftSource
+from specula.core.engine.stats import StepRecord
+
+DRAFT_MODEL_SOURCES = frozenset({DraftSource.DRAFT, DraftSource.TREE})
+
+
+@dataclass
+class Plan:
+    source: DraftSource  # NONE: a plain step
+    k: int  # at most this many tokens (a tree: its node budget)
+    lookup_tokens: list[int] | None = None
+
+
+@dataclass
+class PlanInput:
+    room: int  # tokens that may still be drafted (context and max_tokens)
+    available: frozenset[DraftSource]  # the drafters that can propose now
+    lookup_tokens: list[int] = field(default_factory=list)  # what lookup would propose
+    lookup_match: int = 0  # its n-gram length
+    draft_lag: int = 1  # tokens the draft must be fed before it can propose
+
+    @property
+    def has_draft(self) -> bool:
+        return DraftSource.DRAFT in self.available
+
+
+@dataclass
+class Outcome:
+    """What a step taught: per drafted token its confidence and whether it was accepted."""
+
+    source: DraftSource
+    top_probs: list[float]
+    entropies: list[float]
+    n_accepted: int
+    lookup_match: int
+    record: StepRecord
+
+
+class DraftPolicy(Protocol):
+    name: str  # the mode's name, for the statistics
+    wants: frozenset[DraftSource]  # the drafters this policy may plan with
+
+    @property
+    def reads_confidence(self) -> bool:
+        """Whether ``keep_drafting`` or ``observe`` look at the draft's confidence (its top
+        probability and entropy); when not, a greedy draft skips computing them (an exp over
+        the whole vocabulary per drafted token, most of a greedy chain's host work)."""
+
+    def plan(self, inp: PlanInput) -> Plan:
+        """What to draft this step."""
+
+    def keep_drafting(self, i: int, p_top: float, entropy: float) -> tuple[bool, bool]:
+        """After the draft produced token ``i``: (keep it, draft another)."""
+
+    def observe(self, outcome: Outcome) -> None:
+        """Learn from a finished step."""
+
+    def sync_draft_at_prefill(self) -> bool:
+        """Whether to feed the prompt to the draft model during prefill."""
+
+    def finish(self) -> None:
+        """The reply is over (persist what was learnt)."""
+
+
+class StaticPolicy:
+    """A policy that learns nothing: the fixed modes share these defaults."""
+
+    name = "static"
+    wants: frozenset[DraftSource] = frozenset()
+    sync_at_prefill = False
+
+    def __init__(self, cfg: SpecConfig | None = None) -> None:
+        self.cfg = cfg or SpecConfig()
+
+    @property
+    def reads_confidence(self) -> bool:
+        return False  # keep_drafting keeps everything; observe learns nothing
+
+    def plan(self, inp: PlanInput) -> Plan:
+        return Plan(DraftSource.NONE, 0)
+
+    def keep_drafting(self, i: int, p_top: float, entropy: float) -> tuple[bool, bool]:
+        return True, True
+
+    def observe(self, outcome: Outcome) -> None:
+        return None
+
+    def sync_draft_at_prefill(self) -> bool:
+        return self.sync_at_prefill
+
+    def finish(self) -> None:
+        return None
+
+
+class PlainPolicy(StaticPolicy):
+    """No drafting: one target token per step."""
+
+    name = "plain"
+
+
+class FixedPolicy(StaticPolicy):
+    """Always draft ``draft_max`` tokens with the draft model, cut short below ``p_min``."""
+
+    name = "chain"
+    wants = frozenset({DraftSource.DRAFT})
+    sync_at_prefill = True
+
+    def plan(self, inp: PlanInput) -> Plan:
+        k = min(self.cfg.draft_max, inp.room)
+        return Plan(DraftSource.DRAFT, k) if k > 0 and inp.has_draft else Plan(DraftSource.NONE, 0)
+
+    @property
+    def reads_confidence(self) -> bool:
+        # the p_min cut reads p_top; a relaxed accept reads each drafted token's probability
+        return self.cfg.p_min > 0 or self.cfg.lossy
+
+    def keep_drafting(self, i: int, p_top: float, entropy: float) -> tuple[bool, bool]:
+        keep = p_top >= self.cfg.p_min
+        return keep, keep
+
+
+class TreePolicy(StaticPolicy):
+    """Always draft a token tree of ``tree_budget`` nodes, ``tree_width`` children per node."""
+
+    name = "tree"
+    wants = frozenset({DraftSource.TREE})
+    sync_at_prefill = True
+
+    def plan(self, inp: PlanInput) -> Plan:
+        if inp.room <= 0 or DraftSource.TREE not in inp.available:
+            return Plan(DraftSource.NONE, 0)
+        return Plan(DraftSource.TREE, self.cfg.tree_budget)

@@ -1,0 +1,1 @@
+"""The engine's sampling floor (see docs/architecture.md)."""

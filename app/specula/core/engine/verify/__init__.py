@@ -1,0 +1,1 @@
+"""The engine's verify floor (see docs/architecture.md)."""

@@ -1,0 +1,76 @@
+"""Verifying a token tree: the pending token and every node in one target decode,
+then a walk down the tree by the target's own choices (sample-and-match, or the
+coupled rule, or greedy: exact for any tree), keeping the winning branch's cells.
+
+Apart from the generator's loop because it is the one verification that needs
+branch sequences in the KV cache (``KVCache.branches``) and a tree-shaped batch.
+On a hybrid target the winning path is committed by a checkpoint taken before the
+tree and a replay of the path (``KVCache.commit_branch``); a pure recurrent target
+cannot decode a tree at all (the generator gives it chains).
+"""
+
+from __future__ import annotations
+
+from specula.core.engine.drafters import TokenTree
+from specula.core.engine.events import Source
+from specula.core.engine.native.batch import Batch
+from specula.core.engine.native.kv import CutFailed, KVCache
+from specula.core.engine.sampling import rules as sampling
+from specula.core.engine.sampling import topk
+from specula.core.engine.verify.reply import Reply
+
+NewToken = tuple[int, Source, float | None, bool]  # token, source, draft probability, relaxed
+
+
+def verify_tree(
+    kv: KVCache, batch: Batch, tree: TokenTree, committed: list[int], reply: Reply,
+    gaps: list[float] | None = None,
+) -> tuple[float, list[NewToken], int]:
+    """(verify seconds, new tokens, accepted tree nodes). ``gaps``: when a list, the
+    target's top-2 logit gap at every position walked is appended (the benchmark)."""
+    n_past = len(committed) - 1
+    if not kv.ctx.memory.runs_trees:
+        raise ValueError("a token tree cannot be verified on recurrent memory (the generator runs chains)")
+    if len(kv) != n_past:
+        raise CutFailed(f"The model's memory is out of step: the cache holds {len(kv)} tokens "
+                        f"where the tree needs {n_past}.")
+    kv.checkpoint()  # recurrent layers (a hybrid): the state the winning path is replayed from
+    leaves = tree.leaves()
+    new: list[NewToken] = []
+    path: list[int] = []
+    with kv.branches(len(leaves)) as seqs:
+        leaf_seq = dict(zip(leaves, seqs, strict=True))
+        below: list[list[int]] = [[] for _ in tree.nodes]
+        for leaf, s in leaf_seq.items():
+            i = leaf
+            while i >= 0:
+                below[i].append(s)
+                i = tree.nodes[i].parent
+        batch.fill_tree(
+            [committed[-1]] + [n.token for n in tree.nodes],
+            [n_past] + [n_past + n.depth for n in tree.nodes],
+            [[0, *seqs], *below],
+        )
+        verify_s = kv.decode(batch, appended=[committed[-1]])
+        cur, out = -1, 0
+        history = sampling.penalty_window(committed, reply.params)
+        while True:
+            logits = kv.ctx.logits(out)
+            if gaps is not None:
+                gaps.append(topk.top2_gap(logits))
+            # sample-and-match (or coupled) down the tree: exact for any tree
+            y = reply.choose(logits, history, len(committed) + len(path))
+            child = next((c for c in tree.children_of(cur) if tree.nodes[c].token == y), None)
+            reply.took(logits, y)
+            if child is None:
+                new.append((y, Source.TARGET, None, False))
+                break
+            new.append((y, Source.DRAFT, tree.nodes[child].prob, False))
+            if history:
+                history.append(y)
+            path.append(child)
+            cur, out = child, child + 1
+        if path:
+            winner = next(s for leaf, s in leaf_seq.items() if tree.descends(leaf, path[-1]))
+            kv.commit_branch(winner, [tree.nodes[i].token for i in path])
+    return verify_s, new, len(path)
