@@ -17,8 +17,7 @@ from specula.core.engine.stats import GenerationStats
 # Kept from the first part: what the reply started as, and its prompt.
 _FIRST = ("ttft_s", "prompt_tokens", "prefill_tokens", "prefill_s", "seed")
 # Taken from the last part: how the reply ran when it ended.
-_LAST = ("mode", "acceptance_rule", "draft_stopped")
-_COUNTS = ("drafting_steps",)  # our own counts beside GenerationStats, added up too
+_LAST = ("mode", "acceptance_rule", "draft_stopped", "plain_run")
 
 
 def _stats(d: dict[str, Any]) -> GenerationStats:
@@ -27,6 +26,9 @@ def _stats(d: dict[str, Any]) -> GenerationStats:
     for f in fields(GenerationStats):
         default, v = getattr(out, f.name), d.get(f.name)
         if isinstance(v, bool) or v is None:
+            continue
+        if isinstance(default, tuple) and isinstance(v, (list, tuple)):  # per-position counts
+            setattr(out, f.name, tuple(int(x) for x in v if isinstance(x, int)))
             continue
         if (isinstance(default, str) and isinstance(v, str)) or \
                 (isinstance(default, int) and isinstance(v, int)) or \
@@ -50,14 +52,14 @@ def merge(first: dict[str, Any] | None, then: dict[str, Any]) -> dict[str, Any]:
             value = getattr(b, name)
         elif name == "peak_rss_bytes":
             value = max(a.peak_rss_bytes, b.peak_rss_bytes)
+        elif name.endswith("_per_pos"):  # added position by position
+            pa, pb = getattr(a, name), getattr(b, name)
+            n = max(len(pa), len(pb))
+            value = tuple((pa[i] if i < len(pa) else 0) + (pb[i] if i < len(pb) else 0)
+                          for i in range(n))
         else:
             value = getattr(a, name) + getattr(b, name)
         setattr(out, name, value)
     merged = out.to_dict()
-    for key in _COUNTS:
-        if key in first or key in then:
-            merged[key] = int(first.get(key, 0) or 0) + int(then.get(key, 0) or 0)
-    if "plain_run" in then:
-        merged["plain_run"] = then["plain_run"]
     merged["parts"] = int(first.get("parts", 1) or 1) + 1
     return merged

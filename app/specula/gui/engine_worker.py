@@ -216,8 +216,8 @@ class EngineWorker(QObject):
                 elif isinstance(ev, StepEvent):
                     s = ev.stats
                     batch.steps.append(StepPoint(s.tokens, s.total_s, s.ttft_s, s.drafted,
-                                                 s.accepted, ev.record.drafted))
-                    batch.stats = copy.copy(s)
+                                                 s.accepted))
+                    batch.stats = s  # a snapshot: the engine never changes it
                     now = time.monotonic()
                     if now - last >= BATCH_S:
                         self.batch_ready.emit(request_id, batch)

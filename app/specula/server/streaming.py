@@ -50,6 +50,13 @@ def spec_stats(done: Done, draft: str | None) -> dict[str, Any]:
         "drafted": s.drafted, "accepted": s.accepted,
         "acceptance": round(s.acceptance_rate, 4),
         "mean_accepted_per_step": round(s.mean_accepted_per_step, 4),
+        # the same figure, None when nothing was drafted, and what it divides by
+        "accepted_per_drafting_step": (None if s.accepted_per_drafting_step is None
+                                       else round(s.accepted_per_drafting_step, 4)),
+        "drafting_steps": s.drafting_steps,
+        # per draft position: proposals that reached it, steps accepted through it
+        "drafted_per_pos": list(s.drafted_per_pos),
+        "accepted_per_pos": list(s.accepted_per_pos),
         "steps": s.steps, "tokens": s.tokens,
         "tokens_per_s": round(s.tokens_per_s, 2), "ttft_s": round(s.ttft_s, 4),
         "total_s": round(s.total_s, 4), "stop_reason": done.stop_reason.value,

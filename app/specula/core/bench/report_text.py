@@ -52,6 +52,7 @@ def format_report(report: BenchReport) -> str:
         if s.get("draft_catchup_s_median") or s.get("draft_catchup_tokens_median"):
             lines.append(f"  {mode:<10}{s['draft_catchup_s_median']:>8.2f} s"
                          f"{s['draft_catchup_tokens_median']:>8.0f} tokens")
+    lines.extend(_format_per_pos(report.summary))
     lines.extend(_format_memory(report.summary))
     lines.append("")
     lines.append("Speedup by category (median)")
@@ -62,6 +63,20 @@ def format_report(report: BenchReport) -> str:
         lines.append(f"  {mode:<10}" + "  ".join(f"{c} {v:.2f}x" for c, v in cats.items()))
     lines.extend(_format_oracle(report.oracle))
     return "\n".join(lines)
+
+
+def _format_per_pos(summary: dict[str, object]) -> list[str]:
+    """Acceptance per draft position (llama.cpp's n_acc_tokens_per_pos), per mode that
+    drafted: of the proposals that reached position i, the share accepted through it."""
+    rows = [(m, s) for m, s in summary.items() if isinstance(s, dict) and s.get("drafted_per_pos")]
+    if not rows:
+        return []
+    lines = ["", "Accepted per draft position (accepted/drafted, all runs)"]
+    for mode, s in rows:
+        cells = [f"{i + 1}: {a}/{d} {a / d:.0%}" if d else f"{i + 1}: 0/0"
+                 for i, (a, d) in enumerate(zip(s.get("accepted_per_pos") or [], s["drafted_per_pos"], strict=False))]
+        lines.append(f"  {mode:<10}" + "  ".join(cells))
+    return lines
 
 
 def _format_memory(summary: dict[str, object]) -> list[str]:

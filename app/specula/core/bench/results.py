@@ -59,6 +59,12 @@ class RunResult:
     replayed_tokens: int = 0
     replay_s: float = 0.0
     draft_replayed_tokens: int = 0
+    # Steps that drafted (what mean_accepted_per_step divides by, as every surface does),
+    # and per draft position: proposals that reached it, steps accepted through it
+    # (GenerationStats.drafted_per_pos / accepted_per_pos).
+    drafting_steps: int = 0
+    drafted_per_pos: list[int] = field(default_factory=list)
+    accepted_per_pos: list[int] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, d: dict[str, object]) -> RunResult:
@@ -212,6 +218,8 @@ def summarize(runs: Sequence[RunResult]) -> dict[str, object]:
             "total_vs_plain": _median(totals),
             "acceptance": sum(r.accepted for r in rs) / drafted if drafted else 0.0,
             "mean_accepted_per_step": _median([r.mean_accepted_per_step for r in rs]),
+            "drafted_per_pos": _add_per_pos([r.drafted_per_pos for r in rs]),
+            "accepted_per_pos": _add_per_pos([r.accepted_per_pos for r in rs]),
             "overhead_fraction_median": _median([r.overhead_fraction for r in rs]),
             "host_share_median": _median([r.host_share for r in rs]),
             "host_share_step_median": _median([r.host_share_step_median for r in rs]),

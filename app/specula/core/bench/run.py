@@ -236,6 +236,8 @@ def _result(prompt: BenchPrompt, m: BenchMode, repeat: int, done: Done,
         memory=s.memory, checkpoint_bytes=s.checkpoint_bytes_each, checkpoints=s.checkpoints,
         checkpoint_s=s.checkpoint_s + s.draft_checkpoint_s, replayed_tokens=s.replayed_tokens,
         replay_s=s.replay_s, draft_replayed_tokens=s.draft_replayed_tokens,
+        drafting_steps=s.drafting_steps, drafted_per_pos=list(s.drafted_per_pos),
+        accepted_per_pos=list(s.accepted_per_pos),
     )
 
 

@@ -50,7 +50,7 @@ class TokenEvent:
 @dataclass
 class StepEvent:
     record: StepRecord
-    stats: GenerationStats  # running totals after this step
+    stats: GenerationStats  # a snapshot of the running totals after this step (never changes)
 
 
 @dataclass

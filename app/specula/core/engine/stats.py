@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import copy
+from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Protocol
 
@@ -56,6 +57,8 @@ class StepRecord:
     draft_decodes: int = 0  # draft llama_decode calls
     catchup: int = 0  # tokens the draft caught up on first
     relaxed_accepted: int = 0  # accepted only because of the lossy rule
+    # How far the proposal reached: a chain's length, a tree's deepest node (0: plain step).
+    depth: int = 0
     # The step's wall time, from the end of the previous step's bookkeeping to the end of
     # this one's (the consumer's time between steps excluded); 0 when not measured.
     step_s: float = 0.0
@@ -98,8 +101,18 @@ class GenerationStats:
     total_s: float = 0.0
     tokens: int = 0
     steps: int = 0
+    # Steps that drafted (sent at least one draft token to verification), and the plain
+    # steps in a row at the end of the reply: the one count every surface divides by.
+    drafting_steps: int = 0
+    plain_run: int = 0
     drafted: int = 0
     accepted: int = 0
+    # Per draft position i (0 = the first drafted token), over the drafting steps: how many
+    # proposals reached position i (a chain's length, a tree's depth) and how many steps
+    # had their draft accepted up to and including it (llama.cpp's n_acc_tokens_per_pos).
+    # Tuples, so that a snapshot (``snapshot``) shares nothing the loop changes.
+    drafted_per_pos: tuple[int, ...] = ()
+    accepted_per_pos: tuple[int, ...] = ()
     draft_tokens_emitted: int = 0
     zero_accept_steps: int = 0
     relaxed_accepted: int = 0
@@ -143,14 +156,27 @@ class GenerationStats:
         return self.accepted / self.drafted if self.drafted else 0.0
 
     @property
-    def mean_accepted_per_step(self) -> float:
-        """Draft tokens accepted per verification step (every step verifies; plain ones too).
+    def accepted_per_drafting_step(self) -> float | None:
+        """Draft tokens accepted per step that drafted; None when nothing was drafted.
 
-        0 when nothing was drafted. With a fixed chain every step drafts, so this is
-        the accepted length per step; an adaptive run that mostly decodes plainly
-        shows how much drafting contributed over the whole reply.
+        The one definition of "accepted per step" that the CLI, the server, the bench,
+        the live panel and the footer all show: plain steps of an adaptive reply (nothing
+        proposed, nothing to accept) do not dilute it.
         """
-        return self.accepted / self.steps if self.drafted and self.steps else 0.0
+        return self.accepted / self.drafting_steps if self.drafting_steps else None
+
+    @property
+    def mean_accepted_per_step(self) -> float:
+        """:attr:`accepted_per_drafting_step`, 0.0 when nothing was drafted (the server's
+        and the bench's older key, kept with the same number)."""
+        per = self.accepted_per_drafting_step
+        return per if per is not None else 0.0
+
+    @property
+    def acceptance_per_pos(self) -> tuple[float, ...]:
+        """Per draft position: the share of proposals reaching it that were accepted there."""
+        return tuple(a / d if d else 0.0
+                     for a, d in zip(self.accepted_per_pos, self.drafted_per_pos, strict=True))
 
     @property
     def tokens_per_step(self) -> float:
@@ -170,6 +196,13 @@ class GenerationStats:
 
     def add_step(self, rec: StepRecord) -> None:
         self.steps += 1
+        if rec.drafted:
+            self.drafting_steps += 1
+            self.plain_run = 0
+            self.drafted_per_pos = _count_first(self.drafted_per_pos, rec.depth or rec.drafted)
+            self.accepted_per_pos = _count_first(self.accepted_per_pos, rec.accepted)
+        else:
+            self.plain_run += 1
         self.drafted += rec.drafted
         self.accepted += rec.accepted
         self.relaxed_accepted += rec.relaxed_accepted
@@ -182,6 +215,11 @@ class GenerationStats:
         self.step_s += rec.step_s
         if rec.catchup_s > 0:
             self.add_catchup(rec.catchup, rec.catchup_s)
+
+    def snapshot(self) -> GenerationStats:
+        """A copy of the totals now, for a StepEvent: the loop goes on changing ``self``,
+        the copy never changes (its per-position counts are tuples, shared safely)."""
+        return copy.copy(self)
 
     def add_catchup(self, tokens: int, seconds: float) -> None:
         """Count a catch-up of the draft on tokens it had not seen (see draft_catchup_s)."""
@@ -212,26 +250,37 @@ class GenerationStats:
         self.peak_rss_bytes = max(self.peak_rss_bytes, rss)
 
     def summary_line(self) -> str:
-        """`42.1 tok/s, 128 tokens, 81% of 96 draft tokens accepted, 3.4 per step, TTFT 0.21 s`."""
+        """`42.1 tok/s, 128 tokens, 81% of 96 draft tokens accepted, 3.40 per drafting step,
+        TTFT 0.21 s, chain`: the per-step figure as the panel and the footer print it."""
         parts = [f"{self.tokens_per_s:.1f} tok/s", f"{self.tokens} tokens"]
         if self.drafted:
             parts.append(
                 f"{self.acceptance_rate:.0%} of {self.drafted} draft tokens accepted"
             )
-            parts.append(f"{self.mean_accepted_per_step:.1f} per step")
+            parts.append(f"{self.mean_accepted_per_step:.2f} per drafting step")
         parts.append(f"TTFT {self.ttft_s:.2f} s")
         parts.append(self.mode)
         return ", ".join(parts)
 
     def to_dict(self) -> dict[str, object]:
-        d = {k: v for k, v in asdict(self).items() if not k.startswith("_")}
+        d = {k: (list(v) if isinstance(v, tuple) else v)
+             for k, v in asdict(self).items() if not k.startswith("_")}
         d.update(
             tokens_per_s=self.tokens_per_s,
             acceptance_rate=self.acceptance_rate,
             mean_accepted_per_step=self.mean_accepted_per_step,
+            accepted_per_drafting_step=self.accepted_per_drafting_step,
             overhead_fraction=self.overhead_fraction,
             host_share=self.host_share,
             decode_s=self.decode_s,
             checkpoint_bytes_each=self.checkpoint_bytes_each,
         )
         return d
+
+
+def _count_first(counts: tuple[int, ...], n: int) -> tuple[int, ...]:
+    """``counts`` with one more at each of the first ``n`` positions (grown as needed)."""
+    if n <= 0:
+        return counts
+    grown = counts + (0,) * max(n - len(counts), 0)
+    return tuple(c + 1 if i < n else c for i, c in enumerate(grown))

@@ -379,8 +379,6 @@ class ChatPage(QWidget):
     def _on_finished(self, done: Done) -> None:
         widget, self.reply, self.reply_widget = self.reply_widget, None, None
         stats = done.stats.to_dict()
-        stats.update(drafting_steps=self.stats_panel.live.drafting_steps,
-                     plain_run=self.stats_panel.live.plain_run)
         old = self._continuing
         if old is not None:  # one reply written in parts: its statistics add up
             stats = reply_stats.merge(old.meta.get("stats"), stats)

@@ -6,8 +6,9 @@ then reads thousands of tokens per second. So a rate is shown only once the
 reply has run for :data:`MIN_RATE_S` seconds *and* produced :data:`MIN_RATE_TOKENS`
 tokens after the first one; before that the view shows "—". Acceptance is
 counted over the tokens actually drafted, and "accepted per step" over the
-steps that drafted, so an adaptive reply that decodes plainly most of the time
-does not read as "100 % acceptance, 0.40 accepted/step".
+steps that drafted (both defined once, on :class:`GenerationStats`, and shown
+alike by the CLI, the server and the bench), so an adaptive reply that decodes
+plainly most of the time does not read as "100 % acceptance, 0.40 accepted/step".
 
 The live panel and the footer under a finished reply both format
 :class:`LiveFigures` with the functions below, so they agree at the end.
@@ -40,7 +41,6 @@ class StepPoint:
     ttft_s: float  # time to the first token (0 until it arrived)
     drafted: int  # running totals
     accepted: int
-    step_drafted: int = 0  # what this step drafted (0 = a plain step)
 
 
 @dataclass(frozen=True)
@@ -82,22 +82,13 @@ class LiveStats:
 
     steps: list[StepPoint] = field(default_factory=list)
     chart: list[ChartPoint] = field(default_factory=list)
-    drafting_steps: int = 0
-    plain_run: int = 0  # plain steps in a row at the end
 
     def clear(self) -> None:
         self.steps.clear()
         self.chart.clear()
-        self.drafting_steps = 0
-        self.plain_run = 0
 
     def add(self, step: StepPoint) -> None:
         self.steps.append(step)
-        if step.step_drafted > 0:
-            self.drafting_steps += 1
-            self.plain_run = 0
-        else:
-            self.plain_run += 1
         point = self._chart_point(step)
         if point is not None:
             self.chart.append(point)
@@ -127,22 +118,22 @@ class LiveStats:
         """The figures after the latest step (``stats`` = the engine's running totals)."""
         if stats is None:
             return None
-        return figures(stats, self.drafting_steps, self.plain_run)
+        return figures(stats)
 
 
-def figures(stats: GenerationStats, drafting_steps: int, plain_run: int = 0) -> LiveFigures:
-    """Figures from the engine's totals and the count of steps that drafted."""
+def figures(stats: GenerationStats) -> LiveFigures:
+    """Figures from the engine's totals (the per-step figure is the core's own)."""
     drafted, accepted = stats.drafted, stats.accepted
     paused = (stats.mode == "adaptive" and stats.steps >= PAUSED_AFTER_STEPS
-              and (drafted == 0 or plain_run >= PAUSED_AFTER_STEPS))
+              and (drafted == 0 or stats.plain_run >= PAUSED_AFTER_STEPS))
     return LiveFigures(
         tokens=stats.tokens,
         drafted=drafted,
         accepted=accepted,
         rate=rate_or_none(stats.tokens, stats.ttft_s, stats.total_s),
         acceptance=accepted / drafted if drafted > 0 else None,
-        accepted_per_step=accepted / drafting_steps if drafting_steps > 0 else None,
-        drafting_steps=drafting_steps,
+        accepted_per_step=stats.accepted_per_drafting_step,
+        drafting_steps=stats.drafting_steps,
         steps=stats.steps,
         ttft_s=stats.ttft_s if stats.tokens > 0 else None,
         mode=stats.mode,
@@ -151,7 +142,7 @@ def figures(stats: GenerationStats, drafting_steps: int, plain_run: int = 0) -> 
 
 
 def figures_from_dict(d: dict[str, object]) -> LiveFigures:
-    """Figures from a stored message's meta (``GenerationStats.to_dict`` plus our counts)."""
+    """Figures from a stored message's meta (``GenerationStats.to_dict``)."""
 
     def num(key: str) -> float:
         v = d.get(key, 0)
@@ -160,10 +151,11 @@ def figures_from_dict(d: dict[str, object]) -> LiveFigures:
     stats = GenerationStats(
         mode=str(d.get("mode", "plain")), ttft_s=num("ttft_s"), total_s=num("total_s"),
         tokens=int(num("tokens")), steps=int(num("steps")), drafted=int(num("drafted")),
-        accepted=int(num("accepted")),
+        accepted=int(num("accepted")), plain_run=int(num("plain_run")),
+        # a message stored before the count existed: every step counted as drafting
+        drafting_steps=int(num("drafting_steps")) if "drafting_steps" in d else int(num("steps")),
     )
-    drafting = int(num("drafting_steps")) if "drafting_steps" in d else stats.steps
-    return figures(stats, drafting, int(num("plain_run")))
+    return figures(stats)
 
 
 # -- formatting shared by the panel and the footer -----------------------------

@@ -102,7 +102,7 @@ class StatsPanel(QFrame):
 
     def final_figures(self, stats: GenerationStats) -> ls.LiveFigures:
         """The reply's figures from its final totals (what the footer shows too)."""
-        return ls.figures(stats, self.live.drafting_steps, self.live.plain_run)
+        return ls.figures(stats)
 
     def finish(self, stats: GenerationStats) -> None:
         self.stats = stats

@@ -309,7 +309,7 @@ class Generator:
                     step=step, drafted=len(prop), accepted=m, emitted=len(new),
                     draft_s=prop.draft_s, verify_s=verify_s,
                     overhead_s=max(wall - (self._decode_clock() - clock0), 0.0),
-                    shape=prop.shape, source=prop.source.value,
+                    shape=prop.shape, source=prop.source.value, depth=_depth(prop),
                     draft_decodes=prop.n_decodes, catchup=prop.catchup, catchup_s=prop.catchup_s,
                     relaxed_accepted=n_relaxed, step_s=wall, draft_host_s=prop.host_s,
                     checkpoint_s=kv_t.checkpoint_s + kv_t.restore_s + kv_d.checkpoint_s + kv_d.restore_s,
@@ -324,7 +324,7 @@ class Generator:
                 if active:
                     stats.draft_stopped = next((d.stopped for d in active.values() if d.stopped), "")
                 policy.observe(Outcome(prop.source, prop.top_probs, prop.entropies, m, prop.match_len, rec))
-                events.append(StepEvent(rec, stats))
+                events.append(StepEvent(rec, stats.snapshot()))
                 step += 1
                 t_tail = time.perf_counter()
                 yield from events
@@ -475,3 +475,10 @@ class Generator:
             self._tree_batch = Batch(MAX_TREE_SEQS * 4, MAX_TREE_SEQS + 1)
         self._owed(committed, self.ctx.n_batch)  # fed on their own: a tree starts at committed
         return verify_tree(self.kv, self._tree_batch, tree, committed, reply, self.gaps)
+
+
+def _depth(prop: Proposal) -> int:
+    """How far a proposal reached: a chain's length, a tree's deepest node."""
+    if prop.tree is not None:
+        return max((n.depth for n in prop.tree.nodes), default=0)
+    return len(prop)
