@@ -18,7 +18,10 @@ def _check_stats(stats: dict[str, Any], tokens: int) -> None:
     assert stats["mode"] == "chain" and stats["draft"] == "tiny-draft"
     assert 0 < stats["accepted"] <= stats["drafted"]
     assert stats["acceptance"] == pytest.approx(stats["accepted"] / stats["drafted"], abs=1e-4)
-    assert stats["mean_accepted_per_step"] == pytest.approx(stats["accepted"] / stats["steps"], abs=1e-4)
+    assert stats["mean_accepted_per_step"] == pytest.approx(
+        stats["accepted"] / stats["drafting_steps"], abs=1e-4)
+    assert stats["accepted_per_drafting_step"] == stats["mean_accepted_per_step"]
+    assert sum(stats["drafted_per_pos"]) >= sum(stats["accepted_per_pos"]) == stats["accepted"]
     assert stats["tokens"] == tokens
 
 

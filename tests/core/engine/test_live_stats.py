@@ -11,15 +11,17 @@ from specula.gui.stats import live_stats as ls
 
 
 def _stats(tokens: int, ttft: float, total: float, drafted: int = 0, accepted: int = 0,
-           steps: int = 1, mode: str = "chain") -> GenerationStats:
+           steps: int = 1, mode: str = "chain", drafting_steps: int = 0,
+           plain_run: int = 0) -> GenerationStats:
     return GenerationStats(mode=mode, tokens=tokens, ttft_s=ttft, total_s=total,
-                           drafted=drafted, accepted=accepted, steps=steps)
+                           drafted=drafted, accepted=accepted, steps=steps,
+                           drafting_steps=drafting_steps, plain_run=plain_run)
 
 
 def test_three_tokens_in_half_a_millisecond_show_no_rate() -> None:
     # The reported case: 3 tokens, 2 accepted, 0.4 ms after the first token -> 5473 tok/s.
-    s = _stats(3, 0.1, 0.1004, drafted=3, accepted=2)
-    f = ls.figures(s, drafting_steps=1)
+    s = _stats(3, 0.1, 0.1004, drafted=3, accepted=2, drafting_steps=1)
+    f = ls.figures(s)
     assert f.rate is None and ls.format_rate(f) == ls.DASH
     assert f.accepted == 2 and f.acceptance == pytest.approx(2 / 3)
 
@@ -31,7 +33,7 @@ def test_three_tokens_in_half_a_millisecond_show_no_rate() -> None:
     (100, 2.0, True),
 ])
 def test_rate_needs_time_and_tokens(tokens: int, decode_s: float, shown: bool) -> None:
-    f = ls.figures(_stats(tokens, 0.2, 0.2 + decode_s), 1)
+    f = ls.figures(_stats(tokens, 0.2, 0.2 + decode_s))
     assert (f.rate is not None) is shown
     if shown:
         assert f.rate == pytest.approx((tokens - 1) / decode_s)
@@ -39,33 +41,32 @@ def test_rate_needs_time_and_tokens(tokens: int, decode_s: float, shown: bool) -
 
 def test_acceptance_and_per_step_count_only_drafting_steps() -> None:
     # Adaptive: 10 steps, 2 of them drafted 4 tokens each, 3 accepted in all.
-    s = _stats(40, 0.1, 3.0, drafted=8, accepted=3, steps=10, mode="adaptive")
-    f = ls.figures(s, drafting_steps=2)
+    s = _stats(40, 0.1, 3.0, drafted=8, accepted=3, steps=10, mode="adaptive", drafting_steps=2)
+    f = ls.figures(s)
     assert f.acceptance == pytest.approx(3 / 8)
     assert f.accepted_per_step == pytest.approx(1.5)  # not 3 / 10
     assert ls.drafting_note(f) == "drafted in 2 of 10 steps"
 
 
 def test_nothing_drafted_shows_dashes_and_the_pause_in_words() -> None:
-    s = _stats(40, 0.1, 3.0, steps=40, mode="adaptive")
-    f = ls.figures(s, drafting_steps=0, plain_run=40)
+    s = _stats(40, 0.1, 3.0, steps=40, mode="adaptive", plain_run=40)
+    f = ls.figures(s)
     assert f.acceptance is None and f.accepted_per_step is None
     assert ls.format_acceptance(f) == ls.format_per_step(f) == ls.DASH
     assert ls.drafting_note(f) == ls.PAUSED_TEXT
-    chain = ls.figures(_stats(40, 0.1, 3.0, steps=40), 0)
+    chain = ls.figures(_stats(40, 0.1, 3.0, steps=40, plain_run=40))
     assert not chain.paused and ls.drafting_note(chain) == ""
 
 
-def test_tracker_counts_steps_and_pauses() -> None:
-    live = ls.LiveStats()
-    live.add(ls.StepPoint(5, 0.2, 0.1, 4, 4, step_drafted=4))
-    for i in range(ls.PAUSED_AFTER_STEPS):
-        live.add(ls.StepPoint(6 + i, 0.3 + i * 0.1, 0.1, 4, 4, step_drafted=0))
-    assert live.drafting_steps == 1 and live.plain_run == ls.PAUSED_AFTER_STEPS
-    stats = _stats(6 + ls.PAUSED_AFTER_STEPS, 0.1, 1.1, 4, 4, steps=1 + ls.PAUSED_AFTER_STEPS,
-                   mode="adaptive")
-    f = live.figures(stats)
+def test_pause_comes_from_the_plain_run_of_the_totals() -> None:
+    n = ls.PAUSED_AFTER_STEPS
+    stats = _stats(6 + n, 0.1, 1.1, 4, 4, steps=1 + n, mode="adaptive",
+                   drafting_steps=1, plain_run=n)
+    f = ls.LiveStats().figures(stats)
     assert f is not None and f.paused and f.accepted_per_step == 4.0
+    g = ls.figures(_stats(6 + n, 0.1, 1.1, 4, 4, steps=1 + n, mode="adaptive",
+                          drafting_steps=1, plain_run=n - 1))
+    assert not g.paused
 
 
 def test_chart_waits_for_a_window_then_rolls() -> None:
@@ -81,10 +82,9 @@ def test_chart_waits_for_a_window_then_rolls() -> None:
 
 
 def test_figures_round_trip_through_a_stored_dict() -> None:
-    s = _stats(40, 0.1, 3.0, drafted=8, accepted=3, steps=10, mode="adaptive")
-    d = s.to_dict()
-    d.update(drafting_steps=2, plain_run=0)
-    assert ls.figures_from_dict(d) == ls.figures(s, 2, 0)
+    s = _stats(40, 0.1, 3.0, drafted=8, accepted=3, steps=10, mode="adaptive",
+               drafting_steps=2, plain_run=3)
+    assert ls.figures_from_dict(s.to_dict()) == ls.figures(s)
 
 
 @given(st.floats(min_value=1e-9, max_value=1e9, allow_nan=False))

@@ -239,3 +239,12 @@ def summarize(runs: Sequence[RunResult]) -> dict[str, object]:
             "identical": f"{sum(ident)}/{len(ident)}" if ident else "-",
         }
     return out
+
+
+def _add_per_pos(rows: Sequence[Sequence[int]]) -> list[int]:
+    """Per-position counts of several runs added position by position."""
+    out = [0] * max((len(r) for r in rows), default=0)
+    for row in rows:
+        for i, n in enumerate(row):
+            out[i] += n
+    return out

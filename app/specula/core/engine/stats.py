@@ -109,7 +109,8 @@ class GenerationStats:
     accepted: int = 0
     # Per draft position i (0 = the first drafted token), over the drafting steps: how many
     # proposals reached position i (a chain's length, a tree's depth) and how many steps
-    # had their draft accepted up to and including it (llama.cpp's n_acc_tokens_per_pos).
+    # had their draft accepted up to and including it (llama.cpp's n_acc_tokens_per_pos);
+    # both as long as the longest proposal.
     # Tuples, so that a snapshot (``snapshot``) shares nothing the loop changes.
     drafted_per_pos: tuple[int, ...] = ()
     accepted_per_pos: tuple[int, ...] = ()
@@ -200,7 +201,8 @@ class GenerationStats:
             self.drafting_steps += 1
             self.plain_run = 0
             self.drafted_per_pos = _count_first(self.drafted_per_pos, rec.depth or rec.drafted)
-            self.accepted_per_pos = _count_first(self.accepted_per_pos, rec.accepted)
+            accepted = _count_first(self.accepted_per_pos, rec.accepted)
+            self.accepted_per_pos = accepted + (0,) * (len(self.drafted_per_pos) - len(accepted))
         else:
             self.plain_run += 1
         self.drafted += rec.drafted
