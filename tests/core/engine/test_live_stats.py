@@ -111,7 +111,7 @@ def test_chart_acceptance_needs_enough_drafted_tokens() -> None:
         d = 1 if i < 30 else 4
         drafted += d
         accepted += d - (1 if i >= 30 else 0)
-        live.add(ls.StepPoint(i * 2, 0.1 * i, 0.1, drafted, accepted, d))
+        live.add(ls.StepPoint(i * 2, 0.1 * i, 0.1, drafted, accepted))
     assert live.chart, "rates are drawn"
     early = [p for p in live.chart if p.tokens < 24]
     assert early and all(p.acceptance is None or p.acceptance == 1.0 for p in early)
@@ -126,5 +126,5 @@ def test_two_drafted_tokens_draw_no_acceptance() -> None:
         d = 1 if i in (10, 15) else 0
         drafted += d
         accepted += 1 if i == 10 else 0
-        live.add(ls.StepPoint(i, 0.1 * i, 0.1, drafted, accepted, d))
+        live.add(ls.StepPoint(i, 0.1 * i, 0.1, drafted, accepted))
     assert live.chart and all(p.acceptance is None for p in live.chart)  # not 0 % or 100 %

@@ -17,8 +17,8 @@ def test_three_tokens_two_accepted_show_no_rate(qtbot) -> None:  # type: ignore[
     panel.start_reply()
     # The reported moment: 3 tokens, 2 accepted, 0.4 ms after the first token.
     s = GenerationStats(mode="chain", tokens=3, ttft_s=0.1, total_s=0.1004, steps=1,
-                        drafted=3, accepted=2)
-    panel.add_batch(ReplyBatch(steps=[ls.StepPoint(3, 0.1004, 0.1, 3, 2, 3)], stats=s))
+                        drafted=3, accepted=2, drafting_steps=1)
+    panel.add_batch(ReplyBatch(steps=[ls.StepPoint(3, 0.1004, 0.1, 3, 2)], stats=s))
     panel.refresh()
     assert panel.big.text() == ls.DASH  # the old panel read 4981.1 here
     assert panel.values["accepted"].text() == "2"
@@ -30,7 +30,7 @@ def test_axis_is_never_0_to_0(qtbot) -> None:  # type: ignore[no-untyped-def]
     panel = StatsPanel()
     qtbot.addWidget(panel)
     panel.start_reply()
-    steps = [ls.StepPoint(i, 1.0 + 4.0 * i, 1.0, 0, 0, 0) for i in range(1, 12)]  # 0.25 tok/s
+    steps = [ls.StepPoint(i, 1.0 + 4.0 * i, 1.0, 0, 0) for i in range(1, 12)]  # 0.25 tok/s
     panel.add_batch(ReplyBatch(steps=steps, stats=GenerationStats(tokens=11, ttft_s=1.0,
                                                                   total_s=45.0, steps=11)))
     panel.refresh()
@@ -44,9 +44,9 @@ def test_adaptive_pause_is_said_in_words(qtbot) -> None:  # type: ignore[no-unty
     qtbot.addWidget(panel)
     panel.show()
     panel.start_reply()
-    steps = [ls.StepPoint(i, 0.1 * i, 0.1, 0, 0, 0) for i in range(1, 21)]
+    steps = [ls.StepPoint(i, 0.1 * i, 0.1, 0, 0) for i in range(1, 21)]
     panel.add_batch(ReplyBatch(steps=steps, stats=GenerationStats(
-        mode="adaptive", tokens=20, ttft_s=0.1, total_s=2.0, steps=20)))
+        mode="adaptive", tokens=20, ttft_s=0.1, total_s=2.0, steps=20, plain_run=20)))
     panel.refresh()
     assert panel.note.isVisible() and "slower than plain" in panel.note.text()
     assert panel.values["acceptance"].text() == ls.DASH  # not "100%" over nothing
