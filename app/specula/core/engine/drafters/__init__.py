@@ -2,7 +2,6 @@
 
 from specula.core.engine.drafters.base import (
     Drafter,
-    DrafterCounters,
     DraftRequest,
     DraftSource,
     Proposal,
@@ -19,7 +18,6 @@ __all__ = [
     "DraftRequest",
     "DraftSource",
     "Drafter",
-    "DrafterCounters",
     "LookupDrafter",
     "Proposal",
     "TokenTree",

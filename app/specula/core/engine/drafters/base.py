@@ -2,7 +2,8 @@
 
 In the spirit of llama.cpp's ``common_speculative_impl`` (common/speculative.cpp):
 a drafter is told when a reply begins, proposes a chain (or a token tree) when
-asked, is told what was kept, and keeps its own counters. The generator only
+asked and is told what was kept (the reply's counts, per position too, are the
+generator's: ``GenerationStats``). The generator only
 talks to this protocol: it never asks what a drafter is.
 """
 
@@ -110,20 +111,8 @@ class Proposal:
             self.tree = None
 
 
-@dataclass
-class DrafterCounters:
-    """Per drafter, over its lifetime (llama.cpp's n_gen_drafts, n_acc_tokens, t_draft_us)."""
-
-    drafts: int = 0  # proposals made
-    drafted: int = 0  # tokens proposed
-    accepted: int = 0  # tokens the target kept
-    decodes: int = 0  # draft llama_decode calls
-    draft_s: float = 0.0
-
-
 class Drafter(Protocol):
     source: DraftSource
-    counters: DrafterCounters
 
     @property
     def available(self) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from specula.core.engine.drafters.base import DrafterCounters, DraftRequest, DraftSource, Proposal
+from specula.core.engine.drafters.base import DraftRequest, DraftSource, Proposal
 from specula.core.engine.drafters.ngram_cache import NgramCache
 from specula.core.engine.drafters.ngram_index import NgramIndex
 
@@ -49,7 +49,6 @@ class LookupDrafter:
         self.ngram_max = ngram_max
         self.ngram_min = ngram_min
         self.cache = cache  # the engine attaches the target's persistent cache
-        self.counters = DrafterCounters()
         self._preview: tuple[int, list[int], int] = (-1, [], 0)  # (at length, tokens, match code)
         self._index = NgramIndex(ngram_min, ngram_max)  # the conversation's n-grams
 
@@ -117,9 +116,7 @@ class LookupDrafter:
                 g.close()
         for t in tokens:
             prop.append(t, None, 1.0, 1.0, 0.0)  # q one-hot at t (sampling.accept_draft_token)
-        self.counters.drafts += 1
-        self.counters.drafted += len(prop)
         return prop
 
     def accept(self, committed: Sequence[int], n_accepted: int) -> None:
-        self.counters.accepted += n_accepted
+        """Nothing to drop: the index grows with the conversation, not with proposals."""

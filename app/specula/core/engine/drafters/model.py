@@ -18,7 +18,6 @@ import numpy as np
 
 from specula.core.engine import drafters as _drafters  # patch points, looked up at call time
 from specula.core.engine.drafters.base import (
-    DrafterCounters,
     DraftRequest,
     DraftSource,
     Proposal,
@@ -139,14 +138,13 @@ class DraftModel:
 
 
 class ModelDrafter:
-    """What the drafters over one draft model share: its state, their counters, the
-    bookkeeping after a step. Subclasses implement ``propose``."""
+    """What the drafters over one draft model share: its state and the bookkeeping
+    after a step. Subclasses implement ``propose``."""
 
     source = DraftSource.NONE
 
     def __init__(self, model: DraftModel) -> None:
         self.model = model
-        self.counters = DrafterCounters()
 
     @property
     def available(self) -> bool:
@@ -179,15 +177,7 @@ class ModelDrafter:
         prop.n_decodes = 1
         return self.available
 
-    def _count(self, prop: Proposal) -> Proposal:
-        self.counters.drafts += 1
-        self.counters.drafted += len(prop)
-        self.counters.decodes += prop.n_decodes
-        self.counters.draft_s += prop.draft_s
-        return prop
-
     def accept(self, committed: Sequence[int], n_accepted: int) -> None:
-        self.counters.accepted += n_accepted
         self.model.drop_rejected(committed)
 
 
@@ -213,7 +203,7 @@ class ChainDrafter(ModelDrafter):
                 g.close()
         if not _drafters.keep_short_draft(len(prop), req.draft_min, req.params.acceptance_rule):
             prop.truncate(0)
-        return self._count(prop)
+        return prop
 
     def _draft_chain(self, prop: Proposal, req: DraftRequest, k: int,
                      g: grammar.GrammarState | None) -> None:

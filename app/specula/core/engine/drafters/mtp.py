@@ -289,7 +289,7 @@ class MTPDrafter(ChainDrafter):
         prop.catchup = max(fed - 1, 0)  # beyond the pending token
         prop.n_decodes = 1
         if not self.available or fed == 0:
-            return self._count(prop)
+            return prop
         g = req.grammar.clone() if req.grammar is not None else None
         try:
             self._draft_chain(prop, req, k, g)
@@ -300,10 +300,9 @@ class MTPDrafter(ChainDrafter):
                 g.close()
         if not _drafters.keep_short_draft(len(prop), req.draft_min, req.params.acceptance_rule):
             prop.truncate(0)
-        return self._count(prop)
+        return prop
 
     def accept(self, committed: Sequence[int], n_accepted: int) -> None:
-        self.counters.accepted += n_accepted
         self.head.drop_rejected(committed)
 
 

@@ -124,7 +124,7 @@ class TreeDrafter(ModelDrafter):
             prop.tree = tree
             for n in tree.nodes:
                 prop.append(n.token, None, n.prob, n.prob, 0.0)
-        return self._count(prop)
+        return prop
 
     @staticmethod
     def _children(logits: np.ndarray, req: DraftRequest, position: int,
