@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from specula.core.engine.drafters.base import DraftSource
+from specula.core.engine.drafters.proposal import DraftSource
 from specula.core.engine.policy.calibration import Calibration, timed_passes
 from specula.core.engine.policy.cost_model import SHORT_FEED
 from specula.core.engine.policy.fixed import DraftPolicy, Outcome, PlanInput

@@ -12,7 +12,7 @@ the rollback eats the gain. Expected figures are worked out by hand below.
 from __future__ import annotations
 
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.drafters.base import DraftSource
+from specula.core.engine.drafters.proposal import DraftSource
 from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.policy.calibration import Calibration
 from specula.core.engine.policy.cost_model import CostModel

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from specula.core.engine.config import SpecConfig
-from specula.core.engine.drafters.base import DraftSource
+from specula.core.engine.drafters.proposal import DraftSource
 from specula.core.engine.policy.fixed import Outcome, Plan, PlanInput
 from specula.core.engine.policy.mtp_choice import (
     MTP_DRAFT_MAX,

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.drafters.base import DraftSource
+from specula.core.engine.drafters.proposal import DraftSource
 from specula.core.engine.policy.adaptive import PROBE_STEPS, RECHECK_EVERY, AdaptivePolicy
 from specula.core.engine.policy.calibration import Calibration
 from specula.core.engine.policy.fixed import PlanInput

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.drafters.base import DraftSource
+from specula.core.engine.drafters.proposal import DraftSource
 from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.policy.fixed import FixedPolicy, PlainPolicy, Plan, PlanInput
 from tests.core.engine.adaptive_sim import Machine, Reply, run_reply, script

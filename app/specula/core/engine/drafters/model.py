@@ -16,14 +16,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from specula.core.engine import drafters as _drafters  # patch points, looked up at call time
-from specula.core.engine.drafters.base import (
-    DrafterCounters,
-    DraftRequest,
-    DraftSource,
-    Proposal,
-    softmax_stats,
-)
+from specula.core.engine.drafters import base  # patch points, looked up at call time
+from specula.core.engine.drafters.base import DrafterCounters, softmax_stats
+from specula.core.engine.drafters.proposal import DraftRequest, DraftSource, Proposal
 from specula.core.engine.grammar import state as grammar
 from specula.core.engine.native.kv import ANCHOR, CutFailed, KVCache
 from specula.core.engine.native.llama import Context, ContextFull, DecodeError
@@ -211,7 +206,7 @@ class ChainDrafter(ModelDrafter):
         finally:
             if g is not None:
                 g.close()
-        if not _drafters.keep_short_draft(len(prop), req.draft_min, req.params.acceptance_rule):
+        if not base.keep_short_draft(len(prop), req.draft_min, req.params.acceptance_rule):
             prop.truncate(0)
         return self._count(prop)
 

@@ -38,8 +38,7 @@ from collections import deque
 from pathlib import Path
 
 from specula.core.engine.config import SpecConfig
-from specula.core.engine.drafters.base import DraftSource
-from specula.core.engine.drafters.lookup import long_copy
+from specula.core.engine.drafters.proposal import DraftSource, long_copy
 from specula.core.engine.policy import state as policy_state
 from specula.core.engine.policy.acceptance_model import AcceptanceModel
 from specula.core.engine.policy.calibration import Calibration

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from specula.core.engine.config import SpecConfig
-from specula.core.engine.drafters.base import DraftSource
+from specula.core.engine.drafters.proposal import DraftSource
 from specula.core.engine.stats import StepRecord
 
 DRAFT_MODEL_SOURCES = frozenset({DraftSource.DRAFT, DraftSource.TREE})

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from specula.core.engine.config import SpecConfig
-from specula.core.engine.drafters.base import DraftSource
+from specula.core.engine.drafters.proposal import DraftSource
 from specula.core.engine.policy.fixed import DraftPolicy, FixedPolicy, Outcome, Plan, PlanInput
 
 # An MTP head is trained to predict one token ahead; chained on its own rows its

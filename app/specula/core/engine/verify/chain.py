@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from specula.core.engine.config import SpecConfig
-from specula.core.engine.drafters import Proposal
+from specula.core.engine.drafters.proposal import Proposal
 from specula.core.engine.events import Source
 from specula.core.engine.native.llama import Context
 from specula.core.engine.sampling import rules as sampling

@@ -11,7 +11,7 @@ cannot decode a tree at all (the generator gives it chains).
 
 from __future__ import annotations
 
-from specula.core.engine.drafters import TokenTree
+from specula.core.engine.drafters.proposal import TokenTree
 from specula.core.engine.events import Source
 from specula.core.engine.native.batch import Batch
 from specula.core.engine.native.kv import CutFailed, KVCache
