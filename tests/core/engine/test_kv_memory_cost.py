@@ -26,7 +26,7 @@ INP = PlanInput(room=8, available=ALL, lookup_tokens=[], lookup_match=0)
 def _drafted_step(rollback_s: float) -> Outcome:
     rec = StepRecord(0, 4, 2, 3, 0.160, 0.218, 0.0, draft_decodes=4, catchup=1,
                      checkpoint_s=0.002, replay_s=rollback_s - 0.002)
-    return Outcome(DraftSource.DRAFT, [0.9] * 4, [0.3] * 4, 2, 0, rec)
+    return Outcome(DraftSource.CHAIN, [0.9] * 4, [0.3] * 4, 2, 0, rec)
 
 
 def _trained(rollback_s: float | None) -> AdaptivePolicy:

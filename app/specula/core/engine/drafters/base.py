@@ -14,7 +14,7 @@ from typing import Protocol
 
 from specula.core.engine.drafters.proposal import DraftRequest, DraftSource, Proposal
 from specula.core.engine.sampling import topk
-from specula.core.engine.sampling.rules import F32, Rule
+from specula.core.engine.sampling.rules import F32, AcceptanceRule
 
 
 @dataclass
@@ -57,7 +57,7 @@ class Drafter(Protocol):
         """After verification: ``committed`` is the reply so far; drop what was not kept."""
 
 
-def keep_short_draft(n_drafted: int, draft_min: int, rule: str) -> bool:
+def keep_short_draft(n_drafted: int, draft_min: int, rule: AcceptanceRule) -> bool:
     """*Patch point*, the one place a drafted chain may be thrown away: whether to keep a
     chain of ``n_drafted`` tokens when ``draft_min`` asks for at least that many.
 
@@ -70,7 +70,7 @@ def keep_short_draft(n_drafted: int, draft_min: int, rule: str) -> bool:
     """
     if n_drafted == 0 or n_drafted >= draft_min:
         return True
-    return rule == Rule.REJECTION.value  # sample-and-match, like coupled, ignores q
+    return rule is AcceptanceRule.REJECTION  # sample-and-match, like coupled, ignores q
 
 
 def softmax_stats(logits: F32, *, shared: bool = False) -> tuple[int, float, float]:

@@ -189,7 +189,7 @@ class ModelDrafter:
 class ChainDrafter(ModelDrafter):
     """The draft model proposes a chain, token by token."""
 
-    source = DraftSource.DRAFT
+    source = DraftSource.CHAIN
 
     def propose(self, req: DraftRequest) -> Proposal:
         prop = Proposal(source=self.source)

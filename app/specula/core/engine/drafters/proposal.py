@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from specula.core.engine.events import Source
-from specula.core.engine.sampling.rules import F32, Rule, SamplingParams
+from specula.core.engine.sampling.rules import F32, AcceptanceRule, SamplingParams
 from specula.core.engine.stats import StepShape
 
 if TYPE_CHECKING:
@@ -39,13 +39,49 @@ def long_copy(code: int, ngram_max: int = 4) -> bool:
 
 
 class DraftSource(str, Enum):
-    """Where a step's proposal comes from (what a policy asks for)."""
+    """Where a step's proposal comes from (what a policy plans, what a drafter is).
+
+    The engine's three words for "where from", and how they map (this enum is the one
+    place that maps them):
+
+    ==============  ====================  =====================  ==================
+    ``DraftSource``  ``token_source``      ``Proposal.shape``     saved / on the wire
+    (a step's plan)  (an emitted token:    (what a step           (values unchanged)
+                     ``events.Source``)    verified: ``StepShape``)
+    ==============  ====================  =====================  ==================
+    ``NONE``         ``TARGET``            ``PLAIN``              ``"none"``
+    ``CHAIN``        ``DRAFT``             ``CHAIN``              ``"draft"``
+    ``TREE``         ``DRAFT``             ``TREE``               ``"tree"``
+    ``LOOKUP``       ``LOOKUP``            ``CHAIN``              ``"lookup"``
+    ``MTP``          ``MTP``               ``CHAIN``              ``"mtp"``
+    ==============  ====================  =====================  ==================
+
+    A drafted token the target rejects is replaced by the target's own (``Source.TARGET``);
+    an empty proposal verifies as ``PLAIN`` whatever its source. ``DraftSource`` values
+    key the adaptive policy's saved acceptance tables and ``StepRecord.source``;
+    ``Source`` values reach the GUI's token colours (``gui/chat/render.py``) and the CLI's. A
+    relaxed (lossy) acceptance keeps the proposal's ``Source`` and is flagged apart.
+    """
 
     NONE = "none"  # a plain target step
-    DRAFT = "draft"  # the draft model, a chain
+    CHAIN = "draft"  # the draft model, a chain
     TREE = "tree"  # the draft model, a token tree
-    LOOKUP = "lookup"  # prompt lookup (no model)
+    LOOKUP = "lookup"  # prompt lookup, then the target's n-gram cache (no model)
     MTP = "mtp"  # the target's own MTP (NextN) layers, a chain
+
+    @property
+    def token_source(self) -> Source:
+        """The ``Source`` of a token accepted from a proposal of this kind."""
+        return _TOKEN_SOURCE[self]
+
+
+_TOKEN_SOURCE = {
+    DraftSource.NONE: Source.TARGET,
+    DraftSource.CHAIN: Source.DRAFT,
+    DraftSource.TREE: Source.DRAFT,
+    DraftSource.LOOKUP: Source.LOOKUP,
+    DraftSource.MTP: Source.MTP,
+}
 
 
 KeepRule = Callable[[int, float, float], tuple[bool, bool]]
@@ -71,7 +107,7 @@ class DraftRequest:
     @property
     def want_q(self) -> bool:
         """Rejection sampling needs the draft's distribution of every drafted token."""
-        return not self.params.greedy and self.params.acceptance_rule == Rule.REJECTION.value
+        return not self.params.greedy and self.params.acceptance_rule is AcceptanceRule.REJECTION
 
 
 @dataclass
@@ -97,13 +133,12 @@ class Proposal:
 
     @property
     def token_source(self) -> Source:
-        """How the GUI colours an accepted token of this proposal."""
-        if self.source is DraftSource.LOOKUP:
-            return Source.LOOKUP
-        return Source.MTP if self.source is DraftSource.MTP else Source.DRAFT
+        """The ``Source`` of an accepted token of this proposal (see :class:`DraftSource`)."""
+        return self.source.token_source
 
     @property
     def shape(self) -> StepShape:
+        """What verifying this proposal is (see :class:`DraftSource`)."""
         if not self.tokens:
             return StepShape.PLAIN
         return StepShape.TREE if self.tree is not None else StepShape.CHAIN
