@@ -24,8 +24,8 @@ from collections.abc import Callable
 from typing import Any
 
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.drafters import base as drafters_base
 from specula.core.engine.drafters import model as drafters_model
+from specula.core.engine.drafters import proposal as drafters_proposal
 from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import Done, StepEvent
 from specula.core.engine.loop import generator as gen_mod
@@ -129,7 +129,7 @@ PARTS: list[tuple[Any, str, str]] = [
     (drafters_model.DraftModel, "catch_up", "drafter: catch_up"),
     (drafters_model.DraftModel, "feed_one", "drafter: feed_one"),
     (drafters_model.DraftModel, "lag", "drafter: lag"),
-    (drafters_base.Proposal, "append", "drafter: Proposal.append"),
+    (drafters_proposal.Proposal, "append", "drafter: Proposal.append"),
 ]
 CLASSES: list[tuple[Any, str, str]] = [
     (gen_mod, "TokenEvent", "TokenEvent()"),

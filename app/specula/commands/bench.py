@@ -86,7 +86,7 @@ def run(a: argparse.Namespace) -> int:
         print(engine.ngrams.notice, file=sys.stderr)
     print(f"target {a.target}\ndraft  {a.draft}\nbackend {engine.backend}, {engine.n_threads} threads, "
           f"{len(prompts)} prompts x {len(modes)} modes x {a.repeat}, max {params.max_tokens} tokens, "
-          f"{params.acceptance_rule}", file=sys.stderr)
+          f"{params.acceptance_rule.value}", file=sys.stderr)
 
     def progress(r: RunResult) -> None:
         print(f"  {r.prompt_id:<22} {r.mode:<10} {r.tok_per_s:6.1f} tok/s  accept {r.acceptance:4.0%}"

@@ -5,7 +5,7 @@ import sys
 sys.path.insert(0, ".")
 from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.policy.fixed import FixedPolicy
+from specula.core.engine.policy.fixed import ChainPolicy
 from tests.core.engine.adaptive_sim import F16, f16_traces, run_reply
 S = f16_traces()
 
@@ -17,7 +17,7 @@ def replay(policy, m, ok, p_top, ent):
 def run(label):
     fixed = {}
     for pid, s in S.items():
-        fixed[pid] = {k: replay(FixedPolicy(SpecConfig(mode=Mode.CHAIN, draft_max=k)), F16, s["ok"], s["p_top"], s["entropy"]) for k in range(1, 9)}
+        fixed[pid] = {k: replay(ChainPolicy(SpecConfig(mode=Mode.CHAIN, draft_max=k)), F16, s["ok"], s["p_top"], s["entropy"]) for k in range(1, 9)}
     pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=8, tree_budget=0))
     F16.calibration().seed(pol.cost)
     ratios = {}

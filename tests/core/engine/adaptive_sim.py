@@ -5,7 +5,7 @@ step that is the target's alone, then plan -> keep_drafting per token -> observe
 but time comes from a cost table and acceptance from a fixed per-position script,
 so a policy and a fixed chain can be compared on the same "text" without a model
 and without a clock. The reference it is judged against, the best fixed chain on
-that script, runs through the same simulator with the product's FixedPolicy,
+that script, runs through the same simulator with the product's ChainPolicy,
 which knows nothing of costs.
 """
 
@@ -19,13 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from specula.core.engine.drafters.base import DraftSource
+from specula.core.engine.drafters.proposal import DraftSource
 from specula.core.engine.policy.calibration import Calibration, timed_passes
 from specula.core.engine.policy.cost_model import SHORT_FEED
 from specula.core.engine.policy.fixed import DraftPolicy, Outcome, PlanInput
 from specula.core.engine.stats import StepRecord
 
-ALL = frozenset({DraftSource.DRAFT, DraftSource.TREE, DraftSource.LOOKUP})
+ALL = frozenset({DraftSource.CHAIN, DraftSource.TREE, DraftSource.LOOKUP})
 TREE_DEPTH = 4  # a simulated tree's depth (its top branch: the draft's own chain)
 
 
@@ -171,7 +171,7 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
         if plan.source == DraftSource.LOOKUP and lookup is not None and plan.k > 0 and room > 0:
             drafted = min(plan.k, room, len(look))
             right = lookup[1]
-        elif plan.source == DraftSource.DRAFT and plan.k > 0 and room > 0:
+        elif plan.source == DraftSource.CHAIN and plan.k > 0 and room > 0:
             draft_s = m.timed(m.feed(lag))  # the catch-up feed
             decodes = 1
             for i in range(min(plan.k, room)):
@@ -212,7 +212,7 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
         pos += emitted
         if source == DraftSource.TREE:
             lag = 1
-        elif source == DraftSource.DRAFT:
+        elif source == DraftSource.CHAIN:
             lag = 2 if accepted == drafted else 1
         else:
             lag += emitted

@@ -47,7 +47,7 @@ class _SitsOut(StaticPolicy):
     not fed at prefill, as adaptive while drafting pays."""
 
     name = "sits-out"
-    wants = frozenset({DraftSource.DRAFT})
+    wants = frozenset({DraftSource.CHAIN})
 
     def __init__(self, plain: set[int]) -> None:
         super().__init__(SpecConfig(mode=Mode.CHAIN, draft_max=3))
@@ -56,9 +56,9 @@ class _SitsOut(StaticPolicy):
 
     def plan(self, inp: PlanInput) -> Plan:
         self.step += 1  # the first step (0) is the target's alone and never plans
-        if self.step in self.plain or DraftSource.DRAFT not in inp.available:
+        if self.step in self.plain or DraftSource.CHAIN not in inp.available:
             return Plan(DraftSource.NONE, 0)
-        return Plan(DraftSource.DRAFT, min(3, inp.room))
+        return Plan(DraftSource.CHAIN, min(3, inp.room))
 
 
 def _reply(eng: Engine, policy: DraftPolicy, spec: SpecConfig, monkeypatch: pytest.MonkeyPatch,

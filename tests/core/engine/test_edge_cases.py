@@ -236,7 +236,7 @@ def test_draft_min_with_cutoff_keeps_distribution_under_rejection(pair) -> None:
 
 def test_draft_min_regression_test_has_power(pair, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     """The old rule (drop every draft shorter than draft_min) is caught: measured p ~ 2e-12."""
-    from specula.core.engine import drafters
+    from specula.core.engine.drafters import base as drafters_base
 
-    monkeypatch.setattr(drafters, "keep_short_draft", lambda n, draft_min, rule: n == 0 or n >= draft_min)
+    monkeypatch.setattr(drafters_base, "keep_short_draft", lambda n, draft_min, rule: n == 0 or n >= draft_min)
     assert _case1_pvalue(pair) < 1e-6

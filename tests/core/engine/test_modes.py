@@ -19,7 +19,7 @@ from specula.core.engine.stats import StepRecord
 from tests.core.engine.conftest import PLAIN, make_engine, run
 
 GREEDY = SamplingParams(max_tokens=64)
-ALL = frozenset({DraftSource.DRAFT, DraftSource.TREE, DraftSource.LOOKUP})
+ALL = frozenset({DraftSource.CHAIN, DraftSource.TREE, DraftSource.LOOKUP})
 PROMPTS = ["hello world", "the code and the model and the code and the model", "def print self"]
 
 

@@ -24,8 +24,8 @@ import pytest
 from llama_cpp import llama_cpp_ext as X
 
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.drafters.base import DraftSource
 from specula.core.engine.drafters.mtp import MTPHead
+from specula.core.engine.drafters.proposal import DraftSource
 from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import Source, StopReason
 from specula.core.engine.native import mtp as mtp_native

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from specula.core.engine.config import SpecConfig
-from specula.core.engine.drafters.base import DraftSource
+from specula.core.engine.drafters.proposal import DraftSource
 from specula.core.engine.policy.fixed import Outcome, Plan, PlanInput
 from specula.core.engine.policy.mtp_choice import (
     MTP_DRAFT_MAX,
@@ -35,7 +35,7 @@ class Recorder:
 
     answer: Plan
     name: str = "adaptive"
-    wants: frozenset[DraftSource] = frozenset({DraftSource.DRAFT, DraftSource.TREE, DraftSource.LOOKUP})
+    wants: frozenset[DraftSource] = frozenset({DraftSource.CHAIN, DraftSource.TREE, DraftSource.LOOKUP})
     reads_confidence: bool = True
     seen: list[PlanInput] = field(default_factory=list)
     outcomes: list[Outcome] = field(default_factory=list)
@@ -66,32 +66,32 @@ def outcome(source: DraftSource, emitted: int, seconds: float) -> Outcome:
 
 
 def test_the_head_takes_the_draft_models_place() -> None:
-    inner = Recorder(Plan(DraftSource.DRAFT, 6))
+    inner = Recorder(Plan(DraftSource.CHAIN, 6))
     pol = MTPAsDraft(inner)
     assert pol.wants == {DraftSource.MTP, DraftSource.LOOKUP}
     plan = pol.plan(PlanInput(room=10, available=ALL))
     # the inner policy saw a draft (the head), no tree; its draft plan drafts with the head
-    assert inner.seen[-1].available == {DraftSource.DRAFT, DraftSource.LOOKUP}
+    assert inner.seen[-1].available == {DraftSource.CHAIN, DraftSource.LOOKUP}
     assert plan == Plan(DraftSource.MTP, MTP_DRAFT_MAX)
     assert pol.plan(PlanInput(room=10, available=frozenset({DraftSource.LOOKUP})))  # no head
     assert inner.seen[-1].available == {DraftSource.LOOKUP}
     # what the head did is learnt as the draft's
     pol.observe(outcome(DraftSource.MTP, 2, 0.01))
-    assert inner.outcomes[-1].source is DraftSource.DRAFT
+    assert inner.outcomes[-1].source is DraftSource.CHAIN
     inner.answer = Plan(DraftSource.LOOKUP, 3, [1, 2, 3])
     assert pol.plan(PlanInput(room=10, available=ALL)).source is DraftSource.LOOKUP
 
 
 def _reply(ch: RateChooser, tokens_per_s: dict[str, float]) -> str:
     arm = ch.current
-    src = DraftSource.MTP if arm == "mtp" else DraftSource.DRAFT
+    src = DraftSource.MTP if arm == "mtp" else DraftSource.CHAIN
     ch.observe(outcome(src, 10, 10 / tokens_per_s[arm]))
     ch.finish()
     return arm
 
 
 def test_the_faster_of_head_and_draft_model_by_measured_rate() -> None:
-    mtp, draft = Recorder(Plan(DraftSource.MTP, 2)), Recorder(Plan(DraftSource.DRAFT, 4))
+    mtp, draft = Recorder(Plan(DraftSource.MTP, 2)), Recorder(Plan(DraftSource.CHAIN, 4))
     mtp.wants = frozenset({DraftSource.MTP})
     ch = RateChooser({"mtp": mtp, "draft": draft})
     assert ch.wants == {DraftSource.MTP}

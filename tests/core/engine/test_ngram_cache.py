@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specula.core.engine.drafters import DraftRequest, LookupDrafter
-from specula.core.engine.drafters.lookup import CACHE_MATCH
 from specula.core.engine.drafters.ngram_cache import MIN_MARGIN, NgramCache
 from specula.core.engine.drafters.ngram_store import NgramStore, clear_caches, list_caches
+from specula.core.engine.drafters.proposal import CACHE_MATCH
 from specula.core.engine.sampling.rules import SamplingParams
 
 

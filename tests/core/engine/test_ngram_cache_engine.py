@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.drafters.lookup import CACHE_MATCH
 from specula.core.engine.drafters.ngram_store import cache_dir
+from specula.core.engine.drafters.proposal import CACHE_MATCH
 from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done
 from specula.core.engine.sampling.rules import Rule, SamplingParams

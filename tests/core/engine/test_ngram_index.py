@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specula.core.engine.drafters import LookupDrafter
-from specula.core.engine.drafters.lookup import EXTENT_BUCKETS
 from specula.core.engine.drafters.ngram_index import NgramIndex
+from specula.core.engine.drafters.proposal import EXTENT_BUCKETS
 
 
 def scan_match(seq: list[int], k: int, n_min: int, n_max: int) -> tuple[list[int], int]:

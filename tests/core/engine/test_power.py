@@ -136,9 +136,9 @@ def test_discard_that_depends_on_the_drafted_token_is_caught(pair: Engine, ref: 
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """Dropping drafts shorter than draft_min under rejection sampling: with a p_min
     cut-off the length of a draft depends on its tokens, so the kept ones are not ~ q."""
-    from specula.core.engine import drafters
+    from specula.core.engine.drafters import base as drafters_base
 
-    monkeypatch.setattr(drafters, "keep_short_draft",
+    monkeypatch.setattr(drafters_base, "keep_short_draft",
                         lambda n_drafted, draft_min, rule: n_drafted == 0 or n_drafted >= draft_min)
     res = check("BUG discard short drafts (draft_min=2, p_min=0.3)", pair, ref,
                 prompt_of(pair, "hello"), ALL_FILTERS, 3,

@@ -22,7 +22,7 @@ from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.policy import cost_model
 from specula.core.engine.policy.adaptive import RECHECK_EVERY, AdaptivePolicy
 from specula.core.engine.policy.cost_model import CostModel
-from specula.core.engine.policy.fixed import FixedPolicy
+from specula.core.engine.policy.fixed import ChainPolicy
 from tests.core.engine.adaptive_sim import Machine, run_reply, script
 
 # The F16 1.5B target on one core (as in test_speed_adaptive_convergence.py).
@@ -66,7 +66,7 @@ def _best_fixed_quiet(replies: int = 4) -> float:
     for k in range(1, 7):
         t = tok = 0.0
         for s in range(100, 100 + replies):
-            r = run_reply(FixedPolicy(SpecConfig(mode=Mode.CHAIN, draft_max=k)), F16, *script(RATE, 200, s))
+            r = run_reply(ChainPolicy(SpecConfig(mode=Mode.CHAIN, draft_max=k)), F16, *script(RATE, 200, s))
             t, tok = t + r.seconds, tok + r.tokens
         best = max(best, tok / t)
     return best

@@ -1,6 +1,6 @@
 """Adaptive converges to the shape the costs make best, on a fake machine (scripted costs
 and acceptance, see adaptive_sim.py), and is judged against the best fixed chain run
-on the same script by the product's FixedPolicy."""
+on the same script by the product's ChainPolicy."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.drafters.base import DraftSource
+from specula.core.engine.drafters.proposal import DraftSource
 from specula.core.engine.policy.adaptive import AdaptivePolicy
-from specula.core.engine.policy.fixed import FixedPolicy, PlainPolicy, Plan, PlanInput
+from specula.core.engine.policy.fixed import ChainPolicy, PlainPolicy, Plan, PlanInput
 from tests.core.engine.adaptive_sim import Machine, Reply, run_reply, script
 
 # The F16 1.5B target on one core of this machine, as calibrated: a one-token step takes
@@ -40,7 +40,7 @@ def _best_fixed(m: Machine, rate: float, seeds: range, bursty: bool = False,
     for k in range(1, draft_max + 1):
         t = tok = 0.0
         for s in seeds:
-            r = run_reply(FixedPolicy(SpecConfig(mode=Mode.CHAIN, draft_max=k)), m,
+            r = run_reply(ChainPolicy(SpecConfig(mode=Mode.CHAIN, draft_max=k)), m,
                           *script(rate, 200, s, bursty=bursty))
             t, tok = t + r.seconds, tok + r.tokens
         best = max(best, (tok / t, k))

@@ -13,7 +13,7 @@ import pytest
 
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.policy.adaptive import AdaptivePolicy
-from specula.core.engine.policy.fixed import DraftPolicy, FixedPolicy, PlainPolicy
+from specula.core.engine.policy.fixed import ChainPolicy, DraftPolicy, PlainPolicy
 from tests.core.engine.adaptive_sim import Machine, Reply, edit_script, run_reply, script
 
 F16_CAL = {1: 0.092, 2: 0.169, 3: 0.175, 4: 0.195, 5: 0.204, 6: 0.215, 7: 0.242, 8: 0.296, 13: 0.321}
@@ -47,7 +47,7 @@ SEEDS = range(6)
 def test_on_edits_adaptive_is_as_fast_as_the_better_of_lookup_and_the_chain_on_every_reply() -> None:
     adaptive = _session(_policy(Mode.ADAPTIVE, F16_EDIT), F16_EDIT, SEEDS)
     lookup = _session(_policy(Mode.LOOKUP, F16_EDIT), F16_EDIT, SEEDS)
-    chain = _session(FixedPolicy(SpecConfig(mode=Mode.CHAIN, draft_max=3)), F16_EDIT, SEEDS)
+    chain = _session(ChainPolicy(SpecConfig(mode=Mode.CHAIN, draft_max=3)), F16_EDIT, SEEDS)
     for i, (a, lk, c) in enumerate(zip(adaptive, lookup, chain, strict=True)):
         best = max(lk.rate, c.rate)
         assert a.rate >= 0.95 * best, (i, a.rate, lk.rate, c.rate)
@@ -68,7 +68,7 @@ def test_on_code_without_lookup_matches_adaptive_still_drafts_from_its_first_ste
     pol = _policy(Mode.ADAPTIVE, F16_CODE, draft_max)
     replies = _session(pol, F16_CODE, range(3), edits=False)
     assert replies[0].steps[0][0] == "draft"
-    chain = _session(FixedPolicy(SpecConfig(mode=Mode.CHAIN, draft_max=draft_max)), F16_CODE,
+    chain = _session(ChainPolicy(SpecConfig(mode=Mode.CHAIN, draft_max=draft_max)), F16_CODE,
                      range(3), edits=False)
     for a, c in zip(replies, chain, strict=True):
         assert a.rate >= 0.95 * c.rate, (a.rate, c.rate)

@@ -5,7 +5,7 @@ packaged code prompts (greedy: whether the draft's token equals the target's at 
 of plain's reply, with the draft's top probability and entropy there), recorded by
 ``docs/bench/adaptive/real_traces_collect.py``. Replayed through the simulator with the
 verify curve the engine's calibration measured for that pair, there is no noise: one figure
-per prompt. The reference is the per-prompt best of the product's FixedPolicy at k = 1..8 on
+per prompt. The reference is the per-prompt best of the product's ChainPolicy at k = 1..8 on
 the same trace (docs/lab/2026-12-01-adaptive-convergence.md, "The stop rule, replayed on real
 traces").
 
@@ -24,20 +24,20 @@ import pytest
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.policy.acceptance_model import AcceptanceModel
 from specula.core.engine.policy.adaptive import AdaptivePolicy
-from specula.core.engine.policy.fixed import FixedPolicy
+from specula.core.engine.policy.fixed import ChainPolicy
 from tests.core.engine.adaptive_sim import F16, f16_traces, run_reply
 
 TRACES = f16_traces()
 
 
-def _rate(policy: FixedPolicy | AdaptivePolicy, trace: dict[str, Any]) -> float:
+def _rate(policy: ChainPolicy | AdaptivePolicy, trace: dict[str, Any]) -> float:
     r = run_reply(policy, F16, trace["ok"], trace["p_top"], max_tokens=len(trace["ok"]),
                   entropy=trace["entropy"])
     return r.tokens / r.seconds
 
 
 def _adaptive_over_best_fixed() -> dict[str, float]:
-    best = {pid: max(_rate(FixedPolicy(SpecConfig(mode=Mode.CHAIN, draft_max=k)), t)
+    best = {pid: max(_rate(ChainPolicy(SpecConfig(mode=Mode.CHAIN, draft_max=k)), t)
                      for k in range(1, 9)) for pid, t in TRACES.items()}
     policy = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=8, tree_budget=0))
     F16.calibration().seed(policy.cost)
@@ -79,7 +79,7 @@ def _session_after_a_lucky_tree() -> tuple[list[int], list[float]]:
     policy.shape_rate = {"draft": 9.0, "tree": 20.0}
     trees, ratios = [], []
     for t in TRACES.values():
-        best = max(_rate(FixedPolicy(SpecConfig(mode=Mode.CHAIN, draft_max=k)), t) for k in range(1, 9))
+        best = max(_rate(ChainPolicy(SpecConfig(mode=Mode.CHAIN, draft_max=k)), t) for k in range(1, 9))
         r = run_reply(policy, F16, t["ok"], t["p_top"], max_tokens=len(t["ok"]), entropy=t["entropy"])
         trees.append(sum(1 for src, _, _ in r.steps if src == "tree"))
         ratios.append(r.tokens / r.seconds / best)

@@ -35,11 +35,11 @@ from specula.core.engine.native.llama import (
     default_threads,
 )
 from specula.core.engine.native.mtp import has_mtp_graph
-from specula.core.engine.policy.adaptive import AdaptivePolicy
+from specula.core.engine.policy.adaptive import AdaptivePolicy, LookupPolicy
 from specula.core.engine.policy.calibration import Calibration, measure
 from specula.core.engine.policy.fixed import (
+    ChainPolicy,
     DraftPolicy,
-    FixedPolicy,
     PlainPolicy,
     TreePolicy,
 )
@@ -280,8 +280,8 @@ class Engine:
             key = spec.mode.value
             pol = self._policies.get(key)
             if not isinstance(pol, AdaptivePolicy):
-                pol = AdaptivePolicy(spec, self._policy_state_path(key),
-                                     allow_draft=spec.mode is Mode.ADAPTIVE)
+                path = self._policy_state_path(key)
+                pol = AdaptivePolicy(spec, path) if spec.mode is Mode.ADAPTIVE else LookupPolicy(spec, path)
                 if self.calibration is not None and spec.mode is Mode.ADAPTIVE:
                     self.calibration.seed(pol.cost)  # a pair with no saved state
                 self._policies[key] = pol
@@ -291,7 +291,7 @@ class Engine:
             return PlainPolicy()
         if spec.mode is Mode.TREE:
             return TreePolicy(spec)
-        return FixedPolicy(spec)
+        return ChainPolicy(spec)
 
     def _mtp_adaptive(self, spec: SpecConfig) -> DraftPolicy:
         """Adaptive on a target with an MTP head: the head in the draft's place, or, with a

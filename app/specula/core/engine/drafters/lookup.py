@@ -17,24 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from specula.core.engine.drafters.base import DraftRequest, DraftSource, Proposal
 from specula.core.engine.drafters.ngram_cache import NgramCache
 from specula.core.engine.drafters.ngram_index import NgramIndex
-
-# A proposal from the n-gram cache reports match CACHE_MATCH + n (n: the n-gram length
-# behind its first token), a context match reports n alone: the policy's acceptance
-# table keeps the two apart.
-CACHE_MATCH = 10
-# A conversation match of the longest n-gram reports how far back the agreement goes:
-# a reply copying pasted text agrees with it for dozens of tokens, a stock phrase for
-# a few. Codes ngram_max .. ngram_max + 3 for 4-7, 8-15, 16-31 and 32+ tokens.
-EXTENT_BUCKETS = (8, 16, 32)
-
-
-def long_copy(code: int, ngram_max: int = 4) -> bool:
-    """Whether a match code says the reply is copying earlier text: the longest n-gram,
-    agreeing with the text before it for at least EXTENT_BUCKETS[0] tokens."""
-    return ngram_max < code < CACHE_MATCH
+from specula.core.engine.drafters.proposal import (
+    CACHE_MATCH,
+    EXTENT_BUCKETS,
+    DraftRequest,
+    DraftSource,
+    Proposal,
+)
 
 
 class LookupDrafter:

@@ -16,13 +16,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from specula.core.engine import drafters as _drafters  # patch points, looked up at call time
-from specula.core.engine.drafters.base import (
-    DraftRequest,
-    DraftSource,
-    Proposal,
-    softmax_stats,
-)
+from specula.core.engine.drafters import base  # patch points, looked up at call time
+from specula.core.engine.drafters.base import softmax_stats
+from specula.core.engine.drafters.proposal import DraftRequest, DraftSource, Proposal
 from specula.core.engine.grammar import state as grammar
 from specula.core.engine.native.kv import ANCHOR, CutFailed, KVCache
 from specula.core.engine.native.llama import Context, ContextFull, DecodeError
@@ -184,7 +180,7 @@ class ModelDrafter:
 class ChainDrafter(ModelDrafter):
     """The draft model proposes a chain, token by token."""
 
-    source = DraftSource.DRAFT
+    source = DraftSource.CHAIN
 
     def propose(self, req: DraftRequest) -> Proposal:
         prop = Proposal(source=self.source)
@@ -201,7 +197,7 @@ class ChainDrafter(ModelDrafter):
         finally:
             if g is not None:
                 g.close()
-        if not _drafters.keep_short_draft(len(prop), req.draft_min, req.params.acceptance_rule):
+        if not base.keep_short_draft(len(prop), req.draft_min, req.params.acceptance_rule):
             prop.truncate(0)
         return prop
 

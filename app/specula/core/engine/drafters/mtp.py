@@ -32,9 +32,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from specula.core.engine import drafters as _drafters  # patch points, looked up at call time
-from specula.core.engine.drafters.base import DraftRequest, DraftSource, Proposal
+from specula.core.engine.drafters import base  # patch points, looked up at call time
 from specula.core.engine.drafters.model import ChainDrafter, DraftModel
+from specula.core.engine.drafters.proposal import DraftRequest, DraftSource, Proposal
 from specula.core.engine.grammar import state as grammar
 from specula.core.engine.native import mtp as mtp_native
 from specula.core.engine.native.batch import Batch
@@ -298,7 +298,7 @@ class MTPDrafter(ChainDrafter):
         finally:
             if g is not None:
                 g.close()
-        if not _drafters.keep_short_draft(len(prop), req.draft_min, req.params.acceptance_rule):
+        if not base.keep_short_draft(len(prop), req.draft_min, req.params.acceptance_rule):
             prop.truncate(0)
         return prop
 

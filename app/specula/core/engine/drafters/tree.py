@@ -18,12 +18,17 @@ winning branch's cells then join sequence 0 and the branches are dropped.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from specula.core.engine.drafters.base import DraftRequest, DraftSource, Proposal
 from specula.core.engine.drafters.model import DraftModel, ModelDrafter
+from specula.core.engine.drafters.proposal import (
+    DraftRequest,
+    DraftSource,
+    Proposal,
+    TokenTree,
+    TreeNode,
+)
 from specula.core.engine.grammar import state as grammar
 from specula.core.engine.native.batch import Batch
 from specula.core.engine.native.llama import ContextFull, DecodeError
@@ -31,36 +36,6 @@ from specula.core.engine.sampling import rules as sampling
 from specula.core.engine.sampling import topk
 
 MAX_TREE_SEQS = 16  # sequences besides 0 that a tree may use (n_seq_max - 1)
-
-
-@dataclass
-class TreeNode:
-    token: int
-    parent: int  # index into TokenTree.nodes, -1 for a child of the root (the pending token)
-    depth: int  # 1 for children of the root
-    prob: float  # the draft's probability of this token given its parent
-    cum: float  # product of probs along the path
-    seq: int = -1  # draft-side sequence while the node is expanded
-    children: list[int] = field(default_factory=list)
-
-
-@dataclass
-class TokenTree:
-    nodes: list[TreeNode] = field(default_factory=list)
-    root_children: list[int] = field(default_factory=list)
-
-    def children_of(self, idx: int) -> list[int]:
-        return self.root_children if idx < 0 else self.nodes[idx].children
-
-    def leaves(self) -> list[int]:
-        return [i for i, n in enumerate(self.nodes) if not n.children]
-
-    def descends(self, node: int, ancestor: int) -> bool:
-        while node >= 0:
-            if node == ancestor:
-                return True
-            node = self.nodes[node].parent
-        return False
 
 
 def _top(logits: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:

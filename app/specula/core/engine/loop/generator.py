@@ -82,7 +82,7 @@ class Generator:
         self._drafters = {DraftSource.LOOKUP: self.lookup}
         if draft is not None:
             chain = ChainDrafter(draft)
-            self._drafters[DraftSource.DRAFT] = chain
+            self._drafters[DraftSource.CHAIN] = chain
             self._drafters[DraftSource.TREE] = TreeDrafter(draft) if self.trees_run else chain
         if self.mtp is not None:
             self._drafters[DraftSource.MTP] = MTPDrafter(self.mtp)
@@ -162,7 +162,7 @@ class Generator:
         policy: DraftPolicy, cancel: threading.Event, reply: Reply,
     ) -> Iterator[Event]:
         active = {s: d for s, d in self._drafters.items() if s in policy.wants}
-        stats = GenerationStats(mode=policy.name, acceptance_rule=reply.rule, seed=reply.seed,
+        stats = GenerationStats(mode=policy.name, acceptance_rule=reply.rule.value, seed=reply.seed,
                                 prompt_tokens=len(prompt), memory=self.ctx.memory.value)
         if DraftSource.TREE in policy.wants and DraftSource.TREE in active and not self.trees_run:
             stats.trees_as_chains = True
@@ -270,9 +270,10 @@ class Generator:
                     self.kv.cut(len(committed) - 1)
                     reason, done_msg = StopReason.ERROR, str(exc)
                     break
-                if reply.tree_rule:
-                    stats.acceptance_rule = (f"{reply.rule}, trees by {reply.tree_rule}"
-                                             if reply.chain_verified else reply.tree_rule)
+                if reply.tree_rule is not None:
+                    stats.acceptance_rule = (
+                        f"{reply.rule.value}, trees by {reply.tree_rule.value}"
+                        if reply.chain_verified else reply.tree_rule.value)
 
                 events: list[Event] = []
                 from_draft = 0  # released token events a drafter proposed
@@ -419,10 +420,10 @@ class Generator:
         """(verify seconds, new tokens, accepted draft tokens, of which relaxed)."""
         reply.logprobs.clear()
         if prop.tree is not None and prop.tokens:
-            if reply.rule == sampling.Rule.REJECTION.value:
+            if reply.rule is sampling.AcceptanceRule.REJECTION:
                 # A tree is walked by sampling the target and matching a child (exact for any
                 # tree); the stats say so rather than claim rejection sampling.
-                reply.tree_rule = "sample-and-match"
+                reply.tree_rule = sampling.AcceptanceRule.SAMPLE_AND_MATCH
             verify_s, new, m = self._verify_tree(prop.tree, committed, reply)
             return verify_s, new, m, 0
         return self._verify_chain(prop, committed, reply)

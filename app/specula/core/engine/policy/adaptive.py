@@ -38,8 +38,7 @@ from collections import deque
 from pathlib import Path
 
 from specula.core.engine.config import SpecConfig
-from specula.core.engine.drafters.base import DraftSource
-from specula.core.engine.drafters.lookup import long_copy
+from specula.core.engine.drafters.proposal import DraftSource, long_copy
 from specula.core.engine.policy import state as policy_state
 from specula.core.engine.policy.acceptance_model import AcceptanceModel
 from specula.core.engine.policy.calibration import Calibration
@@ -233,11 +232,11 @@ class AdaptivePolicy:
             in_sync = inp.draft_lag <= 2
             if in_sync and (self.cost.draft is None or self._probe_left > 0):
                 self._probe_left = max(self._probe_left - 1, 0)
-                return self._decide(Plan(DraftSource.DRAFT, self._probe_k(k_max)), probe=True)
+                return self._decide(Plan(DraftSource.CHAIN, self._probe_k(k_max)), probe=True)
             d_rate, _ = self._draft_rate(k_max)
             k_new = self._unmeasured_k(k_max)
             if in_sync and k_new and d_rate > 0.6 * plain:
-                return self._decide(Plan(DraftSource.DRAFT, k_new), probe=True)
+                return self._decide(Plan(DraftSource.CHAIN, k_new), probe=True)
         if self._lookup_untried(inp) and self._lookup_budget(v1):
             # a match length not judged yet: probe it where it would pay clearly were it
             # right (on a flat verify curve several tokens; where each verified token costs
@@ -265,7 +264,7 @@ class AdaptivePolicy:
             self._waited = 0.0
             return self._decide(self._shape(inp, k_max, plain))
         if inp.has_draft and self.allow_draft and self._explore_pays(inp, k_max, v1):
-            return self._decide(Plan(DraftSource.DRAFT, k_max))
+            return self._decide(Plan(DraftSource.CHAIN, k_max))
         return self._decide(Plan(DraftSource.NONE, 0))
 
     def _explore_pays(self, inp: PlanInput, k_max: int, v1: float) -> bool:
@@ -310,7 +309,7 @@ class AdaptivePolicy:
         """Chain or tree: a tree only while its measured rate beats the chain's and plain
         decoding's; it is tried (twice per session once the chain has run TREE_AFTER steps,
         then every TREE_RETRY draft steps) only where its best case could beat them."""
-        chain = Plan(DraftSource.DRAFT, self.hindsight_cap(k_max))
+        chain = Plan(DraftSource.CHAIN, self.hindsight_cap(k_max))
         if self.cfg.tree_budget <= 1 or DraftSource.TREE not in inp.available:
             return chain
         self.draft_steps += 1
@@ -383,7 +382,7 @@ class AdaptivePolicy:
         self.lookup_cover += COVER_FADE * (served - self.lookup_cover)
         if plan.source != DraftSource.NONE:
             self._plain_streak = 0
-        if plan.source == DraftSource.DRAFT:
+        if plan.source == DraftSource.CHAIN:
             self._fresh = False
             t_d = self.cost.draft or 0.0
             self._step = {"E": 1.0, "P": 1.0, "k": float(plan.k),
@@ -448,7 +447,7 @@ class AdaptivePolicy:
         v1 = self.cost.verify_time(1)
         if outcome.source == DraftSource.LOOKUP and self._probe and v1 is not None:
             self._lookup_loss += rec.draft_s + rec.verify_s + rec.overhead_s - rec.emitted * v1
-        if outcome.source in (DraftSource.DRAFT, DraftSource.TREE) and rec.drafted:
+        if outcome.source in (DraftSource.CHAIN, DraftSource.TREE) and rec.drafted:
             rate = rec.emitted / max(rec.draft_s + rec.verify_s + rec.overhead_s + rec.replay_s, 1e-9)
             key = DraftSource(outcome.source).value
             self._observe_shape(key, rate)
@@ -459,7 +458,7 @@ class AdaptivePolicy:
         self.cost.observe_verify(rec.drafted + 1, rec.verify_s)
         if rec.drafted == 0:
             self.since_plain = 0
-        if outcome.source == DraftSource.DRAFT and rec.drafted:
+        if outcome.source == DraftSource.CHAIN and rec.drafted:
             self.cost.observe_draft(rec.draft_decodes, rec.catchup, rec.draft_s)
             self._hindsight(rec.drafted, outcome.n_accepted)
             self.acc.observe(outcome.top_probs, outcome.entropies, outcome.n_accepted)
@@ -582,3 +581,12 @@ class AdaptivePolicy:
     def save(self) -> None:
         if self.state_path is not None:
             policy_state.save(self.state_path, self.to_dict())
+
+
+class LookupPolicy(AdaptivePolicy):
+    """The "lookup" mode: the adaptive policy's cost model and acceptance tables, with
+    prompt lookup (then the n-gram cache) as its only source, so it proposes only where
+    proposing pays and never costs much more than plain decoding."""
+
+    def __init__(self, cfg: SpecConfig, state_path: Path | None = None) -> None:
+        super().__init__(cfg, state_path, allow_draft=False)

@@ -6,9 +6,13 @@ then asks :meth:`DraftPolicy.keep_drafting` after each drafted token whether to
 keep it and whether to draft another, and finally reports the step back with
 :meth:`DraftPolicy.observe`.
 
-:class:`FixedPolicy` is LM Studio's model (max/min draft size and a probability
-cut-off); :class:`TreePolicy` always drafts a tree. The adaptive policy, which
-also serves prompt lookup alone, lives in :mod:`specula.core.engine.policy.adaptive`.
+:class:`ChainPolicy` is LM Studio's model (max/min draft size and a probability
+cut-off); :class:`TreePolicy` always drafts a tree. Each policy is named after the
+``Mode`` it serves (``name`` is the mode's value): ``PlainPolicy`` "plain",
+``ChainPolicy`` "chain", ``TreePolicy`` "tree" here, ``MTPPolicy`` "mtp" in
+:mod:`~specula.core.engine.policy.mtp_choice`, ``AdaptivePolicy`` "adaptive" and
+``LookupPolicy`` "lookup" (the adaptive cost model restricted to prompt lookup) in
+:mod:`specula.core.engine.policy.adaptive`.
 """
 
 from __future__ import annotations
@@ -17,10 +21,10 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from specula.core.engine.config import SpecConfig
-from specula.core.engine.drafters.base import DraftSource
+from specula.core.engine.drafters.proposal import DraftSource
 from specula.core.engine.stats import StepRecord
 
-DRAFT_MODEL_SOURCES = frozenset({DraftSource.DRAFT, DraftSource.TREE})
+DRAFT_MODEL_SOURCES = frozenset({DraftSource.CHAIN, DraftSource.TREE})
 
 
 @dataclass
@@ -40,7 +44,7 @@ class PlanInput:
 
     @property
     def has_draft(self) -> bool:
-        return DraftSource.DRAFT in self.available
+        return DraftSource.CHAIN in self.available
 
 
 @dataclass
@@ -117,16 +121,16 @@ class PlainPolicy(StaticPolicy):
     name = "plain"
 
 
-class FixedPolicy(StaticPolicy):
+class ChainPolicy(StaticPolicy):
     """Always draft ``draft_max`` tokens with the draft model, cut short below ``p_min``."""
 
     name = "chain"
-    wants = frozenset({DraftSource.DRAFT})
+    wants = frozenset({DraftSource.CHAIN})
     sync_at_prefill = True
 
     def plan(self, inp: PlanInput) -> Plan:
         k = min(self.cfg.draft_max, inp.room)
-        return Plan(DraftSource.DRAFT, k) if k > 0 and inp.has_draft else Plan(DraftSource.NONE, 0)
+        return Plan(DraftSource.CHAIN, k) if k > 0 and inp.has_draft else Plan(DraftSource.NONE, 0)
 
     @property
     def reads_confidence(self) -> bool:

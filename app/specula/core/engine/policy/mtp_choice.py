@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from specula.core.engine.config import SpecConfig
-from specula.core.engine.drafters.base import DraftSource
-from specula.core.engine.policy.fixed import DraftPolicy, FixedPolicy, Outcome, Plan, PlanInput
+from specula.core.engine.drafters.proposal import DraftSource
+from specula.core.engine.policy.fixed import ChainPolicy, DraftPolicy, Outcome, Plan, PlanInput
 
 # An MTP head is trained to predict one token ahead; chained on its own rows its
 # acceptance falls with depth (llama.cpp and vLLM default to 1-3 for Qwen3-Next/3.5).
@@ -28,7 +28,7 @@ MTP_DRAFT_MAX = 3
 RETRY_EVERY = 8  # replies between two tries of the arm that measured slower
 
 
-class MTPPolicy(FixedPolicy):
+class MTPPolicy(ChainPolicy):
     """Mode ``mtp``: draft up to ``min(draft_max, MTP_DRAFT_MAX)`` tokens with the head."""
 
     name = "mtp"
@@ -63,11 +63,11 @@ class MTPAsDraft:
         return self.inner.reads_confidence
 
     def plan(self, inp: PlanInput) -> Plan:
-        avail = set(inp.available) - {DraftSource.DRAFT, DraftSource.TREE, DraftSource.MTP}
+        avail = set(inp.available) - {DraftSource.CHAIN, DraftSource.TREE, DraftSource.MTP}
         if DraftSource.MTP in inp.available:
-            avail.add(DraftSource.DRAFT)  # the inner policy's draft is the head (chains only)
+            avail.add(DraftSource.CHAIN)  # the inner policy's draft is the head (chains only)
         plan = self.inner.plan(replace(inp, available=frozenset(avail)))
-        if plan.source is DraftSource.DRAFT:
+        if plan.source is DraftSource.CHAIN:
             return Plan(DraftSource.MTP, min(plan.k, MTP_DRAFT_MAX))
         return plan
 
@@ -76,7 +76,7 @@ class MTPAsDraft:
 
     def observe(self, outcome: Outcome) -> None:
         if outcome.source is DraftSource.MTP:
-            outcome = replace(outcome, source=DraftSource.DRAFT)
+            outcome = replace(outcome, source=DraftSource.CHAIN)
         self.inner.observe(outcome)
 
     def sync_draft_at_prefill(self) -> bool:

@@ -49,6 +49,16 @@ class Rule(str, Enum):
 DEFAULT_RULE = Rule.COUPLED
 
 
+class AcceptanceRule(str, Enum):
+    """The rule a verification actually applies (what a reply's stats report): the
+    requested :class:`Rule`, or what the settings leave of it."""
+
+    GREEDY = "greedy"  # temperature <= 0: the target's argmax
+    COUPLED = Rule.COUPLED.value
+    REJECTION = Rule.REJECTION.value
+    SAMPLE_AND_MATCH = "sample-and-match"  # sample the target, keep a matching draft token
+
+
 @dataclass
 class SamplingParams:
     """Generation settings. ``temperature <= 0`` means greedy (argmax).
@@ -96,14 +106,14 @@ class SamplingParams:
         return self.repeat_penalty != 1.0 and self.repeat_last_n != 0
 
     @property
-    def acceptance_rule(self) -> str:
-        """The rule a chain verification uses: greedy, coupled, rejection-sampling or
-        sample-and-match (the rejection rule's fallback with a repetition penalty)."""
+    def acceptance_rule(self) -> AcceptanceRule:
+        """The rule a chain verification uses (sample-and-match is the rejection rule's
+        fallback with a repetition penalty)."""
         if self.greedy:
-            return "greedy"
+            return AcceptanceRule.GREEDY
         if self.rule is Rule.COUPLED:
-            return Rule.COUPLED.value
-        return "sample-and-match" if self.has_penalties else Rule.REJECTION.value
+            return AcceptanceRule.COUPLED
+        return AcceptanceRule.SAMPLE_AND_MATCH if self.has_penalties else AcceptanceRule.REJECTION
 
     def to_dict(self) -> dict[str, object]:
         d = asdict(self)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from specula.core.engine.config import SpecConfig
-from specula.core.engine.drafters import Proposal
+from specula.core.engine.drafters.proposal import Proposal
 from specula.core.engine.events import Source
 from specula.core.engine.native.llama import Context
 from specula.core.engine.sampling import rules as sampling
@@ -19,7 +19,7 @@ from specula.core.engine.sampling import topk
 from specula.core.engine.verify.reply import Reply
 from specula.core.engine.verify.tree import NewToken
 
-_REJECTION = sampling.Rule.REJECTION.value
+_REJECTION = sampling.AcceptanceRule.REJECTION
 
 
 def accept_chain(
@@ -45,7 +45,7 @@ def accept_chain(
         logits = ctx.logits(first + i)
         if gaps is not None:
             gaps.append(topk.top2_gap(logits))
-        if rule == _REJECTION:
+        if rule is _REJECTION:
             p = reply.target_probs(logits, drafted=True)
             q = prop.q[i]  # None: a deterministic (lookup) proposal
             ok = sampling.accept_draft_token(p, q, d, reply.rng)
@@ -73,7 +73,7 @@ def accept_chain(
     logits = ctx.logits(first + len(prop))
     if gaps is not None:
         gaps.append(topk.top2_gap(logits))
-    if rule == _REJECTION:
+    if rule is _REJECTION:
         p_next = sampling.bonus_probs(reply.target_probs(logits), None)
         y = sampling.sample(p_next, reply.rng)
     else:

@@ -28,7 +28,7 @@ class Reply:
         self.seed = seed
         self.rng = np.random.default_rng(seed)
         self.rule = params.acceptance_rule
-        self.tree_rule = ""  # set when a token tree was verified by another rule than chains
+        self.tree_rule: sampling.AcceptanceRule | None = None  # a tree's, when not ``rule``
         self.chain_verified = False  # a drafted chain was verified by ``rule`` in this reply
         self.grammar: GrammarState | None = None  # at the committed text, advanced by took()
         self.logprobs: list[tuple[float, list[tuple[int, float]]] | None] = []  # per new token
@@ -36,11 +36,11 @@ class Reply:
     def choose(self, logits: np.ndarray, history: list[int], position: int) -> int:
         """The target's own token at ``position`` (greedy, coupled, or a sample of p)."""
         g = self.grammar
-        if self.rule == "greedy":
+        if self.rule is sampling.AcceptanceRule.GREEDY:
             return topk.argmax(logits) if g is None else int(
                 grammar.target_candidates(g, logits, self.params)[0][0])
         lg = sampling.apply_penalties(logits, history, self.params)
-        if self.rule == sampling.Rule.COUPLED.value:
+        if self.rule is sampling.AcceptanceRule.COUPLED:
             if g is None:
                 return sampling.coupled_pick(lg, self.params, self.seed, position)
             ids, p = grammar.target_candidates(g, lg, self.params)

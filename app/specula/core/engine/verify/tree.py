@@ -11,7 +11,7 @@ cannot decode a tree at all (the generator gives it chains).
 
 from __future__ import annotations
 
-from specula.core.engine.drafters import TokenTree
+from specula.core.engine.drafters.proposal import DraftSource, TokenTree
 from specula.core.engine.events import Source
 from specula.core.engine.native.batch import Batch
 from specula.core.engine.native.kv import CutFailed, KVCache
@@ -65,7 +65,7 @@ def verify_tree(
             if child is None:
                 new.append((y, Source.TARGET, None, False))
                 break
-            new.append((y, Source.DRAFT, tree.nodes[child].prob, False))
+            new.append((y, DraftSource.TREE.token_source, tree.nodes[child].prob, False))
             if history:
                 history.append(y)
             path.append(child)

@@ -1,0 +1,188 @@
+"""What a drafter hands the generator, and what the generator asks of it: the proposal
+types (a chain or a token tree with what the acceptance rule needs), the request, where
+a proposal comes from, and the lookup match codes a proposal reports.
+
+These are plain records with no drafter behind them, so every drafter, the verifiers
+and the policies import them from here without importing one another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from specula.core.engine.events import Source
+from specula.core.engine.sampling.rules import F32, AcceptanceRule, SamplingParams
+from specula.core.engine.stats import StepShape
+
+if TYPE_CHECKING:
+    from specula.core.engine.grammar.state import GrammarState
+
+# A proposal from the n-gram cache reports match CACHE_MATCH + n (n: the n-gram length
+# behind its first token), a context match reports n alone: the policy's acceptance
+# table keeps the two apart.
+CACHE_MATCH = 10
+# A conversation match of the longest n-gram reports how far back the agreement goes:
+# a reply copying pasted text agrees with it for dozens of tokens, a stock phrase for
+# a few. Codes ngram_max .. ngram_max + 3 for 4-7, 8-15, 16-31 and 32+ tokens.
+EXTENT_BUCKETS = (8, 16, 32)
+
+
+def long_copy(code: int, ngram_max: int = 4) -> bool:
+    """Whether a match code says the reply is copying earlier text: the longest n-gram,
+    agreeing with the text before it for at least EXTENT_BUCKETS[0] tokens."""
+    return ngram_max < code < CACHE_MATCH
+
+
+class DraftSource(str, Enum):
+    """Where a step's proposal comes from (what a policy plans, what a drafter is).
+
+    The engine's three words for "where from", and how they map (this enum is the one
+    place that maps them):
+
+    ==============  ====================  =====================  ==================
+    ``DraftSource``  ``token_source``      ``Proposal.shape``     saved / on the wire
+    (a step's plan)  (an emitted token:    (what a step           (values unchanged)
+                     ``events.Source``)    verified: ``StepShape``)
+    ==============  ====================  =====================  ==================
+    ``NONE``         ``TARGET``            ``PLAIN``              ``"none"``
+    ``CHAIN``        ``DRAFT``             ``CHAIN``              ``"draft"``
+    ``TREE``         ``DRAFT``             ``TREE``               ``"tree"``
+    ``LOOKUP``       ``LOOKUP``            ``CHAIN``              ``"lookup"``
+    ``MTP``          ``MTP``               ``CHAIN``              ``"mtp"``
+    ==============  ====================  =====================  ==================
+
+    A drafted token the target rejects is replaced by the target's own (``Source.TARGET``);
+    an empty proposal verifies as ``PLAIN`` whatever its source. ``DraftSource`` values
+    key the adaptive policy's saved acceptance tables and ``StepRecord.source``;
+    ``Source`` values reach the GUI's token colours (``gui/chat/render.py``) and the CLI's. A
+    relaxed (lossy) acceptance keeps the proposal's ``Source`` and is flagged apart.
+    """
+
+    NONE = "none"  # a plain target step
+    CHAIN = "draft"  # the draft model, a chain
+    TREE = "tree"  # the draft model, a token tree
+    LOOKUP = "lookup"  # prompt lookup, then the target's n-gram cache (no model)
+    MTP = "mtp"  # the target's own MTP (NextN) layers, a chain
+
+    @property
+    def token_source(self) -> Source:
+        """The ``Source`` of a token accepted from a proposal of this kind."""
+        return _TOKEN_SOURCE[self]
+
+
+_TOKEN_SOURCE = {
+    DraftSource.NONE: Source.TARGET,
+    DraftSource.CHAIN: Source.DRAFT,
+    DraftSource.TREE: Source.DRAFT,
+    DraftSource.LOOKUP: Source.LOOKUP,
+    DraftSource.MTP: Source.MTP,
+}
+
+
+KeepRule = Callable[[int, float, float], tuple[bool, bool]]
+
+
+@dataclass
+class DraftRequest:
+    """What the generator asks of a drafter for one step."""
+
+    committed: Sequence[int]
+    k: int  # chain: at most k tokens; tree: at most this depth
+    params: SamplingParams
+    seed: int  # the reply's seed (the coupled rule's noise key)
+    rng: np.random.Generator  # the reply's generator (rejection sampling)
+    keep: KeepRule  # the policy's stop rule: (i, p_top, entropy) -> (keep it, draft another)
+    draft_min: int = 0
+    tree_budget: int = 0  # nodes (trees)
+    tree_width: int = 0  # children per node (trees)
+    lookup_tokens: list[int] = field(default_factory=list)  # what the plan chose (lookup)
+    grammar: GrammarState | None = None  # the reply's grammar at ``committed`` (clone it)
+    confidence: bool = True  # False: nothing reads the draft's p_top/entropy (greedy skips them)
+
+    @property
+    def want_q(self) -> bool:
+        """Rejection sampling needs the draft's distribution of every drafted token."""
+        return not self.params.greedy and self.params.acceptance_rule is AcceptanceRule.REJECTION
+
+
+@dataclass
+class Proposal:
+    """A chain of draft tokens (or a tree) with what the acceptance rule needs."""
+
+    tokens: list[int] = field(default_factory=list)
+    q: list[F32 | None] = field(default_factory=list)  # distribution each token was drawn from
+    token_probs: list[float] = field(default_factory=list)  # q(token), the "draft probability"
+    top_probs: list[float] = field(default_factory=list)  # the draft's confidence per position
+    entropies: list[float] = field(default_factory=list)
+    draft_s: float = 0.0  # time in the draft's llama_decode
+    host_s: float = 0.0  # the drafter's time outside llama_decode (set by the generator)
+    source: DraftSource = DraftSource.NONE
+    match_len: int = 0  # lookup: length of the matched n-gram
+    n_decodes: int = 0  # draft llama_decode calls this step
+    catchup: int = 0  # tokens the draft had to catch up on before drafting
+    catchup_s: float = 0.0  # of draft_s: that catch-up, when it fed tokens the draft sat out for
+    tree: TokenTree | None = None  # set when the proposal is a token tree
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def token_source(self) -> Source:
+        """The ``Source`` of an accepted token of this proposal (see :class:`DraftSource`)."""
+        return self.source.token_source
+
+    @property
+    def shape(self) -> StepShape:
+        """What verifying this proposal is (see :class:`DraftSource`)."""
+        if not self.tokens:
+            return StepShape.PLAIN
+        return StepShape.TREE if self.tree is not None else StepShape.CHAIN
+
+    def append(self, token: int, q: F32 | None, token_prob: float, top_prob: float,
+               entropy: float) -> None:
+        self.tokens.append(token)
+        self.q.append(q)
+        self.token_probs.append(token_prob)
+        self.top_probs.append(top_prob)
+        self.entropies.append(entropy)
+
+    def truncate(self, n: int) -> None:
+        for lst in (self.tokens, self.q, self.token_probs, self.top_probs, self.entropies):
+            del lst[n:]
+        if n == 0:
+            self.tree = None
+
+
+@dataclass
+class TreeNode:
+    token: int
+    parent: int  # index into TokenTree.nodes, -1 for a child of the root (the pending token)
+    depth: int  # 1 for children of the root
+    prob: float  # the draft's probability of this token given its parent
+    cum: float  # product of probs along the path
+    seq: int = -1  # draft-side sequence while the node is expanded
+    children: list[int] = field(default_factory=list)
+
+
+@dataclass
+class TokenTree:
+    nodes: list[TreeNode] = field(default_factory=list)
+    root_children: list[int] = field(default_factory=list)
+
+    def children_of(self, idx: int) -> list[int]:
+        return self.root_children if idx < 0 else self.nodes[idx].children
+
+    def leaves(self) -> list[int]:
+        return [i for i, n in enumerate(self.nodes) if not n.children]
+
+    def descends(self, node: int, ancestor: int) -> bool:
+        while node >= 0:
+            if node == ancestor:
+                return True
+            node = self.nodes[node].parent
+        return False
