@@ -78,10 +78,11 @@ def test_bonus_token_from_q_is_caught(tiny: dict[str, Path], pair: Engine, ref: 
     where: dict[str, Any] = {}
     orig_accept = chain_verify.accept_chain
 
-    def accept(ctx: Any, prop: Any, committed: list[int], reply: Any, gaps: Any = None) -> Any:
+    def accept(ctx: Any, prop: Any, committed: list[int], reply: Any, gaps: Any = None,
+               **kw: Any) -> Any:
         where["prefix"] = [*committed, *prop.tokens]
         where["params"] = reply.params
-        return orig_accept(ctx, prop, committed, reply, gaps)
+        return orig_accept(ctx, prop, committed, reply, gaps, **kw)
 
     def bonus_from_q(p_next: Any, q_next: Any) -> Any:
         prm = where["params"]

@@ -10,7 +10,6 @@ talks to this protocol: it never asks what a drafter is.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 from specula.core.engine.drafters.proposal import DraftRequest, DraftSource, Proposal

@@ -48,7 +48,8 @@ from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.engine.stats import GenerationStats, StepRecord
 from specula.core.engine.verify import chain as chain_verify
 from specula.core.engine.verify.reply import Reply
-from specula.core.engine.verify.tree import NewToken, verify_tree
+from specula.core.engine.verify.result import VerifyResult
+from specula.core.engine.verify.tree import verify_tree
 
 # Kept tokens a restore dropped (recurrent memory) that may ride with the next verify
 # before they are decoded on their own: consecutive partial rejections add to them.
@@ -172,6 +173,8 @@ class Generator:
         generated: list[int] = []
         released_text: list[str] = []
         done_msg = ""
+        tree_rule: sampling.AcceptanceRule | None = None  # the trees' rule, when not the reply's
+        chain_verified = False  # a drafted chain was verified by the reply's rule
         full_msg = f"The context window ({self.ctx.n_ctx} tokens) is full."
 
         def finish(reason: StopReason, message: str = "") -> Done:
@@ -252,13 +255,13 @@ class Generator:
                                               ready=ready)
                 try:
                     try:
-                        verify_s, new, m, n_relaxed = self._verify(prop, committed, reply)
+                        verify_s, res = self._verify(prop, committed, reply)
                     except ContextFull:
                         if not prop.tokens:
                             raise
                         # the proposal did not fit the window: this step is plain
                         prop, drafter = Proposal(draft_s=prop.draft_s, host_s=prop.host_s), drafter
-                        verify_s, new, m, n_relaxed = self._verify(prop, committed, reply)
+                        verify_s, res = self._verify(prop, committed, reply)
                 except ContextFull:
                     reason, done_msg = StopReason.CONTEXT_FULL, full_msg
                     break
@@ -270,14 +273,19 @@ class Generator:
                     self.kv.cut(len(committed) - 1)
                     reason, done_msg = StopReason.ERROR, str(exc)
                     break
-                if reply.tree_rule is not None:
+                new, m, n_relaxed = res.tokens, res.accepted, res.relaxed
+                if prop.tokens and prop.tree is None:
+                    chain_verified = True  # a drafted chain was judged by the reply's rule
+                if res.rule is not reply.rule:  # a tree's walk under rejection sampling
+                    tree_rule = res.rule
+                if tree_rule is not None:
                     stats.acceptance_rule = (
-                        f"{reply.rule.value}, trees by {reply.tree_rule.value}"
-                        if reply.chain_verified else reply.tree_rule.value)
+                        f"{reply.rule.value}, trees by {tree_rule.value}"
+                        if chain_verified else tree_rule.value)
 
                 events: list[Event] = []
                 from_draft = 0  # released token events a drafter proposed
-                for (tok, src, dprob, relaxed), lp in zip(new, reply.logprobs, strict=True):
+                for (tok, src, dprob, relaxed), lp in zip(new, res.logprobs, strict=True):
                     if is_eog(tok):
                         reason = StopReason.EOS
                         break
@@ -416,21 +424,17 @@ class Generator:
 
     def _verify(
         self, prop: Proposal, committed: list[int], reply: Reply,
-    ) -> tuple[float, list[NewToken], int, int]:
-        """(verify seconds, new tokens, accepted draft tokens, of which relaxed)."""
-        reply.logprobs.clear()
+    ) -> tuple[float, VerifyResult]:
+        """(verify seconds, what the verification decided)."""
         if prop.tree is not None and prop.tokens:
-            if reply.rule is sampling.AcceptanceRule.REJECTION:
-                # A tree is walked by sampling the target and matching a child (exact for any
-                # tree); the stats say so rather than claim rejection sampling.
-                reply.tree_rule = sampling.AcceptanceRule.SAMPLE_AND_MATCH
-            verify_s, new, m = self._verify_tree(prop.tree, committed, reply)
-            return verify_s, new, m, 0
+            # A tree is walked by sampling the target and matching a child (exact for any
+            # tree); the result's rule says so rather than claim rejection sampling.
+            return self._verify_tree(prop.tree, committed, reply)
         return self._verify_chain(prop, committed, reply)
 
     def _verify_chain(
         self, prop: Proposal, committed: list[int], reply: Reply,
-    ) -> tuple[float, list[NewToken], int, int]:
+    ) -> tuple[float, VerifyResult]:
         """Pending token + chain in one decode; keep the accepted prefix in the cache.
 
         On recurrent memory a partly rejected verify goes back to the checkpoint taken
@@ -445,14 +449,13 @@ class Generator:
         spent = self.kv.feed_tail(batch, len(prop) + 1)
         replay_s = spent * len(owed) / len(batch)
         self.kv.costs.replay_s += replay_s
-        reply.chain_verified |= bool(prop.tokens)
-        new, m, n_relaxed = chain_verify.accept_chain(self.ctx, prop, committed, reply, self.gaps,
-                                                      first=len(owed))
+        res = chain_verify.accept_chain(self.ctx, prop, committed, reply, self.gaps,
+                                        first=len(owed))
         if self.kv.exact_cut:
-            self.kv.cut(len(committed) + m)
+            self.kv.cut(len(committed) + res.accepted)
         else:
-            self.kv.rewind(len(committed) + m)
-        return spent - replay_s, new, m, n_relaxed
+            self.kv.rewind(len(committed) + res.accepted)
+        return spent - replay_s, res
 
     def _owed(self, committed: list[int], batch: int) -> list[int]:
         """The committed tokens the target's cache lacks (before the pending one): kept
@@ -470,7 +473,7 @@ class Generator:
 
     def _verify_tree(
         self, tree: TokenTree, committed: list[int], reply: Reply,
-    ) -> tuple[float, list[NewToken], int]:
+    ) -> tuple[float, VerifyResult]:
         """Pending token + whole tree in one decode; walk it; keep the winning branch."""
         if self._tree_batch is None:
             self._tree_batch = Batch(MAX_TREE_SEQS * 4, MAX_TREE_SEQS + 1)

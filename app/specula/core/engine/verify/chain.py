@@ -17,7 +17,7 @@ from specula.core.engine.native.llama import Context
 from specula.core.engine.sampling import rules as sampling
 from specula.core.engine.sampling import topk
 from specula.core.engine.verify.reply import Reply
-from specula.core.engine.verify.tree import NewToken
+from specula.core.engine.verify.result import NewToken, TokenLogprobs, VerifyResult
 
 _REJECTION = sampling.AcceptanceRule.REJECTION
 
@@ -25,8 +25,9 @@ _REJECTION = sampling.AcceptanceRule.REJECTION
 def accept_chain(
     ctx: Context, prop: Proposal, committed: list[int], reply: Reply,
     gaps: list[float] | None = None, first: int = 0,
-) -> tuple[list[NewToken], int, int]:
-    """Walk the verified chain: (new tokens, accepted draft tokens m, of which relaxed).
+) -> VerifyResult:
+    """Walk the verified chain: the new tokens with their logprobs, the accepted draft
+    tokens m, of which relaxed.
 
     ``ctx`` holds the verify decode's outputs: row i the target's logits after the
     pending token and the first i drafted tokens. New tokens are the accepted proposals
@@ -37,6 +38,7 @@ def accept_chain(
     come before it on recurrent memory, see Generator._verify_chain).
     """
     new: list[NewToken] = []
+    lps: list[TokenLogprobs | None] = []
     src = prop.token_source
     spec, params, rule = reply.spec, reply.params, reply.rule
     n_relaxed = 0
@@ -54,22 +56,22 @@ def accept_chain(
             y = reply.choose(logits, history, len(committed) + i)
             ok = y == d
         if ok:
-            reply.took(logits, d)
+            lps.append(reply.took(logits, d))
             new.append((d, src, prop.token_probs[i], False))
             if history:
                 history.append(d)
             continue
         if (spec.lossy and (reply.grammar is None or reply.grammar.allows(d))
                 and relaxed_accepts(logits, d, prop.token_probs[i], spec)):
-            reply.took(logits, d)
+            lps.append(reply.took(logits, d))
             new.append((d, src, prop.token_probs[i], True))
             n_relaxed += 1
             if history:
                 history.append(d)
             continue
-        reply.took(logits, y)
+        lps.append(reply.took(logits, y))
         new.append((y, Source.TARGET, None, False))
-        return new, len(new) - 1, n_relaxed
+        return VerifyResult(tuple(new), tuple(lps), rule, len(new) - 1, n_relaxed)
     logits = ctx.logits(first + len(prop))
     if gaps is not None:
         gaps.append(topk.top2_gap(logits))
@@ -78,9 +80,9 @@ def accept_chain(
         y = sampling.sample(p_next, reply.rng)
     else:
         y = reply.choose(logits, history, len(committed) + len(prop))
-    reply.took(logits, y)
+    lps.append(reply.took(logits, y))
     new.append((y, Source.TARGET, None, False))
-    return new, len(new) - 1, n_relaxed
+    return VerifyResult(tuple(new), tuple(lps), rule, len(new) - 1, n_relaxed)
 
 
 def relaxed_accepts(logits: np.ndarray, token: int, draft_prob: float | None, spec: SpecConfig) -> bool:

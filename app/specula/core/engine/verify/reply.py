@@ -17,6 +17,7 @@ from specula.core.engine.sampling import rules as sampling
 from specula.core.engine.sampling import topk
 from specula.core.engine.sampling.logprobs import token_logprobs
 from specula.core.engine.sampling.rules import SamplingParams
+from specula.core.engine.verify.result import TokenLogprobs
 
 
 class Reply:
@@ -28,10 +29,7 @@ class Reply:
         self.seed = seed
         self.rng = np.random.default_rng(seed)
         self.rule = params.acceptance_rule
-        self.tree_rule: sampling.AcceptanceRule | None = None  # a tree's, when not ``rule``
-        self.chain_verified = False  # a drafted chain was verified by ``rule`` in this reply
         self.grammar: GrammarState | None = None  # at the committed text, advanced by took()
-        self.logprobs: list[tuple[float, list[tuple[int, float]]] | None] = []  # per new token
 
     def choose(self, logits: np.ndarray, history: list[int], position: int) -> int:
         """The target's own token at ``position`` (greedy, coupled, or a sample of p)."""
@@ -56,10 +54,10 @@ class Reply:
             return grammar.verify_probs(self.grammar, logits, self.params)
         return grammar.target_probs(self.grammar, logits, self.params)
 
-    def took(self, logits: np.ndarray, token: int) -> None:
+    def took(self, logits: np.ndarray, token: int) -> TokenLogprobs | None:
         """``token`` joins the reply at the position ``logits`` verified: advance the
-        grammar past it and note its logprobs when asked."""
+        grammar past it; its logprobs when the request asks for them."""
         if self.grammar is not None:
             self.grammar.advance(token)
         n = self.params.logprobs
-        self.logprobs.append(None if n is None else token_logprobs(logits, token, n))
+        return None if n is None else token_logprobs(logits, token, n)

@@ -18,16 +18,17 @@ from specula.core.engine.native.kv import CutFailed, KVCache
 from specula.core.engine.sampling import rules as sampling
 from specula.core.engine.sampling import topk
 from specula.core.engine.verify.reply import Reply
-
-NewToken = tuple[int, Source, float | None, bool]  # token, source, draft probability, relaxed
+from specula.core.engine.verify.result import NewToken, TokenLogprobs, VerifyResult
 
 
 def verify_tree(
     kv: KVCache, batch: Batch, tree: TokenTree, committed: list[int], reply: Reply,
     gaps: list[float] | None = None,
-) -> tuple[float, list[NewToken], int]:
-    """(verify seconds, new tokens, accepted tree nodes). ``gaps``: when a list, the
-    target's top-2 logit gap at every position walked is appended (the benchmark)."""
+) -> tuple[float, VerifyResult]:
+    """(verify seconds, the walk's result: new tokens, their logprobs, accepted tree
+    nodes). A tree is walked by the target's own choices, so under rejection sampling
+    the result's rule says sample-and-match. ``gaps``: when a list, the target's top-2
+    logit gap at every position walked is appended (the benchmark)."""
     n_past = len(committed) - 1
     if not kv.ctx.memory.runs_trees:
         raise ValueError("a token tree cannot be verified on recurrent memory (the generator runs chains)")
@@ -37,6 +38,7 @@ def verify_tree(
     kv.checkpoint()  # recurrent layers (a hybrid): the state the winning path is replayed from
     leaves = tree.leaves()
     new: list[NewToken] = []
+    lps: list[TokenLogprobs | None] = []
     path: list[int] = []
     with kv.branches(len(leaves)) as seqs:
         leaf_seq = dict(zip(leaves, seqs, strict=True))
@@ -61,7 +63,7 @@ def verify_tree(
             # sample-and-match (or coupled) down the tree: exact for any tree
             y = reply.choose(logits, history, len(committed) + len(path))
             child = next((c for c in tree.children_of(cur) if tree.nodes[c].token == y), None)
-            reply.took(logits, y)
+            lps.append(reply.took(logits, y))
             if child is None:
                 new.append((y, Source.TARGET, None, False))
                 break
@@ -73,4 +75,7 @@ def verify_tree(
         if path:
             winner = next(s for leaf, s in leaf_seq.items() if tree.descends(leaf, path[-1]))
             kv.commit_branch(winner, [tree.nodes[i].token for i in path])
-    return verify_s, new, len(path)
+    rule = reply.rule
+    if rule is sampling.AcceptanceRule.REJECTION:
+        rule = sampling.AcceptanceRule.SAMPLE_AND_MATCH
+    return verify_s, VerifyResult(tuple(new), tuple(lps), rule, len(path))
