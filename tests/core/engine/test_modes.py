@@ -63,7 +63,7 @@ def test_lookup_predicts_a_loop(tiny: dict[str, Path]) -> None:
 
     The lookup mode's own policy weighs measured step times, so this drives the drafter
     with a policy that always proposes (the mode's choice is tested with a fake clock in
-    test_speed_adaptive*.py)."""
+    test_adaptive_rechecks*.py)."""
     eng = make_engine(tiny["target"])
     gen = eng.generator
     assert gen is not None
@@ -120,7 +120,7 @@ def test_adaptive_drafts_only_where_it_pays() -> None:
                 lag += 1
     # plain but for the re-checks: even at 100% acceptance this draft would lose (4 x 18 ms +
     # 90 ms for 5 tokens against 30 ms per token), so only every RECHECK_EVERY-th reply probes
-    # it, to re-time the costs that say so (test_speed_adaptive.py)
+    # it, to re-time the costs that say so (test_adaptive_rechecks.py)
     assert synced == 40 // RECHECK_EVERY
     assert plans.count("draft") == synced * PROBE_STEPS
 
@@ -163,7 +163,7 @@ def test_adaptive_prefers_long_lookup_matches() -> None:
 
 def test_adaptive_state_persists_per_pair(tiny: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     # timings read as quiet whatever else this machine runs (erratic ones are not saved:
-    # test_speed_adaptive_busy_machine.py)
+    # test_adaptive_busy_machine.py)
     monkeypatch.setattr("specula.core.engine.policy.cost_model.ERRATIC_DEV", float("inf"))
     monkeypatch.setattr("specula.core.engine.policy.calibration._disagree", lambda a, b: False)
     eng = make_engine(tiny["target"], tiny["draft"])

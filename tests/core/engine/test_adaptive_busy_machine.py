@@ -25,7 +25,7 @@ from specula.core.engine.policy.cost_model import CostModel
 from specula.core.engine.policy.fixed import ChainPolicy
 from tests.core.engine.adaptive_sim import Machine, run_reply, script
 
-# The F16 1.5B target on one core (as in test_speed_adaptive_convergence.py).
+# The F16 1.5B target on one core (as in test_adaptive_convergence.py).
 F16 = Machine(verify=lambda n: 0.100 if n == 1 else (0.200 + 0.008 * (n - 2) if n < 8 else 0.300),
               draft=0.020, catchup_per_token=0.025, prompt_s=0.36)
 RATE = 0.9  # the pair's acceptance on these replies: drafting pays clearly when quiet
