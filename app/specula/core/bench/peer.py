@@ -199,6 +199,11 @@ def verdict_lines(table: Sequence[PeerRow]) -> list[str]:
     for key, xs in cols.items():
         if xs:
             lines.append(f"  adaptive / {names[key]}: median {_median(xs):.2f}x, min {min(xs):.2f}x")
+    mtp = [row.decode["specula mtp"] / peer[1] for row in table
+           if "specula mtp" in row.decode and (peer := row.best("llama-server mtp"))]
+    if mtp:
+        lines.append(f"  specula mtp / llama-server's best mtp setting: median {_median(mtp):.2f}x, "
+                     f"min {min(mtp):.2f}x")
     return lines
 
 
