@@ -72,8 +72,8 @@ def test_the_table_takes_medians_over_repeats_and_ratios_per_prompt() -> None:
 
 def test_ratios_pair_the_runs_of_one_repeat() -> None:
     """A busy minute slows every side of a repeat: ratios are taken within each repeat,
-    then their median; a ratio of medians would mix repeats (here 0.96x, a loss that not
-    every repeat showed)."""
+    then their median; a ratio of medians would mix repeats (here 0.96x, a loss only
+    one repeat showed)."""
     rates = {  # repeat -> (adaptive, chain:3): adaptive ahead in every repeat
         0: (6.0, 5.5), 1: (8.0, 7.5), 2: (7.2, 9.0 * 7.2 / 8.4),
     }
