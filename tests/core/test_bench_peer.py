@@ -37,6 +37,7 @@ def test_a_specula_stream_gives_its_specula_statistics() -> None:
                                                            "drafted": 10, "accepted": 9}})
     run = read_stream(lines, 0.0, iter([0.5, 1.0, 1.1]), "specula adaptive", "p", 0)
     assert (run.tokens, run.decode_tok_s, run.drafted, run.accepted) == (50, 20.0, 10, 9)
+    assert run.detail == {"tokens": 50, "tokens_per_s": 20.0, "drafted": 10, "accepted": 9}
 
 
 def test_a_stream_without_timings_is_refused() -> None:

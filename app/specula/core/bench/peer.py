@@ -34,6 +34,10 @@ class PeerRun:
     wall_s: float  # the client's: request sent -> stream closed
     drafted: int = 0
     accepted: int = 0
+    # the server's own statistics as it sent them (Specula's ``specula`` block: steps,
+    # drafting steps, per-position counters, draft and verify time; llama-server's
+    # ``timings``): kept in the JSON to tell afterwards how a side spent its time
+    detail: dict[str, object] = field(default_factory=dict)
 
     @property
     def acceptance(self) -> float | None:
@@ -80,6 +84,7 @@ def _num(d: object, key: str) -> float:
 
 def _run(side: str, prompt_id: str, repeat: int, text: str, stats: dict[str, object],
          sent: float, first: float | None, last: float) -> PeerRun:
+    detail = stats.get("specula", stats.get("timings"))
     if "specula" in stats:
         s = stats["specula"]
         tokens, rate = int(_num(s, "tokens")), _num(s, "tokens_per_s")
@@ -91,7 +96,8 @@ def _run(side: str, prompt_id: str, repeat: int, text: str, stats: dict[str, obj
     else:
         raise ValueError(f"{side}: the stream carried no timings (is this llama-server or specula serve?)")
     return PeerRun(side, prompt_id, repeat, text, tokens, rate,
-                   (first if first is not None else last) - sent, last - sent, drafted, accepted)
+                   (first if first is not None else last) - sent, last - sent, drafted, accepted,
+                   dict(detail) if isinstance(detail, dict) else {})
 
 
 @dataclass
