@@ -35,7 +35,7 @@ from specula.core.engine.native.llama import (
     default_threads,
 )
 from specula.core.engine.native.mtp import has_mtp_graph
-from specula.core.engine.policy.adaptive import AdaptivePolicy, LookupPolicy
+from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.policy.calibration import Calibration, measure
 from specula.core.engine.policy.fixed import (
     ChainPolicy,
@@ -43,6 +43,7 @@ from specula.core.engine.policy.fixed import (
     PlainPolicy,
     TreePolicy,
 )
+from specula.core.engine.policy.lookup import LookupPolicy
 from specula.core.engine.policy.mtp_choice import MTPAsDraft, MTPPolicy, RateChooser
 from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.engine.verdict import PolicyVerdict
