@@ -182,6 +182,15 @@ class AdaptivePolicy:
                 best, best_k = rate, k
         return best, best_k
 
+    def _draft_pays_rate(self, k_max: int) -> float:
+        """The draft chain's rate that decides between drafting and not: the expected one,
+        or while the pair's acceptance rests on little evidence the rate at one standard
+        error above it (``AcceptanceModel.optimistic_rate``), so a few unlucky probe steps
+        do not stop drafting for the reply and the replies after it."""
+        rate, _ = self._draft_rate(k_max)
+        a = self.acc.optimistic_rate()
+        return rate if a is None else max(rate, self._draft_rate(k_max, a=a)[0])
+
     def _lookup_rate(self, inp: PlanInput, k_max: int, a: float | None = None) -> tuple[float, int]:
         """Best expected tokens/s of a lookup chain (and its length) at acceptance ``a``
         (default: what this match length has earned)."""
@@ -214,7 +223,7 @@ class AdaptivePolicy:
             if in_sync and (self.cost.draft is None or self._probe_left > 0):
                 self._probe_left = max(self._probe_left - 1, 0)
                 return self._decide(Plan(DraftSource.CHAIN, self._probe_k(k_max)), probe=True)
-            d_rate, _ = self._draft_rate(k_max)
+            d_rate = self._draft_pays_rate(k_max)
             k_new = self._unmeasured_k(k_max)
             if in_sync and k_new and d_rate > 0.6 * plain:
                 return self._decide(Plan(DraftSource.CHAIN, k_new), probe=True)
@@ -435,7 +444,7 @@ class AdaptivePolicy:
             self.acc.observe(outcome.top_probs, outcome.entropies, outcome.n_accepted)
             if self._probe and self._probe_left == 0:
                 # the probe's last step: back off further if drafting still does not pay
-                d_rate, _ = self._draft_rate(self.cfg.draft_max)
+                d_rate = self._draft_pays_rate(self.cfg.draft_max)
                 v1 = self.cost.verify_time(1)
                 pays = v1 is not None and d_rate > 1.0 / v1
                 self.paused = self.paused and not pays
@@ -473,7 +482,7 @@ class AdaptivePolicy:
             self.replies_since_probe = 0
             self._probe_left = PROBE_STEPS
             return True
-        if self._draft_rate(self.cfg.draft_max)[0] > (1.0 + MARGIN) / v1:
+        if self._draft_pays_rate(self.cfg.draft_max) > (1.0 + MARGIN) / v1:
             self.paused = False
             self._fresh = True  # drafting pays: the plan catches the draft up when it drafts
             return False
