@@ -71,7 +71,7 @@ class Machine:
 # The real F16 pair (the 1.5B F16 target, the 0.5B Q4_K_M draft, one thread on this kind of
 # machine): seconds per verify of n tokens as its calibration at load measured them, and the
 # draft's agreement with the target on the 7 packaged code prompts, recorded by
-# docs/bench/adaptive/real_traces_collect.py (greedy; per position of plain's reply: whether
+# specula_tools.agreement_trace (greedy; per position of plain's reply: whether
 # the draft's token is the target's, the draft's top probability and entropy there).
 F16_VERIFY = {1: .119, 2: .192, 3: .189, 4: .208, 5: .220, 6: .246, 7: .265, 8: .333, 9: .356}
 F16 = Machine(verify=lambda n: F16_VERIFY.get(n, .356 + .03 * (n - 9)), draft=0.025,
