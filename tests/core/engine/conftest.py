@@ -68,11 +68,11 @@ def run(eng: Engine, prompt: str | list[int], sampling: SamplingParams, spec: Sp
 PLAIN = SpecConfig(mode=Mode.PLAIN)
 
 
-def fresh_logits(model: Model | None, tokens: list[int]) -> np.ndarray:
+def fresh_logits(model: Model | None, tokens: list[int], n_ctx: int = 512, n_threads: int = 2) -> np.ndarray:
     """The target's next-token logits after ``tokens``, from a new context in one batch."""
     assert model is not None
-    ctx = Context(model, n_ctx=512, n_threads=2)
-    b = Batch(512)
+    ctx = Context(model, n_ctx=n_ctx, n_threads=n_threads)
+    b = Batch(n_ctx)
     b.fill(tokens, 0, outputs="last")
     ctx.decode(b)
     out = ctx.logits(-1).copy()
