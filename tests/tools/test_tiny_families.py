@@ -21,7 +21,7 @@ from specula.core.engine.native.llama import Context, Model
 from specula.core.gguf.memory_kind import MemoryKind
 from specula.core.gguf.model_info import read_model_info
 from specula_tools.tiny_families import FAMILIES, build_qwen35_mtp
-from tests.core.engine.conftest import fresh_logits
+from tests.core.engine.conftest import closing_all, fresh_logits
 
 KEYS = sorted(FAMILIES)
 PROMPT = [0, 104, 101, 108, 108, 111, 32, 119, 111, 114, 108, 100]  # BOS "hello world"
@@ -30,10 +30,8 @@ PARTIAL_ONLY = 1  # LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY (llama.h)
 
 @pytest.fixture(scope="module")
 def models(families: dict[str, Path]) -> Iterator[dict[str, Model]]:
-    loaded = {k: Model(p) for k, p in families.items()}
-    yield loaded
-    for m in loaded.values():
-        m.close()
+    with closing_all({k: Model(p) for k, p in families.items()}) as loaded:
+        yield loaded
 
 
 def _greedy(model: Model, prompt: list[int], n: int) -> tuple[list[int], list[np.ndarray]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -27,8 +28,7 @@ def _engine(tiny: dict[str, Path], calibrate: bool = True) -> Engine:
 def test_loading_a_draft_times_every_verify_batch_and_leaves_both_caches_empty(
     tiny: dict[str, Path], specula_home: Path,
 ) -> None:
-    eng = _engine(tiny)
-    try:
+    with closing(_engine(tiny)) as eng:
         cal = eng.calibration
         assert cal is not None
         assert sorted(cal.verify) == [*range(1, MAX_BATCH + 1), TREE_BATCH]
@@ -40,15 +40,12 @@ def test_loading_a_draft_times_every_verify_batch_and_leaves_both_caches_empty(
         gen = eng.generator
         assert gen is not None and gen.draft is not None
         assert gen.kv.tokens == [] and gen.draft.kv.tokens == []  # no made-up prefix survives
-    finally:
-        eng.close()
 
 
 def test_a_new_pairs_adaptive_policy_starts_from_the_calibration_and_keeps_plain_text(
     tiny: dict[str, Path], specula_home: Path,
 ) -> None:
-    eng = _engine(tiny)
-    try:
+    with closing(_engine(tiny)) as eng:
         spec = SpecConfig(mode=Mode.ADAPTIVE)
         pol = eng.policy_for(spec)
         cost = pol.cost  # type: ignore[attr-defined]
@@ -58,17 +55,12 @@ def test_a_new_pairs_adaptive_policy_starts_from_the_calibration_and_keeps_plain
         plain, _ = run(eng, "tell me a story about a cat", GREEDY, PLAIN)
         done, _ = run(eng, "tell me a story about a cat", GREEDY, spec)
         assert done.token_ids == plain.token_ids
-    finally:
-        eng.close()
 
 
 def test_without_calibration_a_new_pair_knows_nothing(tiny: dict[str, Path], specula_home: Path) -> None:
-    eng = _engine(tiny, calibrate=False)
-    try:
+    with closing(_engine(tiny, calibrate=False)) as eng:
         assert eng.calibration is None
         assert eng.policy_for(SpecConfig(mode=Mode.ADAPTIVE)).cost.verify_time(1) is None  # type: ignore[attr-defined]
-    finally:
-        eng.close()
 
 
 def test_a_saved_cost_model_wins_over_the_calibration() -> None:
@@ -84,8 +76,7 @@ def test_a_saved_cost_model_wins_over_the_calibration() -> None:
 def test_an_adaptive_reply_carries_the_verdict_and_the_engine_can_clear_it(
     tiny: dict[str, Path], specula_home: Path,
 ) -> None:
-    eng = _engine(tiny)
-    try:
+    with closing(_engine(tiny)) as eng:
         spec = SpecConfig(mode=Mode.ADAPTIVE)
         pol = eng.policy_for(spec)
         assert isinstance(pol, AdaptivePolicy)
@@ -99,8 +90,6 @@ def test_an_adaptive_reply_carries_the_verdict_and_the_engine_can_clear_it(
         assert pol.cost.draft == pytest.approx(eng.calibration.draft)  # back to the calibration
         done, _ = run(eng, "tell me a story about a cat", GREEDY, spec)
         assert done.stats.drafted > 0  # the next reply probes the draft
-    finally:
-        eng.close()
 
 
 def test_noisy_passes_are_repeated_and_their_median_kept() -> None:
