@@ -31,7 +31,7 @@ from pathlib import Path
 import gguf
 import numpy as np
 
-from specula_tools.tiny_models import TinySpec, add_tokenizer
+from specula_tools.tiny_models import TinySpec, add_tokenizer, write_out
 
 N_EMBD = 1024
 N_HEAD, N_HEAD_KV, HEAD_DIM = 8, 2, 256
@@ -113,11 +113,7 @@ def build(path: str | Path, n_layers: int = 8, *, seed: int = 3500) -> Path:
         rand(p + "ffn_gate.weight", (N_FF, d), d**-0.5)
         rand(p + "ffn_up.weight", (N_FF, d), d**-0.5)
         rand(p + "ffn_down.weight", (d, N_FF), OUT_GAIN * N_FF**-0.5)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return path
+    return write_out(w, path)
 
 
 def build_pair(folder: str | Path, n_layers: int = 12, draft_layers: int = 4) -> tuple[Path, Path]:

@@ -39,7 +39,7 @@ from typing import NamedTuple
 import gguf
 import numpy as np
 
-from specula_tools.tiny_models import TinySpec, add_tokenizer
+from specula_tools.tiny_models import TinySpec, add_tokenizer, write_out
 
 N_EMBD = 64
 N_CTX = 2048
@@ -250,11 +250,7 @@ class _Writer:
                     dims = tuple(self.dims[s] if isinstance(s, str) else s for s in shape)
                     self.tensor(f"blk.{i}.{name}", dims, init)
         self.tensor(self.fam.output_norm + ".weight", (N_EMBD,), ONE)
-        self.w.write_header_to_file()
-        self.w.write_kv_data_to_file()
-        self.w.write_tensors_to_file()
-        self.w.close()
-        return self.path
+        return write_out(self.w, self.path)
 
 
 def build_tiny(key: str, path: str | Path, noise: float = 0.0, **overrides: float) -> Path:

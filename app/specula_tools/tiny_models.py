@@ -129,6 +129,15 @@ def add_tokenizer(w: gguf.GGUFWriter, spec: TinySpec) -> int:
     return len(tokens)
 
 
+def write_out(w: gguf.GGUFWriter, path: Path) -> Path:
+    """Write ``w``'s header, key-values and tensors to its file and close it; returns ``path``."""
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
 def build_tiny_model(path: str | Path, spec: TinySpec = TinySpec()) -> Path:
     """Write a tiny llama-architecture GGUF file at ``path``."""
     path = Path(path)
@@ -171,12 +180,7 @@ def build_tiny_model(path: str | Path, spec: TinySpec = TinySpec()) -> Path:
         w.add_tensor(p + "ffn_down.weight", mat(d, ff, ff**-0.5))
     w.add_tensor("output_norm.weight", np.ones(d, dtype=np.float32))
     w.add_tensor("output.weight", mat(n_vocab, d, spec.logit_scale))
-
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return path
+    return write_out(w, path)
 
 
 TARGET = TinySpec()
