@@ -27,7 +27,7 @@ from specula.core.engine.events import StopReason
 from specula.core.engine.native.kv import CutFailed, KVCache
 from specula.core.engine.native.llama import Context, MemoryKind, Model
 from specula.core.engine.sampling.rules import Rule, SamplingParams
-from tests.core.engine.conftest import fresh_logits, run
+from tests.core.engine.conftest import closing_all, fresh_logits, logits_after, run
 from tests.core.engine.reference import FreshTarget, Transform
 from tests.core.engine.sampling_runs import (
     ALPHA_PASS,
@@ -67,10 +67,8 @@ def greedy_reference(ref: FreshTarget, prompt: list[int], n: int) -> list[int]:
 
 @pytest.fixture(scope="module")
 def refs(families: dict[str, Path]) -> Iterator[dict[str, FreshTarget]]:
-    out = {f: FreshTarget(families[f]) for f in MEMORY}
-    yield out
-    for r in out.values():
-        r.close()
+    with closing_all({f: FreshTarget(families[f]) for f in MEMORY}) as out:
+        yield out
 
 
 _ENGINES: dict[str, Engine] = {}
@@ -131,17 +129,8 @@ def _kv(model: Model, n_ctx: int = 256) -> KVCache:
     return KVCache(Context(model, n_ctx=n_ctx, n_threads=1, n_seq_max=1, kv_unified=True))
 
 
-def _after(kv: KVCache, token: int) -> np.ndarray:
-    """Logits after the mirror's tokens + ``token``, from the cache (then cut back)."""
-    n = len(kv)
-    kv.feed([token], "last")
-    out = kv.ctx.logits(-1).copy()
-    kv.cut(n)
-    return out
-
-
 def _close_to_fresh(kv: KVCache, model: Model, token: int = 77) -> float:
-    got = _after(kv, token)
+    got = logits_after(kv, token)
     want = fresh_logits(model, [*kv.tokens, token])
     return float(np.max(np.abs(got - want)))
 
