@@ -94,8 +94,8 @@ def _bare_calls() -> float:
 PARTS: list[tuple[Any, str, str]] = [
     (Context, "decode", _DECODE),
     (Context, "logits", "logits row view (ctypes)"),
-    (reply_mod.Reply, "choose", "target's choice (cold pass: argmax / candidates)"),
-    (reply_mod.Reply, "took", "reply.took (grammar, logprobs)"),
+    (reply_mod.ReplySampling, "choose", "target's choice (cold pass: argmax / candidates)"),
+    (reply_mod.ReplySampling, "took", "reply.took (grammar, logprobs)"),
     (sampling, "candidates", "sampling.candidates"),
     (sampling, "coupled_choice", "coupled choice (Gumbel)"),
     (sampling, "probs", "sampling.probs (dense p)"),

@@ -38,8 +38,8 @@ def test_loading_a_draft_times_every_verify_batch_and_leaves_both_caches_empty(
         assert cal.draft is not None and cal.draft > 0
         assert 0 < cal.seconds < 5
         gen = eng.generator
-        assert gen is not None and gen.draft is not None
-        assert gen.kv.tokens == [] and gen.draft.kv.tokens == []  # no made-up prefix survives
+        assert gen is not None and gen.draft_model is not None
+        assert gen.kv.tokens == [] and gen.draft_model.kv.tokens == []  # no made-up prefix survives
     finally:
         eng.close()
 

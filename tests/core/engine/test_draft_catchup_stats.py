@@ -65,8 +65,8 @@ def _reply(eng: Engine, policy: DraftPolicy, spec: SpecConfig, monkeypatch: pyte
            ) -> tuple[Done, list[StepRecord], list[tuple[int, float]]]:
     """One reply from empty caches; (Done, its step records, (tokens, seconds) per draft decode)."""
     gen = eng.generator
-    assert gen is not None and gen.draft is not None
-    draft_ctx = gen.draft.ctx
+    assert gen is not None and gen.draft_model is not None
+    draft_ctx = gen.draft_model.ctx
     log: list[tuple[int, float]] = []
     real = Context.decode
 

@@ -35,8 +35,8 @@ def _logged_reply(eng: Engine, spec: SpecConfig, monkeypatch: pytest.MonkeyPatch
                   ) -> tuple[list[tuple[str, int]], Done]:
     """Run one reply; the log holds ("target"|"draft", n_tokens) per decode and ("token", id)."""
     gen = eng.generator
-    assert gen is not None and gen.draft is not None
-    draft_ctx = gen.draft.ctx
+    assert gen is not None and gen.draft_model is not None
+    draft_ctx = gen.draft_model.ctx
     log: list[tuple[str, int]] = []
     real = Context.decode
 

@@ -95,8 +95,8 @@ def _mirror_true(eng: Engine) -> None:
     gen = eng.generator
     assert gen is not None
     assert gen.ctx.pos_max(0) + 1 == len(gen.kv), "target mirror"
-    if gen.draft is not None:
-        assert gen.draft.ctx.pos_max(0) + 1 == len(gen.draft.kv), "draft mirror"
+    if gen.draft_model is not None:
+        assert gen.draft_model.ctx.pos_max(0) + 1 == len(gen.draft_model.kv), "draft mirror"
 
 
 # -- what a context knows about its memory ------------------------------------------------
@@ -290,7 +290,7 @@ def test_a_recurrent_draft_for_an_attention_target(tiny: dict[str, Path], famili
         eng.load_target(tiny["target"])
         eng.load_draft(families["mamba"])
         gen = eng.generator
-        assert gen is not None and gen.draft is not None and gen.draft.ctx.n_seq_max == 1
+        assert gen is not None and gen.draft_model is not None and gen.draft_model.ctx.n_seq_max == 1
         spec = SpecConfig(mode=Mode(mode), draft_max=4, draft_first_token=True)
         for text in (PROMPT, "the code and the model"):
             prompt = eng.tokenize_chat([{"role": "user", "content": text}])

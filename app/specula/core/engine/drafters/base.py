@@ -12,13 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from specula.core.engine.drafters.proposal import DraftRequest, DraftSource, Proposal
+from specula.core.engine.drafters.proposal import DraftRequest, Proposal
+from specula.core.engine.events import TokenOrigin
 from specula.core.engine.sampling import topk
 from specula.core.engine.sampling.rules import F32, AcceptanceRule
 
 
 class Drafter(Protocol):
-    source: DraftSource
+    source: TokenOrigin
 
     @property
     def available(self) -> bool:

@@ -18,7 +18,8 @@ import numpy as np
 
 from specula.core.engine.drafters import base  # patch points, looked up at call time
 from specula.core.engine.drafters.base import softmax_stats
-from specula.core.engine.drafters.proposal import DraftRequest, DraftSource, Proposal
+from specula.core.engine.drafters.proposal import DraftRequest, Proposal
+from specula.core.engine.events import TokenOrigin
 from specula.core.engine.grammar import state as grammar
 from specula.core.engine.native.kv import ANCHOR, CutFailed, KVCache
 from specula.core.engine.native.llama import Context, ContextFull, DecodeError
@@ -137,7 +138,7 @@ class ModelDrafter:
     """What the drafters over one draft model share: its state and the bookkeeping
     after a step. Subclasses implement ``propose``."""
 
-    source = DraftSource.NONE
+    source = TokenOrigin.TARGET
 
     def __init__(self, model: DraftModel) -> None:
         self.model = model
@@ -180,7 +181,7 @@ class ModelDrafter:
 class ChainDrafter(ModelDrafter):
     """The draft model proposes a chain, token by token."""
 
-    source = DraftSource.CHAIN
+    source = TokenOrigin.CHAIN
 
     def propose(self, req: DraftRequest) -> Proposal:
         prop = Proposal(source=self.source)

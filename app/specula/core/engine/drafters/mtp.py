@@ -34,7 +34,8 @@ import numpy as np
 
 from specula.core.engine.drafters import base  # patch points, looked up at call time
 from specula.core.engine.drafters.model import ChainDrafter, DraftModel
-from specula.core.engine.drafters.proposal import DraftRequest, DraftSource, Proposal
+from specula.core.engine.drafters.proposal import DraftRequest, Proposal
+from specula.core.engine.events import TokenOrigin
 from specula.core.engine.grammar import state as grammar
 from specula.core.engine.native import mtp as mtp_native
 from specula.core.engine.native.batch import Batch
@@ -272,7 +273,7 @@ class MTPHead(DraftModel):
 class MTPDrafter(ChainDrafter):
     """A chain from the target's MTP head; verified like any draft."""
 
-    source = DraftSource.MTP
+    source = TokenOrigin.MTP
 
     def __init__(self, head: MTPHead) -> None:
         super().__init__(head)

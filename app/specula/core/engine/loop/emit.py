@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from specula.core.engine.events import Event, Source, StopReason, TokenEvent
+from specula.core.engine.events import Event, StopReason, TokenEvent
 from specula.core.engine.loop.run import ReplyRun
 from specula.core.engine.loop.text import StopFilter, Utf8Stream
 from specula.core.engine.native.llama import Model
@@ -31,7 +31,7 @@ class Emitter:
         says why it did); (the events released, how many of them a drafter proposed)."""
         events: list[Event] = []
         from_draft = 0
-        for (tok, src, dprob, relaxed), lp in zip(res.tokens, res.logprobs, strict=True):
+        for (tok, origin, dprob), lp in zip(res.tokens, res.logprobs, strict=True):
             if self._is_eog(tok):  # the end of turn is never shown nor kept
                 run.stop(StopReason.EOS)
                 break
@@ -39,14 +39,13 @@ class Emitter:
             run.generated.append(tok)
             if run.stats.ttft_s == 0.0:
                 run.stats.ttft_s = time.perf_counter() - run.t_start
-            ev = TokenEvent(tok, self.utf8.feed(self._piece(tok)), src, dprob, run.step,
-                            relaxed=relaxed)
+            ev = TokenEvent(tok, self.utf8.feed(self._piece(tok)), origin, dprob, run.step)
             if lp is not None:
                 ev.logprob, ev.top_logprobs = lp
             for out in self.stops.push(ev):
                 run.released.append(out.text)
                 events.append(out)
-                if out.source is not Source.TARGET:
+                if out.source.drafted:
                     from_draft += 1
             if self.stops.stopped:
                 run.stop(StopReason.STOP_STRING)

@@ -27,14 +27,13 @@ from specula.core.engine.drafters import (
     ChainDrafter,
     Drafter,
     DraftModel,
-    DraftSource,
     LookupDrafter,
     Proposal,
     TreeDrafter,
 )
 from specula.core.engine.drafters.mtp import MTPDrafter, MTPHead
 from specula.core.engine.drafters.tree import MAX_TREE_SEQS
-from specula.core.engine.events import Event, StepEvent, StopReason, TokenEvent
+from specula.core.engine.events import Event, StepEvent, StopReason, TokenEvent, TokenOrigin
 from specula.core.engine.grammar.state import GrammarError, GrammarState
 from specula.core.engine.loop.emit import Emitter
 from specula.core.engine.loop.propose import catch_up, propose
@@ -47,7 +46,7 @@ from specula.core.engine.policy.fixed import DraftPolicy, Outcome
 from specula.core.engine.sampling import rules as sampling
 from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.engine.stats import GenerationStats, StepRecord
-from specula.core.engine.verify.reply import Reply
+from specula.core.engine.verify.reply import ReplySampling
 from specula.core.engine.verify.result import VerifyResult
 
 MEMORY_EVERY = 128  # steps between two reads of the process's RSS (~0.1 ms each after a decode)
@@ -56,7 +55,7 @@ MEMORY_EVERY = 128  # steps between two reads of the process's RSS (~0.1 ms each
 class Generator:
     """Runs replies over one target context and optional drafters."""
 
-    def __init__(self, model: Model, target: Context, draft: DraftModel | None = None) -> None:
+    def __init__(self, model: Model, target: Context, draft_model: DraftModel | None = None) -> None:
         self.model = model
         self.kv = KVCache(target)
         # When a list, the target's top-2 logit gap of every emitted token is appended
@@ -64,10 +63,10 @@ class Generator:
         self.gaps: list[float] | None = None
         self.lookup = LookupDrafter()
         self._target = TargetVerifier(self.kv)
-        self.draft: DraftModel | None = None
+        self.draft_model: DraftModel | None = None
         self.mtp: MTPHead | None = None
-        self._drafters: dict[DraftSource, Drafter] = {}
-        self.set_draft(draft)
+        self._drafters: dict[TokenOrigin, Drafter] = {}
+        self.set_draft(draft_model)
 
     def set_draft(self, draft: DraftModel | None) -> None:
         """Attach (or detach, with None) a draft model; lookup needs none.
@@ -75,25 +74,25 @@ class Generator:
         Where a tree cannot run (a pure recurrent target refuses a tree-shaped batch; a
         draft context without branch sequences cannot build one) a tree request is
         served by the chain drafter, and the reply's statistics say so."""
-        self.draft = draft
-        self._drafters = {DraftSource.LOOKUP: self.lookup}
+        self.draft_model = draft
+        self._drafters = {TokenOrigin.LOOKUP: self.lookup}
         if draft is not None:
             chain = ChainDrafter(draft)
-            self._drafters[DraftSource.CHAIN] = chain
-            self._drafters[DraftSource.TREE] = TreeDrafter(draft) if self.trees_run else chain
+            self._drafters[TokenOrigin.CHAIN] = chain
+            self._drafters[TokenOrigin.TREE] = TreeDrafter(draft) if self.trees_run else chain
         if self.mtp is not None:
-            self._drafters[DraftSource.MTP] = MTPDrafter(self.mtp)
+            self._drafters[TokenOrigin.MTP] = MTPDrafter(self.mtp)
 
     def set_mtp(self, head: MTPHead | None) -> None:
         """Attach (or detach) the target's own MTP head (a drafter that needs no model)."""
         self.mtp = head
-        self.set_draft(self.draft)
+        self.set_draft(self.draft_model)
 
     @property
     def trees_run(self) -> bool:
         """Whether token trees run, or tree requests are served as chains."""
         return (self.ctx.memory.runs_trees and self.ctx.n_seq_max > MAX_TREE_SEQS
-                and (self.draft is None or self.draft.ctx.n_seq_max > MAX_TREE_SEQS))
+                and (self.draft_model is None or self.draft_model.ctx.n_seq_max > MAX_TREE_SEQS))
 
     def _end_cut(self, committed: list[int]) -> None:
         """At the end of a reply the cache holds all committed tokens but the last. On
@@ -111,7 +110,7 @@ class Generator:
 
     def _mirror_costs(self) -> MirrorCosts:
         """What keeping the target's and the draft's caches exact has cost so far."""
-        draft = self.draft.kv.costs.copy() if self.draft is not None else KVCosts()
+        draft = self.draft_model.kv.costs.copy() if self.draft_model is not None else KVCosts()
         return self.kv.costs.copy(), draft
 
     @property
@@ -125,8 +124,8 @@ class Generator:
 
     def reset(self) -> None:
         self.kv.clear()
-        if self.draft is not None:
-            self.draft.reset()
+        if self.draft_model is not None:
+            self.draft_model.reset()
         if self.mtp is not None:
             self.mtp.reset()
 
@@ -143,7 +142,7 @@ class Generator:
     ) -> Iterator[Event]:
         """``grammar``: ``params.grammar`` parsed by the caller (once per request); the reply closes it."""
         cancel = cancel or threading.Event()
-        reply = Reply(params, spec, sampling.resolve_seed(params.seed))
+        reply = ReplySampling(params, spec, sampling.resolve_seed(params.seed))
         reply.grammar = grammar
         if grammar is None and params.grammar:  # invalid: GrammarError before anything happens
             reply.grammar = GrammarState.open(self.model.vocab, self.ctx.n_vocab,
@@ -156,7 +155,7 @@ class Generator:
 
     def _generate(
         self, prompt: Sequence[int], params: SamplingParams, spec: SpecConfig,
-        policy: DraftPolicy, cancel: threading.Event, reply: Reply,
+        policy: DraftPolicy, cancel: threading.Event, reply: ReplySampling,
     ) -> Iterator[Event]:
         """The reply as its steps: start, prefill, then one decode step after another
         (each: plan, propose, verify, emit, record) until it ends, then close."""
@@ -195,12 +194,12 @@ class Generator:
 
     # -- the steps of one reply ---------------------------------------------
 
-    def _start(self, prompt: Sequence[int], policy: DraftPolicy, reply: Reply) -> ReplyRun:
+    def _start(self, prompt: Sequence[int], policy: DraftPolicy, reply: ReplySampling) -> ReplyRun:
         """The reply's running state, with the drafters its policy may plan with."""
         active = {s: d for s, d in self._drafters.items() if s in policy.wants}
         stats = GenerationStats(mode=policy.name, acceptance_rule=reply.rule.value, seed=reply.seed,
                                 prompt_tokens=len(prompt), memory=self.ctx.memory.value)
-        if DraftSource.TREE in active and not self.trees_run:
+        if TokenOrigin.TREE in active and not self.trees_run:
             stats.trees_as_chains = True  # the statistics say what ran
         return ReplyRun(list(prompt), stats, active)
 
@@ -245,7 +244,7 @@ class Generator:
         return deferred
 
     def _plan_propose_verify(
-        self, run: ReplyRun, policy: DraftPolicy, reply: Reply, *, ready: bool,
+        self, run: ReplyRun, policy: DraftPolicy, reply: ReplySampling, *, ready: bool,
     ) -> tuple[Proposal, Drafter | None, float, VerifyResult] | None:
         """One step's proposal verified by the target in one decode; None when the reply
         ends here instead (``run.reason`` says why). A proposal that does not fit the
@@ -328,7 +327,7 @@ class Generator:
         s = self.ctx.decode_s
         if self.mtp is not None:
             s += self.mtp.ctx.decode_s
-        return s + self.draft.ctx.decode_s if self.draft is not None else s
+        return s + self.draft_model.ctx.decode_s if self.draft_model is not None else s
 
 
 def step_record(step: int, prop: Proposal, res: VerifyResult, verify_s: float, lap: Lap) -> StepRecord:

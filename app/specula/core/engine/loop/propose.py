@@ -10,15 +10,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from specula.core.engine.drafters import Drafter, DraftRequest, DraftSource, Proposal
+from specula.core.engine.drafters import Drafter, DraftRequest, Proposal
 from specula.core.engine.drafters.tree import MAX_TREE_SEQS
+from specula.core.engine.events import TokenOrigin
 from specula.core.engine.policy.fixed import DraftPolicy, PlanInput
-from specula.core.engine.verify.reply import Reply
+from specula.core.engine.verify.reply import ReplySampling
 
 
 def propose(
-    committed: list[int], cells: int, left: int, reply: Reply, policy: DraftPolicy,
-    active: dict[DraftSource, Drafter], decode_clock: Callable[[], float], *, ready: bool = True,
+    committed: list[int], cells: int, left: int, reply: ReplySampling, policy: DraftPolicy,
+    active: dict[TokenOrigin, Drafter], decode_clock: Callable[[], float], *, ready: bool = True,
 ) -> tuple[Proposal, Drafter | None]:
     """Ask the policy what to draft and the drafter for that source to propose it;
     (the proposal, the drafter that made it or None for an empty one).
@@ -58,7 +59,7 @@ def propose(
     return prop, drafter
 
 
-def catch_up(committed: list[int], active: dict[DraftSource, Drafter]) -> tuple[int, float]:
+def catch_up(committed: list[int], active: dict[TokenOrigin, Drafter]) -> tuple[int, float]:
     """Feed the drafters all they have not seen but the pending token, once in a reply
     the policy syncs the draft in: after the first token was shown (TTFT is the target's
     alone), or in prefill with ``draft_first_token``; (tokens fed, seconds)."""

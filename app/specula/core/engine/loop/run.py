@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from specula.core.engine.drafters import Drafter, DraftSource, Proposal
-from specula.core.engine.events import Done, StopReason
+from specula.core.engine.drafters import Drafter, Proposal
+from specula.core.engine.events import Done, StopReason, TokenOrigin
 from specula.core.engine.native.kv import KVCosts
 from specula.core.engine.sampling.rules import AcceptanceRule
 from specula.core.engine.stats import GenerationStats
@@ -20,7 +20,7 @@ class ReplyRun:
 
     prompt: list[int]
     stats: GenerationStats
-    active: dict[DraftSource, Drafter]  # the drafters the policy may plan with
+    active: dict[TokenOrigin, Drafter]  # the drafters the policy may plan with
     t_start: float = field(default_factory=time.perf_counter)
     committed: list[int] = field(default_factory=list)  # the prompt, then every token kept
     generated: list[int] = field(default_factory=list)  # the reply's tokens alone

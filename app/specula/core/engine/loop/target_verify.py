@@ -12,7 +12,7 @@ from specula.core.engine.drafters.tree import MAX_TREE_SEQS
 from specula.core.engine.native.batch import Batch
 from specula.core.engine.native.kv import CutFailed, KVCache
 from specula.core.engine.verify import chain as chain_verify
-from specula.core.engine.verify.reply import Reply
+from specula.core.engine.verify.reply import ReplySampling
 from specula.core.engine.verify.result import VerifyResult
 from specula.core.engine.verify.tree import verify_tree
 
@@ -28,7 +28,7 @@ class TargetVerifier:
         self.kv = kv
         self._tree_batch: Batch | None = None
 
-    def verify(self, prop: Proposal, committed: list[int], reply: Reply,
+    def verify(self, prop: Proposal, committed: list[int], reply: ReplySampling,
                gaps: list[float] | None) -> tuple[float, VerifyResult]:
         """(verify seconds, what the verification decided); ``gaps``: when a list, the
         target's top-2 logit gap of every emitted token is appended to it."""
@@ -38,7 +38,7 @@ class TargetVerifier:
             return self._verify_tree(prop.tree, committed, reply, gaps)
         return self._verify_chain(prop, committed, reply, gaps)
 
-    def _verify_chain(self, prop: Proposal, committed: list[int], reply: Reply,
+    def _verify_chain(self, prop: Proposal, committed: list[int], reply: ReplySampling,
                       gaps: list[float] | None) -> tuple[float, VerifyResult]:
         """Pending token + chain in one decode; keep the accepted prefix in the cache.
 
@@ -76,7 +76,7 @@ class TargetVerifier:
             owed = []
         return owed
 
-    def _verify_tree(self, tree: TokenTree, committed: list[int], reply: Reply,
+    def _verify_tree(self, tree: TokenTree, committed: list[int], reply: ReplySampling,
                      gaps: list[float] | None) -> tuple[float, VerifyResult]:
         """Pending token + whole tree in one decode; walk it; keep the winning branch."""
         if self._tree_batch is None:
