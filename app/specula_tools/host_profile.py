@@ -31,8 +31,9 @@ from specula.core.engine.events import Done, StepEvent
 from specula.core.engine.loop import generator as gen_mod
 from specula.core.engine.loop import text
 from specula.core.engine.native.batch import Batch
+from specula.core.engine.native.context import Context
 from specula.core.engine.native.kv import KVCache
-from specula.core.engine.native.llama import Context, Model
+from specula.core.engine.native.llama import Model
 from specula.core.engine.sampling import rules as sampling
 from specula.core.engine.sampling import topk
 from specula.core.engine.stats import GenerationStats

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from specula.core.engine.native.batch import Batch
-from specula.core.engine.native.llama import Context, Model
+from specula.core.engine.native.context import Context
+from specula.core.engine.native.llama import Model
 from specula.core.engine.sampling import topk
 
 

@@ -22,7 +22,7 @@ from specula.core.engine.drafters import DraftSource
 from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done, StepEvent
 from specula.core.engine.native.batch import Batch
-from specula.core.engine.native.llama import Context
+from specula.core.engine.native.context import Context
 from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.policy.fixed import DraftPolicy, Plan, PlanInput, StaticPolicy
 from specula.core.engine.sampling.rules import SamplingParams

@@ -16,7 +16,7 @@ from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done, Event, TokenEvent
 from specula.core.engine.native.batch import Batch
-from specula.core.engine.native.llama import Context
+from specula.core.engine.native.context import Context
 from specula.core.engine.sampling.rules import SamplingParams
 from tests.core.engine.conftest import PLAIN, chain, make_engine, run
 

@@ -24,8 +24,9 @@ import pytest
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import StopReason
+from specula.core.engine.native.context import Context
 from specula.core.engine.native.kv import CutFailed, KVCache
-from specula.core.engine.native.llama import Context, MemoryKind, Model
+from specula.core.engine.native.llama import MemoryKind, Model
 from specula.core.engine.sampling.rules import Rule, SamplingParams
 from tests.core.engine.conftest import fresh_logits, run
 from tests.core.engine.reference import FreshTarget, Transform

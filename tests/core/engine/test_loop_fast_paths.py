@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from specula.core.engine.loop.text import Utf8Stream
 from specula.core.engine.native import batch
 from specula.core.engine.native.batch import Batch
-from specula.core.engine.native.llama import Context, Model
+from specula.core.engine.native.context import Context
+from specula.core.engine.native.llama import Model
 
 TEXT = st.text(alphabet=st.characters(codec="utf-8"), max_size=12)
 

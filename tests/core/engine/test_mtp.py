@@ -29,7 +29,8 @@ from specula.core.engine.drafters.proposal import DraftSource
 from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import StopReason, TokenOrigin
 from specula.core.engine.native import mtp as mtp_native
-from specula.core.engine.native.llama import Context, LoadError, Model
+from specula.core.engine.native.context import Context
+from specula.core.engine.native.llama import LoadError, Model
 from specula.core.engine.policy.fixed import PlainPolicy
 from specula.core.engine.policy.mtp_choice import MTP_DRAFT_MAX, MTPAsDraft, MTPPolicy
 from specula.core.engine.sampling.rules import SamplingParams

@@ -26,14 +26,10 @@ from specula.core.engine.drafters.ngram_store import NgramStore, cache_dir
 from specula.core.engine.events import Done, Event, TokenOrigin
 from specula.core.engine.grammar.state import GrammarState, validate_grammar
 from specula.core.engine.loop.generator import Generator
+from specula.core.engine.native.backend import backend_name, default_threads
+from specula.core.engine.native.context import Context
 from specula.core.engine.native.devices import add_rpc_servers, local_gpu_handles
-from specula.core.engine.native.llama import (
-    Context,
-    LoadError,
-    Model,
-    backend_name,
-    default_threads,
-)
+from specula.core.engine.native.llama import LoadError, Model
 from specula.core.engine.native.mtp import has_mtp_graph
 from specula.core.engine.policy.adaptive import AdaptivePolicy, LookupPolicy
 from specula.core.engine.policy.calibration import Calibration, measure

@@ -11,7 +11,7 @@ import psutil
 
 
 class MirrorCosts(Protocol):
-    """What a KV mirror spent keeping recurrent memory exact (``kv.KVCosts``)."""
+    """What a KV mirror spent keeping recurrent memory exact (``native.checkpoints.KVCosts``)."""
 
     checkpoints: int
     checkpoint_bytes: int
@@ -234,7 +234,7 @@ class GenerationStats:
 
     def add_mirror_costs(self, target: MirrorCosts, draft: MirrorCosts) -> None:
         """This reply's share of what the target's and the draft's KV mirrors spent
-        keeping a recurrent memory exact (``kv.KVCosts``, passed by the generator)."""
+        keeping a recurrent memory exact (``native.checkpoints.KVCosts``, passed by the generator)."""
         self.checkpoints += target.checkpoints
         self.checkpoint_bytes += target.checkpoint_bytes
         self.checkpoint_s += target.checkpoint_s + target.restore_s

@@ -21,8 +21,9 @@ from specula.core.engine.drafters.base import softmax_stats
 from specula.core.engine.drafters.proposal import DraftRequest, Proposal
 from specula.core.engine.events import TokenOrigin
 from specula.core.engine.grammar import state as grammar
+from specula.core.engine.native.context import Context
 from specula.core.engine.native.kv import ANCHOR, CutFailed, KVCache
-from specula.core.engine.native.llama import Context, ContextFull, DecodeError
+from specula.core.engine.native.llama import ContextFull, DecodeError
 from specula.core.engine.sampling import rules as sampling
 from specula.core.engine.sampling import topk
 

@@ -39,8 +39,9 @@ from specula.core.engine.events import TokenOrigin
 from specula.core.engine.grammar import state as grammar
 from specula.core.engine.native import mtp as mtp_native
 from specula.core.engine.native.batch import Batch
-from specula.core.engine.native.kv import common_prefix
-from specula.core.engine.native.llama import Context, ContextFull, DecodeError, Model
+from specula.core.engine.native.context import Context
+from specula.core.engine.native.llama import ContextFull, DecodeError, Model
+from specula.core.engine.native.prefix import common_prefix
 
 F32 = mtp_native.F32
 # Target rows waiting to be fed are fed at once past this many (a prompt, a run of plain

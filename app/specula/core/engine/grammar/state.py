@@ -39,8 +39,8 @@ from specula.core.engine.grammar.prefilter import FirstBytes as FirstBytes  # re
 from specula.core.engine.grammar.text import has_token_refs as has_token_refs  # re-exported
 from specula.core.engine.grammar.text import token_ref_marks, token_ref_spans
 from specula.core.engine.grammar.tokens import piece_text, referenced_ids, single_char_token
+from specula.core.engine.native.backend import ensure_backend
 from specula.core.engine.native.handle import NativeHandle
-from specula.core.engine.native.llama import ensure_backend
 from specula.core.engine.sampling import rules as sampling
 from specula.core.engine.sampling import topk
 from specula.core.engine.sampling.rules import F32, F64, I64, SamplingParams

@@ -40,8 +40,10 @@ from specula.core.engine.loop.propose import catch_up, propose
 from specula.core.engine.loop.run import ReplyRun
 from specula.core.engine.loop.step_clock import Lap, MirrorCosts, StepClock
 from specula.core.engine.loop.target_verify import TargetVerifier
-from specula.core.engine.native.kv import ANCHOR, CutFailed, KVCache, KVCosts
-from specula.core.engine.native.llama import Context, ContextFull, DecodeError, Model
+from specula.core.engine.native.checkpoints import KVCosts
+from specula.core.engine.native.context import Context
+from specula.core.engine.native.kv import ANCHOR, CutFailed, KVCache
+from specula.core.engine.native.llama import ContextFull, DecodeError, Model
 from specula.core.engine.policy.fixed import DraftPolicy, Outcome
 from specula.core.engine.sampling import rules as sampling
 from specula.core.engine.sampling.rules import SamplingParams

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from specula.core.engine.drafters import Drafter, Proposal
 from specula.core.engine.events import Done, StopReason, TokenOrigin
-from specula.core.engine.native.kv import KVCosts
+from specula.core.engine.native.checkpoints import KVCosts
 from specula.core.engine.sampling.rules import AcceptanceRule
 from specula.core.engine.stats import GenerationStats
 from specula.core.engine.verify.result import VerifyResult

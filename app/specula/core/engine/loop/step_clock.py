@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from specula.core.engine.native.kv import KVCosts
+from specula.core.engine.native.checkpoints import KVCosts
 
 MirrorCosts = tuple[KVCosts, KVCosts]  # the target's cache, the draft's
 

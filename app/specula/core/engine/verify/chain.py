@@ -13,7 +13,7 @@ import numpy as np
 from specula.core.engine.config import SpecConfig
 from specula.core.engine.drafters.proposal import Proposal
 from specula.core.engine.events import TokenOrigin
-from specula.core.engine.native.llama import Context
+from specula.core.engine.native.context import Context
 from specula.core.engine.sampling import rules as sampling
 from specula.core.engine.sampling import topk
 from specula.core.engine.verify.reply import ReplySampling
