@@ -24,7 +24,8 @@ from specula.core.engine.drafters import MAX_TREE_SEQS, DraftModel
 from specula.core.engine.drafters.mtp import MTPHead, open_head
 from specula.core.engine.drafters.ngram_store import NgramStore, cache_dir
 from specula.core.engine.events import Done, Event, TokenOrigin
-from specula.core.engine.grammar.state import GrammarState, validate_grammar
+from specula.core.engine.grammar.compile import validate_grammar
+from specula.core.engine.grammar.state import GrammarState
 from specula.core.engine.loop.generator import Generator
 from specula.core.engine.native.backend import backend_name, default_threads
 from specula.core.engine.native.context import Context

@@ -34,7 +34,8 @@ from specula.core.engine.drafters import (
 from specula.core.engine.drafters.mtp import MTPDrafter, MTPHead
 from specula.core.engine.drafters.tree import MAX_TREE_SEQS
 from specula.core.engine.events import Event, StepEvent, StopReason, TokenEvent, TokenOrigin
-from specula.core.engine.grammar.state import GrammarError, GrammarState
+from specula.core.engine.grammar.compile import GrammarError
+from specula.core.engine.grammar.state import GrammarState
 from specula.core.engine.loop.emit import Emitter
 from specula.core.engine.loop.propose import catch_up, propose
 from specula.core.engine.loop.run import ReplyRun
