@@ -22,7 +22,7 @@ from specula.core.engine.drafters.proposal import DraftRequest, Proposal
 from specula.core.engine.events import TokenOrigin
 from specula.core.engine.grammar import state as grammar
 from specula.core.engine.native.context import Context
-from specula.core.engine.native.kv import ANCHOR, CutFailed, KVCache
+from specula.core.engine.native.kv import ANCHOR, CutFailed, KVCache, KVHolder
 from specula.core.engine.native.llama import ContextFull, DecodeError
 from specula.core.engine.sampling import rules as sampling
 from specula.core.engine.sampling import topk
@@ -34,7 +34,7 @@ from specula.core.engine.sampling import topk
 STEP_FEED = 2
 
 
-class DraftModel:
+class DraftModel(KVHolder):
     """A draft model's context, mirrored, shared by the chain and the tree drafters."""
 
     def __init__(self, ctx: Context, n_target_vocab: int) -> None:
@@ -44,14 +44,6 @@ class DraftModel:
         self.n_target_vocab = n_target_vocab
         self.stopped = ""
         self._owed = STEP_FEED  # what the draft's own last step left it to feed
-
-    @property
-    def ctx(self) -> Context:
-        return self.kv.ctx
-
-    @property
-    def cache(self) -> list[int]:
-        return self.kv.tokens
 
     def reset(self) -> None:
         self.kv.clear()
@@ -191,17 +183,7 @@ class ChainDrafter(ModelDrafter):
         k = min(req.k, dm.kv.n_ctx - len(committed) + 1)  # the draft's own window
         if not self._start_step(prop, committed, k):
             return prop
-        g = req.grammar.clone() if req.grammar is not None else None  # along the proposal
-        try:
-            self._draft_chain(prop, req, k, g)
-        except grammar.GrammarError:
-            pass  # the draft found no token the grammar admits: propose what it has
-        finally:
-            if g is not None:
-                g.close()
-        if not base.keep_short_draft(len(prop), req.draft_min, req.params.acceptance_rule):
-            prop.truncate(0)
-        return prop
+        return base.draft_chain_under_grammar(prop, req, k, self._draft_chain)
 
     def _draft_chain(self, prop: Proposal, req: DraftRequest, k: int,
                      g: grammar.GrammarState | None) -> None:

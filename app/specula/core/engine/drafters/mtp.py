@@ -36,7 +36,6 @@ from specula.core.engine.drafters import base  # patch points, looked up at call
 from specula.core.engine.drafters.model import ChainDrafter, DraftModel
 from specula.core.engine.drafters.proposal import DraftRequest, Proposal
 from specula.core.engine.events import TokenOrigin
-from specula.core.engine.grammar import state as grammar
 from specula.core.engine.native import mtp as mtp_native
 from specula.core.engine.native.batch import Batch
 from specula.core.engine.native.context import Context
@@ -292,17 +291,7 @@ class MTPDrafter(ChainDrafter):
         prop.n_decodes = 1
         if not self.available or fed == 0:
             return prop
-        g = req.grammar.clone() if req.grammar is not None else None
-        try:
-            self._draft_chain(prop, req, k, g)
-        except grammar.GrammarError:
-            pass
-        finally:
-            if g is not None:
-                g.close()
-        if not base.keep_short_draft(len(prop), req.draft_min, req.params.acceptance_rule):
-            prop.truncate(0)
-        return prop
+        return base.draft_chain_under_grammar(prop, req, k, self._draft_chain)
 
     def accept(self, committed: Sequence[int], n_accepted: int) -> None:
         self.head.drop_rejected(committed)

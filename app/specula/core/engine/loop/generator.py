@@ -43,7 +43,7 @@ from specula.core.engine.loop.step_clock import Lap, MirrorCosts, StepClock
 from specula.core.engine.loop.target_verify import TargetVerifier
 from specula.core.engine.native.checkpoints import KVCosts
 from specula.core.engine.native.context import Context
-from specula.core.engine.native.kv import ANCHOR, CutFailed, KVCache
+from specula.core.engine.native.kv import ANCHOR, CutFailed, KVCache, KVHolder
 from specula.core.engine.native.llama import ContextFull, DecodeError, Model
 from specula.core.engine.policy.fixed import DraftPolicy, Outcome
 from specula.core.engine.sampling import rules as sampling
@@ -55,7 +55,7 @@ from specula.core.engine.verify.result import VerifyResult
 MEMORY_EVERY = 128  # steps between two reads of the process's RSS (~0.1 ms each after a decode)
 
 
-class Generator:
+class Generator(KVHolder):
     """Runs replies over one target context and optional drafters."""
 
     def __init__(self, model: Model, target: Context, draft_model: DraftModel | None = None) -> None:
@@ -115,15 +115,6 @@ class Generator:
         """What keeping the target's and the draft's caches exact has cost so far."""
         draft = self.draft_model.kv.costs.copy() if self.draft_model is not None else KVCosts()
         return self.kv.costs.copy(), draft
-
-    @property
-    def ctx(self) -> Context:
-        return self.kv.ctx
-
-    @property
-    def cache(self) -> list[int]:
-        """The tokens the target's cache holds (sequence 0)."""
-        return self.kv.tokens
 
     def reset(self) -> None:
         self.kv.clear()

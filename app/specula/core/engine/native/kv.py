@@ -394,3 +394,19 @@ class KVCache:
 
     def close(self) -> None:
         self._batch.close()
+
+
+class KVHolder:
+    """Something that owns one KV mirror (``kv``: the target's generator, the draft
+    model): its context and the tokens its cache holds, read through the mirror."""
+
+    kv: KVCache
+
+    @property
+    def ctx(self) -> Context:
+        return self.kv.ctx
+
+    @property
+    def cache(self) -> list[int]:
+        """The tokens the cache holds (sequence 0)."""
+        return self.kv.tokens
