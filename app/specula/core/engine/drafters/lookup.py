@@ -10,7 +10,8 @@ nothing better than a single-token match, the target's persistent n-gram cache
 cache to its dynamic one. Both are one source (``TokenOrigin.LOOKUP``), weighed by
 the same cost model; the match length a proposal reports tells them apart
 (``CACHE_MATCH + n`` for the cache), so the adaptive policy learns their
-acceptance separately.
+acceptance separately, and the tokens the cache made are ``TokenOrigin.NGRAM_CACHE``
+(``Proposal.token_source``).
 """
 
 from __future__ import annotations
