@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from specula.core.engine.native.batch import Batch
-from specula.core.engine.native.llama import Context, Model
+from specula.core.engine.native.context import Context
+from specula.core.engine.native.llama import Model
 from specula.core.gguf.memory_kind import MemoryKind
 from specula.core.gguf.model_info import read_model_info
 from specula_tools.tiny_families import FAMILIES, build_qwen35_mtp
@@ -124,7 +125,7 @@ def test_mtp_trunk_at_full_gain_is_the_hybrid(models: dict[str, Model], tmp_path
 
 def test_mtp_layer_loads(families: dict[str, Path]) -> None:
     """With ``load_mtp`` the NextN tensors load too (llama.cpp skips them otherwise)."""
-    from specula.core.engine.native.llama import ensure_backend
+    from specula.core.engine.native.backend import ensure_backend
 
     ensure_backend()
     params = L.llama_model_default_params()
@@ -163,7 +164,7 @@ def _mtp_guesses(path: Path, n: int = 60) -> int:
     draft-mtp feeds it (common/speculative.cpp): token k with the target's hidden row k-1."""
     from llama_cpp import llama_cpp_ext as X
 
-    from specula.core.engine.native.llama import ensure_backend
+    from specula.core.engine.native.backend import ensure_backend
 
     ensure_backend()
     mp = L.llama_model_default_params()

@@ -16,8 +16,9 @@ from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import Done, Event, TokenEvent
 from specula.core.engine.loop.generator import Generator
 from specula.core.engine.native.batch import Batch
+from specula.core.engine.native.context import Context
 from specula.core.engine.native.kv import KVCache
-from specula.core.engine.native.llama import Context, Model
+from specula.core.engine.native.llama import Model
 from specula.core.engine.sampling.rules import SamplingParams
 from tests.core.engine.reference import FreshTarget
 
@@ -147,8 +148,8 @@ def logged_decodes(eng: Engine, monkeypatch: pytest.MonkeyPatch
                    ) -> Iterator[list[tuple[str, int, float]]]:
     """While open, every llama decode is logged as ("draft" | "target", batch size, seconds)."""
     gen = eng.generator
-    assert gen is not None and gen.draft is not None
-    draft_ctx = gen.draft.ctx
+    assert gen is not None and gen.draft_model is not None
+    draft_ctx = gen.draft_model.ctx
     log: list[tuple[str, int, float]] = []
     real = Context.decode
 

@@ -44,8 +44,8 @@ def test_loading_a_draft_times_every_verify_batch_and_leaves_both_caches_empty(e
     assert cal.draft is not None and cal.draft > 0
     assert 0 < cal.seconds < 5
     gen = eng.generator
-    assert gen is not None and gen.draft is not None
-    assert gen.kv.tokens == [] and gen.draft.kv.tokens == []  # no made-up prefix survives
+    assert gen is not None and gen.draft_model is not None
+    assert gen.kv.tokens == [] and gen.draft_model.kv.tokens == []  # no made-up prefix survives
 
 
 def test_a_new_pairs_adaptive_policy_starts_from_the_calibration_and_keeps_plain_text(eng: Engine) -> None:

@@ -313,7 +313,7 @@ def test_gumbel_noise_in_python_integers_equals_the_array_path(seed, position, i
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(0, 3), max_size=300), st.lists(st.integers(0, 3), max_size=300))
 def test_common_prefix_equals_a_token_by_token_walk(a, b):
-    from specula.core.engine.native.kv import common_prefix
+    from specula.core.engine.native.prefix import common_prefix
 
     i = 0
     while i < min(len(a), len(b)) and a[i] == b[i]:

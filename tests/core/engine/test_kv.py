@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 from specula.core.engine.native.batch import Batch
-from specula.core.engine.native.kv import KVCache, common_prefix
-from specula.core.engine.native.llama import Context, ContextFull, Model
+from specula.core.engine.native.context import Context
+from specula.core.engine.native.kv import KVCache
+from specula.core.engine.native.llama import ContextFull, Model
+from specula.core.engine.native.prefix import common_prefix
 from tests.core.engine.conftest import fresh_logits, logits_after
 
 TOKENS = [10 + (i * 13) % 250 for i in range(120)]

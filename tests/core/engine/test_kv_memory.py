@@ -24,8 +24,9 @@ import pytest
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import StopReason
+from specula.core.engine.native.context import Context
 from specula.core.engine.native.kv import CutFailed, KVCache
-from specula.core.engine.native.llama import Context, MemoryKind, Model
+from specula.core.engine.native.llama import MemoryKind, Model
 from specula.core.engine.sampling.rules import Rule, SamplingParams
 from tests.core.engine.conftest import closing_all, fresh_logits, logits_after, run
 from tests.core.engine.reference import FreshTarget, Transform
@@ -93,8 +94,8 @@ def _mirror_true(eng: Engine) -> None:
     gen = eng.generator
     assert gen is not None
     assert gen.ctx.pos_max(0) + 1 == len(gen.kv), "target mirror"
-    if gen.draft is not None:
-        assert gen.draft.ctx.pos_max(0) + 1 == len(gen.draft.kv), "draft mirror"
+    if gen.draft_model is not None:
+        assert gen.draft_model.ctx.pos_max(0) + 1 == len(gen.draft_model.kv), "draft mirror"
 
 
 # -- what a context knows about its memory ------------------------------------------------
@@ -279,7 +280,7 @@ def test_a_recurrent_draft_for_an_attention_target(tiny: dict[str, Path], famili
         eng.load_target(tiny["target"])
         eng.load_draft(families["mamba"])
         gen = eng.generator
-        assert gen is not None and gen.draft is not None and gen.draft.ctx.n_seq_max == 1
+        assert gen is not None and gen.draft_model is not None and gen.draft_model.ctx.n_seq_max == 1
         spec = SpecConfig(mode=Mode(mode), draft_max=4, draft_first_token=True)
         for text in (PROMPT, "the code and the model"):
             prompt = eng.tokenize_chat([{"role": "user", "content": text}])

@@ -32,7 +32,7 @@ def test_logits_after_rejections_equal_fresh_evaluation(tiny: dict[str, Path]) -
     control = fresh_logits(eng.target_model, stale)
     assert float(np.max(np.abs(control - want))) > 0.5
     # the draft's cache holds only tokens of the committed sequence
-    drafter = eng._drafter
+    drafter = eng._draft_model
     assert drafter is not None
     assert committed[: len(drafter.cache)] == drafter.cache
     eng.close()

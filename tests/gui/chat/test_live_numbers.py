@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specula.core.engine.events import Source, TokenEvent
+from specula.core.engine.events import TokenEvent, TokenOrigin
 from specula.core.engine.stats import GenerationStats
 from specula.gui.engine_worker import ReplyBatch
 from specula.gui.stats import live_stats as ls
@@ -99,7 +99,7 @@ def test_first_token_is_not_a_rate_event(make_window, tiny, qtbot) -> None:  # t
     panel = StatsPanel()
     qtbot.addWidget(panel)
     panel.start_reply()
-    ev = TokenEvent(1, "a", Source.DRAFT, 0.9, 0)
+    ev = TokenEvent(1, "a", TokenOrigin.CHAIN, 0.9, 0)
     panel.add_batch(ReplyBatch(tokens=[ev]))
     panel.refresh()
     assert panel.big.text() == ls.DASH
