@@ -213,5 +213,5 @@ def test_compare_says_it_runs_while_it_runs(loaded, qtbot) -> None:  # type: ign
         compare.run()
         assert compare.banner.text().startswith("Running"), compare.banner.text()
         seen: list[str] = []
-        compare.engine.busy_changed.connect(lambda _b: seen.append(compare.banner.text()))
+        compare.client.busy_changed.connect(lambda _b: seen.append(compare.banner.text()))
     assert seen and not any(t.startswith("Ready") for t in seen[:-1]), seen

@@ -61,7 +61,7 @@ class MessageActions:
         menu = QMenu(page)
         menu.addAction("Copy", widget.copy_text)
         stored = widget.position >= 0 and page.conversation_id is not None
-        idle = not page.engine.busy
+        idle = not page.client.busy
         if widget.role == "user":
             a = menu.addAction("Edit and resend", lambda: page.edit_message(widget))
             a.setEnabled(idle)
@@ -83,7 +83,7 @@ class MessageActions:
         """Change the message's stored text in place (``text`` given: no dialog)."""
         page = self.page
         old = page._stored_at(widget.position)
-        if page.engine.busy or old is None:
+        if page.client.busy or old is None:
             return
         if text is None:
             dialog = EditTextDialog(old.content, page)
@@ -100,7 +100,7 @@ class MessageActions:
     def delete(self, widget: MessageWidget) -> None:
         page = self.page
         old = page._stored_at(widget.position)
-        if page.engine.busy or old is None:
+        if page.client.busy or old is None:
             return
         page.ctx.store.delete_message(old.id)
         page.transcript.remove_one(widget)
@@ -113,7 +113,7 @@ class MessageActions:
         """Open a new chat with the messages up to ``widget``; its id."""
         page = self.page
         cid = page.conversation_id
-        if page.engine.busy or cid is None or widget.position < 0:
+        if page.client.busy or cid is None or widget.position < 0:
             return None
         source = page.ctx.store.get(cid)
         title = BRANCH_PREFIX + (source.title if source else "chat")

@@ -145,7 +145,7 @@ class ModelBar(QFrame):
         super().__init__(parent)
         self.setObjectName("ModelBar")
         self.ctx = ctx
-        self.engine = ctx.engine
+        self.client = ctx.engine
         self._wanted_draft = ""
         self._check_id = 0  # only the newest compatibility check may fill the list
         self._refusal: CompatReport | None = None  # the newest refused draft's report
@@ -205,7 +205,7 @@ class ModelBar(QFrame):
         self.progress.hide()
         status.addWidget(self.progress)
         self.cancel = QPushButton("Cancel", self)
-        self.cancel.clicked.connect(self.engine.cancel_load)
+        self.cancel.clicked.connect(self.client.cancel_load)
         self.cancel.hide()
         status.addWidget(self.cancel)
         self.server_chip = ServerChip(ctx.server, self)
@@ -220,7 +220,7 @@ class ModelBar(QFrame):
         self.offer.draft_downloaded.connect(self.choose_draft)
         outer.addWidget(self.offer)
 
-        e = self.engine
+        e = self.client
         e.load_started.connect(self._on_load_started)
         e.load_progressed.connect(self._on_progress)
         e.load_step.connect(self._on_load_step)
@@ -243,7 +243,7 @@ class ModelBar(QFrame):
 
     def clear_verdict(self) -> None:
         """Forget "slower here" on the engine thread; the next reply measures again."""
-        self.engine.submit_job(lambda engine: engine.clear_adaptive_verdict() if engine else None)
+        self.client.submit_job(lambda engine: engine.clear_adaptive_verdict() if engine else None)
         self.show_verdict(None)
 
     def _caption(self, text: str) -> QLabel:
@@ -275,7 +275,7 @@ class ModelBar(QFrame):
 
     def reload_models(self) -> None:
         """Load the current target and draft again (new load options)."""
-        e = self.engine
+        e = self.client
         if e.target_info is None:
             return
         draft = e.draft_info.source if e.draft_info is not None else ""
@@ -288,7 +288,7 @@ class ModelBar(QFrame):
         self._wanted_draft = ""
         self.ctx.settings.last_target = self.ctx.settings.last_draft = ""
         self.ctx.settings.save()
-        self.engine.unload_target()
+        self.client.unload_target()
 
     def restore_session(self) -> None:
         """Load the last target and draft again (unless a model was chosen meanwhile)."""
@@ -296,7 +296,7 @@ class ModelBar(QFrame):
             return
         self._restore_done = True
         s = self.ctx.settings
-        if not s.last_target or self.engine.has_target:
+        if not s.last_target or self.client.has_target:
             return
         if not Path(s.last_target).is_file():
             self.problem.emit("The last model is gone", [
@@ -315,7 +315,7 @@ class ModelBar(QFrame):
         self.ctx.settings.save()
         self._loading_target = str(path)
         self._fill_targets()
-        self.engine.load_target(str(path))
+        self.client.load_target(str(path))
         self.refresh_drafts()
 
     def choose_draft(self, path: str) -> None:
@@ -325,7 +325,7 @@ class ModelBar(QFrame):
         self.ctx.settings.save()
         self._wanted_draft = path
         self.refresh_drafts()
-        self.engine.load_draft(path)
+        self.client.load_draft(path)
 
     def _on_load_requested(self, kind: str, path: str) -> None:
         """Another page (My Models) asked to load ``path`` as the target or the draft."""
@@ -349,20 +349,20 @@ class ModelBar(QFrame):
 
     def _on_draft_activated(self, index: int) -> None:
         path = self.draft_combo.itemData(index, PATH_ROLE)
-        self.engine.builtin_on = path == BUILTIN_MTP
+        self.client.builtin_on = path == BUILTIN_MTP
         if path == BUILTIN_MTP:
             self._wanted_draft = ""
             self.ctx.settings.last_draft = ""
             self.ctx.settings.save()
-            if self.engine.has_draft:
-                self.engine.unload_draft()  # draft_unloaded turns the switch on for the head
+            if self.client.has_draft:
+                self.client.unload_draft()  # draft_unloaded turns the switch on for the head
             self._sync_switch()
             self._update_status()
         elif not path:
             self._wanted_draft = ""
             self.ctx.settings.last_draft = ""
             self.ctx.settings.save()
-            self.engine.unload_draft()
+            self.client.unload_draft()
             self._sync_switch()
             self._update_status()
         else:
@@ -370,8 +370,8 @@ class ModelBar(QFrame):
 
     def _sync_switch(self) -> None:
         """The switch offers speculation with a draft model or the target's MTP head."""
-        self.draft_switch.set_builtin(self.engine.has_builtin_draft and not self.engine.has_draft)
-        self.draft_switch.set_draft_loaded(self.engine.can_speculate)
+        self.draft_switch.set_builtin(self.client.has_builtin_draft and not self.client.has_draft)
+        self.draft_switch.set_draft_loaded(self.client.can_speculate)
 
     @property
     def speculating(self) -> bool:
@@ -386,7 +386,7 @@ class ModelBar(QFrame):
     def label(self, path: str) -> ModelLabel:
         """A model's picker label: its clean name, size and quantization (from the library's
         header summary or the loaded model's, else from the file name)."""
-        e = self.engine
+        e = self.client
         for info in (e.target_info, e.draft_info):
             if info is not None and info.source == path:
                 return label_for(path, info)
@@ -397,7 +397,7 @@ class ModelBar(QFrame):
 
     def shown_target(self) -> str:
         """The target the box shows: the one loading, else the one loaded, never one that failed."""
-        info = self.engine.target_info
+        info = self.client.target_info
         return self._loading_target or (info.source if info is not None else "")
 
     def _fill_targets(self) -> None:
@@ -433,7 +433,7 @@ class ModelBar(QFrame):
     def _on_checked(self, check_id: int, entries: list[DraftEntry]) -> None:
         if check_id == self._check_id:
             self._fill_drafts(entries)
-            if any(e.usable for e in entries) or self.engine.draft_info is not None:
+            if any(e.usable for e in entries) or self.client.draft_info is not None:
                 self.offer.withdraw()
             elif self.offer.offer is None or self.offer.offer.target != self.ctx.settings.last_target:
                 self.offer.look_for(self.ctx.settings.last_target)
@@ -454,7 +454,7 @@ class ModelBar(QFrame):
         m = self.draft_model
         m.clear()
         select = 0
-        n_mtp = self.engine.mtp_layers if self.engine.has_target else 0
+        n_mtp = self.client.mtp_layers if self.client.has_target else 0
         if n_mtp > 0:
             builtin = QStandardItem(builtin_label(n_mtp))
             builtin.setData(BUILTIN_MTP, PATH_ROLE)
@@ -466,7 +466,7 @@ class ModelBar(QFrame):
         none.setData("", PATH_ROLE)
         m.appendRow(none)
         if n_mtp > 0:
-            select = 0 if self.engine.builtin_on else 1
+            select = 0 if self.client.builtin_on else 1
         for e in entries:
             head = f"{e.name}  {e.detail}" if e.detail else e.name
             why = (e.short or e.reason).rstrip(".")
@@ -482,7 +482,7 @@ class ModelBar(QFrame):
         self.draft_combo.setCurrentIndex(select)
 
     def _current_draft_path(self) -> str:
-        info = self.engine.draft_info
+        info = self.client.draft_info
         return info.source if info is not None else self._wanted_draft
 
     def draft_entry(self, path: str) -> QStandardItem | None:
@@ -523,10 +523,10 @@ class ModelBar(QFrame):
         self._fill_drafts(self._entries)  # the built-in entry, now that the target is known
         self._sync_switch()
         self._update_status()
-        if self._wanted_draft and not self.engine.is_loading("draft"):
+        if self._wanted_draft and not self.client.is_loading("draft"):
             entry = self.draft_entry(self._wanted_draft)
             if entry is None or entry.data(USABLE_ROLE) is not False:
-                self.engine.load_draft(self._wanted_draft)
+                self.client.load_draft(self._wanted_draft)
 
     def _on_draft_loaded(self, _info: ModelInfo, _report: CompatReport) -> None:
         self._done_loading()
@@ -566,7 +566,7 @@ class ModelBar(QFrame):
     def _keep_loaded(self, kind: str) -> None:
         """After a failed or cancelled load, the header and the session name what is still
         loaded and in use (the old pair), never the file that did not load."""
-        e, s = self.engine, self.ctx.settings
+        e, s = self.client, self.ctx.settings
         if kind == "target":
             self._loading_target = ""
             s.last_target = e.target_info.source if e.target_info is not None else ""
@@ -587,7 +587,7 @@ class ModelBar(QFrame):
 
     def _draft_pending(self) -> bool:
         """A draft was asked for and has not loaded yet (the target may still be loading)."""
-        e = self.engine
+        e = self.client
         return bool(self._wanted_draft) and (
             e.is_loading("draft") or e.is_loading("target")) and (
             e.draft_info is None or e.draft_info.source != self._wanted_draft)
@@ -602,7 +602,7 @@ class ModelBar(QFrame):
             self.problem.emit("Could not load the model", [message], "")
 
     def _update_status(self) -> None:
-        e = self.engine
+        e = self.client
         self.target_eject.setEnabled(e.has_target)
         if e.target_info is None:
             self.status.setText("No model loaded. Open a GGUF file to start.")

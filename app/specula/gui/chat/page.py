@@ -50,7 +50,7 @@ from specula.gui.chat.reply_notes import (
 from specula.gui.chat.side_column import SideColumn
 from specula.gui.chat.transcript import Transcript
 from specula.gui.context import AppContext
-from specula.gui.engine_worker import Reply, ReplyBatch
+from specula.gui.engine_worker import ReplyBatch, ReplyHandle
 from specula.gui.errors import show_error
 from specula.gui.stats.footer import footer_text
 
@@ -62,9 +62,9 @@ class ChatPage(QWidget):
     def __init__(self, ctx: AppContext, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.ctx = ctx
-        self.engine = ctx.engine
+        self.client = ctx.engine
         self.conversation_id: int | None = None
-        self.reply: Reply | None = None
+        self.reply: ReplyHandle | None = None
         self.reply_widget: MessageWidget | None = None
         self.editing: MessageWidget | None = None
         self._earlier: list[dict[str, Any]] = []  # versions the reply in flight keeps
@@ -96,20 +96,20 @@ class ChatPage(QWidget):
             self.set_side_panel(False)
 
         self.load_defaults = LoadDefaultsHook(ctx, self._set_mode, self)
-        self.meter = ContextMeter(self.engine, lambda: self.load_defaults.n_ctx, self)
+        self.meter = ContextMeter(self.client, lambda: self.load_defaults.n_ctx, self)
         self.context = ChatContext(self, self.meter, self.context_bar)
         self.actions = MessageActions(self)
         self.side.presets.picked.connect(self._preset_picked)
         self.conversations.selected.connect(self.open_conversation)
         self.conversations.new_requested.connect(self.new_chat)
         self.conversations.deleted.connect(self._on_deleted)
-        self.engine.busy_changed.connect(self._set_busy)
-        self.engine.target_loaded.connect(lambda _i: self._engine_info())
-        self.engine.target_loaded.connect(lambda _i: self._update_empty())
-        self.engine.target_unloaded.connect(self._update_empty)
-        self.engine.load_started.connect(lambda *_a: self._update_empty())
-        self.engine.load_failed.connect(lambda *_a: self._update_empty())
-        self.engine.load_cancelled.connect(lambda *_a: self._update_empty())
+        self.client.busy_changed.connect(self._set_busy)
+        self.client.target_loaded.connect(lambda _i: self._engine_info())
+        self.client.target_loaded.connect(lambda _i: self._update_empty())
+        self.client.target_unloaded.connect(self._update_empty)
+        self.client.load_started.connect(lambda *_a: self._update_empty())
+        self.client.load_failed.connect(lambda *_a: self._update_empty())
+        self.client.load_cancelled.connect(lambda *_a: self._update_empty())
         self.model_bar.problem.connect(self.banner.show_message)
         self.model_bar.problem_cleared.connect(self.banner.hide)
         self.settings_panel.spec.changed.connect(self._sync_lookup)
@@ -117,7 +117,7 @@ class ChatPage(QWidget):
             lambda: (self.settings_panel.sampling(),
                      self.settings_panel.spec_config(self.model_bar.speculating)),
             [self.settings_panel.changed, self.model_bar.draft_switch_toggled,
-             self.engine.draft_loaded, self.engine.draft_unloaded])
+             self.client.draft_loaded, self.client.draft_unloaded])
         self._sync_lookup()
         QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self._escape,
                   context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
@@ -247,7 +247,7 @@ class ChatPage(QWidget):
 
     def _update_empty(self) -> None:
         """The welcome text while the transcript is empty, the transcript otherwise."""
-        e = self.engine
+        e = self.client
         self.empty.set_model_loaded(e.has_target, e.is_loading("target"))
         showing = self.transcript if self.transcript.messages else self.empty
         self.centre_stack.setCurrentWidget(showing)
@@ -258,7 +258,7 @@ class ChatPage(QWidget):
 
     # -- conversations -------------------------------------------------------
     def new_chat(self) -> None:
-        if self.engine.busy:
+        if self.client.busy:
             return
         self.conversation_id = None
         self.transcript.clear()
@@ -269,7 +269,7 @@ class ChatPage(QWidget):
         self.composer.setFocus()
 
     def open_conversation(self, conversation_id: int) -> None:
-        if self.engine.busy:
+        if self.client.busy:
             self.conversations.set_current(self.conversation_id or -1)
             return
         self.conversation_id = conversation_id
@@ -312,9 +312,9 @@ class ChatPage(QWidget):
 
     # -- sending -------------------------------------------------------------
     def send(self, text: str) -> None:
-        if not text or self.engine.busy:
+        if not text or self.client.busy:
             return
-        if not self.engine.has_target:
+        if not self.client.has_target:
             self.banner.show_message("No model loaded", [
                 "Load a target model first: Open… at the top, My Models or Discover."], kind="info")
             return
@@ -365,7 +365,7 @@ class ChatPage(QWidget):
         self.stats_panel.start_reply()
         self._engine_info()
         prefix = list(continuing.meta.get("token_ids") or []) if continuing is not None else None
-        reply = self.engine.generate(messages, self.settings_panel.sampling(), spec, prefix)
+        reply = self.client.generate(messages, self.settings_panel.sampling(), spec, prefix)
         reply.batch_arrived.connect(self._on_batch)
         reply.finished.connect(self._on_finished)
         reply.failed.connect(self._on_failed)
@@ -432,7 +432,7 @@ class ChatPage(QWidget):
             self.reply.stop()
 
     def regenerate(self, widget: MessageWidget) -> None:
-        if self.engine.busy or self.conversation_id is None or widget.position < 0:
+        if self.client.busy or self.conversation_id is None or widget.position < 0:
             return
         old = self._stored_at(widget.position)
         earlier = versions.history(old.content, old.meta) if old is not None else []
@@ -442,7 +442,7 @@ class ChatPage(QWidget):
 
     def continue_reply(self, widget: MessageWidget) -> None:
         """Let a reply cut at the token limit go on, in the same message."""
-        if self.engine.busy or widget is not self.transcript.messages[-1]:
+        if self.client.busy or widget is not self.transcript.messages[-1]:
             return
         old = self._stored_at(widget.position)
         if old is None or not old.meta.get("token_ids"):
@@ -452,7 +452,7 @@ class ChatPage(QWidget):
     def show_version(self, widget: MessageWidget, index: int) -> None:
         """Show version ``index`` of a regenerated reply (and make it the one kept)."""
         old = self._stored_at(widget.position)
-        if self.engine.busy or old is None or not old.meta.get("versions"):
+        if self.client.busy or old is None or not old.meta.get("versions"):
             return
         content, meta = versions.select(old.meta, index)
         self.ctx.store.update_message(old.id, content, meta)
@@ -460,7 +460,7 @@ class ChatPage(QWidget):
         self._show_stored(widget, old, last=widget is self.transcript.messages[-1])
 
     def edit_message(self, widget: MessageWidget) -> None:
-        if self.engine.busy:
+        if self.client.busy:
             return
         self.editing = widget
         self.composer.setPlainText(widget.text)
@@ -522,4 +522,4 @@ class ChatPage(QWidget):
         self.transcript.set_colour_mode(mode)
 
     def _engine_info(self) -> None:
-        self.stats_panel.set_engine(self.engine.backend, self.engine.n_threads)
+        self.stats_panel.set_engine(self.client.backend, self.client.n_threads)
