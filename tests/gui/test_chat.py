@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt
 
 from specula.core.engine.events import StopReason
 from specula.gui import errors
-from specula.gui.chat.model_bar import USABLE_ROLE
+from specula.gui.chat.model_pickers import USABLE_ROLE
 from tests.gui.conftest import close_window, send_and_wait
 
 

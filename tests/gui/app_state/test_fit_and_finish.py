@@ -12,7 +12,7 @@ from PySide6.QtGui import QGuiApplication
 from specula.core.gguf.model_info import read_model_info
 from specula.core.settings import Settings
 from specula.gui import theme
-from specula.gui.chat.model_bar import PATH_ROLE, USABLE_ROLE
+from specula.gui.chat.model_pickers import PATH_ROLE, USABLE_ROLE
 from specula_tools.tiny_models import DRAFT, TARGET, build_tiny_model
 from tests.gui.conftest import send_and_wait
 
