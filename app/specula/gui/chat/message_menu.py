@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QPoint
 from PySide6.QtWidgets import (
     QDialog,
-    QDialogButtonBox,
     QMenu,
     QPlainTextEdit,
     QVBoxLayout,
@@ -26,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from specula.gui.chat.message import MessageWidget
+from specula.gui.dialog_buttons import Button, accept_cancel
 
 if TYPE_CHECKING:
     from specula.gui.chat.page import ChatPage
@@ -41,11 +41,7 @@ class EditTextDialog(QDialog):
         lay = QVBoxLayout(self)
         self.editor = QPlainTextEdit(text, self)
         lay.addWidget(self.editor)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save
-                                   | QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        lay.addWidget(buttons)
+        lay.addWidget(accept_cancel(self, Button.Save))
 
 
 class MessageActions:

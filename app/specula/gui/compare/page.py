@@ -39,6 +39,7 @@ from specula.gui.compare.options import CompareOptions
 from specula.gui.context import AppContext
 from specula.gui.engine_worker import ReplyHandle
 from specula.gui.errors import show_error
+from specula.gui.page_header import page_layout
 
 EXACT_RULES = ("greedy", "coupled")  # rules under which a seed fixes the text in every mode
 IDENTITY_NOTE = ("With greedy decoding, or a fixed seed under the seeded (coupled) sampling "
@@ -70,11 +71,8 @@ class ComparePage(QWidget):
         self._exact = True
         self._messages: list[dict[str, str]] = []
         self._sampling = SamplingParams()
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(24, 16, 24, 16)
-        title = QLabel("Compare: the same prompt with the draft off and on")
-        title.setObjectName("PanelTitle")
-        lay.addWidget(title)
+        lay, _head = page_layout(self, "Compare: the same prompt with the draft off and on",
+                                 title_role="PanelTitle")
         self.models = QLabel("")
         self.models.setObjectName("Muted")
         lay.addWidget(self.models)

@@ -38,7 +38,8 @@ from specula.gui.models.drafts_panel import DraftsPanel
 from specula.gui.models.repo_files_view import FileRow, RepoFilesModel, RepoFilesView
 from specula.gui.models.search_model import REPO_ROLE, SearchResultsModel
 from specula.gui.models.suggestions_panel import SuggestionsPanel
-from specula.gui.models.widgets import muted, page_layout, search_box, set_tone
+from specula.gui.models.widgets import muted, search_box, set_tone
+from specula.gui.page_header import page_layout
 from specula.gui.tasks import Task, TaskContext, TaskError, start_task
 
 SEARCH_DELAY_MS = 350
