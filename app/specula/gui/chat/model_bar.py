@@ -47,6 +47,8 @@ class ModelBar(QFrame):
     """Something to tell the user: a title, short sentences, technical details."""
     problem_cleared = Signal()
     """A load started or succeeded: an earlier problem no longer applies."""
+    pause_shown = Signal(object)
+    """The header started or stopped saying adaptive paused drafting (the verdict, or None)."""
 
     def __init__(self, ctx: AppContext, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -80,6 +82,7 @@ class ModelBar(QFrame):
         self.draft_combo, self.draft_model = self.drafts.combo, self.drafts.model
         self.draft_switch = SpecSwitch(self)
         self.draft_switch.switched.connect(self.draft_switch_toggled)
+        self.draft_switch.pause_shown.connect(self.pause_shown)
         row.addWidget(self.draft_switch)
         self.recheck = RecheckButton(self)
         self.recheck.clicked.connect(self.clear_verdict)

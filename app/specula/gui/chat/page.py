@@ -92,6 +92,7 @@ class ChatPage(QWidget):
         self.client.load_cancelled.connect(lambda *_a: self._update_empty())
         self.model_bar.problem.connect(self.banner.show_message)
         self.model_bar.problem_cleared.connect(self.banner.hide)
+        self.model_bar.pause_shown.connect(self.stats_panel.set_pause)  # one verdict, both places
         self.settings_panel.spec.changed.connect(self._sync_lookup)
         self.model_bar.server_chip.follow(  # the local server answers with this chat's settings
             lambda: (self.settings_panel.sampling(),
