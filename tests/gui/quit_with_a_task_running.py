@@ -17,7 +17,7 @@ from specula.gui import tasks
 
 app = QApplication(sys.argv)
 owner = QWidget()
-release = threading.Event()  # set once the application is gone
+release = threading.Event()  # set once the task's relay is deleted with the application
 ran = threading.Event()  # the runnable ended, its last signal sent or dropped
 real_run = tasks._Runner.run
 
@@ -39,9 +39,10 @@ def work(ctx: tasks.TaskContext) -> str:
 
 
 tasks.start_task(owner, work)
+relay = next(iter(tasks._live))
+relay.destroyed.connect(lambda *_a: release.set())  # direct: during the deletion itself
 QTimer.singleShot(0, app.quit)
 app.exec()
-app.shutdown()  # deletes the application and the Qt objects Python owns
-release.set()
+app.shutdown()  # deletes the application and the Qt objects Python owns, the relay too
 if not ran.wait(30):
     print("the task did not end", file=sys.stderr)
