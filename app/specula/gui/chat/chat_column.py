@@ -1,5 +1,5 @@
 """The chat page's middle column, laid out: banner, transcript (or the empty state),
-tools (token colours, export, panel toggle), the edit note, attachments, the
+tools (token colours, export, panel toggle), the colours' legend, the edit note, attachments, the
 composer with Send and Stop, and the context bar.
 
 It only builds and holds the widgets; :class:`specula.gui.chat.page.ChatPage`
@@ -49,6 +49,7 @@ class ChatColumn(QWidget):
         bottom = QVBoxLayout()
         bottom.setContentsMargins(16, 0, 16, 0)
         bottom.addLayout(self._tools(store, colour_mode))
+        bottom.addWidget(self.colours.legend)  # the whole column's width, under the tools
         self.edit_banner = QLabel("Editing a message: sending replaces it and everything after "
                                   "it (Esc cancels).", self)
         self.edit_banner.setObjectName("EditBanner")
