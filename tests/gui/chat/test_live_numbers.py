@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from specula.core.engine.events import TokenEvent, TokenOrigin
 from specula.core.engine.stats import GenerationStats
+from specula.core.engine.verdict import PolicyVerdict
 from specula.gui.engine_worker import ReplyBatch
 from specula.gui.stats import live_stats as ls
 from specula.gui.stats.footer import footer_text
@@ -48,6 +49,8 @@ def test_adaptive_pause_is_said_in_words(qtbot) -> None:  # type: ignore[no-unty
     panel.add_batch(ReplyBatch(steps=steps, stats=GenerationStats(
         mode="adaptive", tokens=20, ttft_s=0.1, total_s=2.0, steps=20, plain_run=20)))
     panel.refresh()
+    assert panel.note.text() == "Drafted in 0 of 20 steps"  # plain steps are not a verdict
+    panel.set_pause(PolicyVerdict(paused=True, recheck_every=8))  # the header's verdict
     assert panel.note.isVisible() and "slower than plain" in panel.note.text()
     assert panel.values["acceptance"].text() == ls.DASH  # not "100%" over nothing
     assert panel.values["per_step"].text() == ls.DASH
