@@ -51,13 +51,13 @@ def forced_logits(kv: KVCache, prompt: Sequence[int], reply: Sequence[int]) -> l
 def measure(engine: Engine, prompt_ids: Sequence[int], params: SamplingParams,
             rng: np.random.Generator, n_mc: int = 4000) -> dict[str, list[float]]:
     gen, seed = engine.generator, int(params.seed if params.seed is not None else 0)
-    assert gen is not None and gen.draft is not None, "load a target and a draft first"
+    assert gen is not None and gen.draft_model is not None, "load a target and a draft first"
     done = next(e for e in engine.generate_tokens(prompt_ids, params, SpecConfig(mode=Mode.PLAIN))
                 if isinstance(e, Done))
     reply = done.token_ids
     target = forced_logits(gen.kv, prompt_ids, reply)
-    draft = forced_logits(gen.draft.kv, prompt_ids, reply)
-    n_shared = gen.draft.n_shared
+    draft = forced_logits(gen.draft_model.kv, prompt_ids, reply)
+    n_shared = gen.draft_model.n_shared
     out: dict[str, list[float]] = {"one_minus_tv": [], "gumbel_expected": [], "coupled_realised": []}
     for t in range(min(len(target), len(draft))):
         pos = len(prompt_ids) + t

@@ -20,8 +20,6 @@ import argparse
 import os
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 BENCH = Path(os.environ.get("SPECULA_BENCH_DIR", Path.home() / ".cache/specula-bench"))
@@ -66,24 +64,16 @@ def main(argv: list[str] | None = None) -> int:
     settings.save()
     save_defaults(target, LoadDefaults(n_ctx=a.ctx, draft=str(draft), mode="adaptive"))
 
-    from PySide6.QtCore import QEventLoop, QPoint
+    from PySide6.QtCore import QPoint
     from PySide6.QtGui import QGuiApplication
 
     from specula.gui.app import create_window, ensure_qapp
+    from specula_tools.qt_waits import Waits
 
     app = ensure_qapp()
 
-    def wait(cond: Callable[[], bool], timeout: float = 900.0) -> None:
-        end = time.monotonic() + timeout
-        while not cond():
-            if time.monotonic() > end:
-                raise TimeoutError("the app did not get there in time")
-            app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
-
-    def settle(seconds: float = 0.6) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            app.processEvents()
+    waits = Waits(app, timeout=900.0, settle_s=0.6)
+    wait, settle = waits.wait, waits.settle
 
     def shoot(name: str) -> None:
         settle()

@@ -20,7 +20,8 @@ from collections.abc import Callable
 import numpy as np
 
 from specula.core.engine.native.batch import Batch
-from specula.core.engine.native.llama import Context, Model
+from specula.core.engine.native.context import Context
+from specula.core.engine.native.llama import Model
 from specula.core.engine.sampling import rules as sampling
 from specula.core.engine.sampling import topk
 from specula_tools.vocab_proxy import DEFAULT_FOLDER, build_proxy

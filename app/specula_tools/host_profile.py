@@ -28,11 +28,14 @@ from specula.core.engine.drafters import model as drafters_model
 from specula.core.engine.drafters import proposal as drafters_proposal
 from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import Done, StepEvent
+from specula.core.engine.loop import emit as emit_mod
 from specula.core.engine.loop import generator as gen_mod
-from specula.core.engine.loop import text
+from specula.core.engine.loop import propose as propose_mod
+from specula.core.engine.loop import target_verify, text
 from specula.core.engine.native.batch import Batch
+from specula.core.engine.native.context import Context
 from specula.core.engine.native.kv import KVCache
-from specula.core.engine.native.llama import Context, Model
+from specula.core.engine.native.llama import Model
 from specula.core.engine.sampling import rules as sampling
 from specula.core.engine.sampling import topk
 from specula.core.engine.stats import GenerationStats
@@ -94,8 +97,8 @@ def _bare_calls() -> float:
 PARTS: list[tuple[Any, str, str]] = [
     (Context, "decode", _DECODE),
     (Context, "logits", "logits row view (ctypes)"),
-    (reply_mod.Reply, "choose", "target's choice (cold pass: argmax / candidates)"),
-    (reply_mod.Reply, "took", "reply.took (grammar, logprobs)"),
+    (reply_mod.ReplySampling, "choose", "target's choice (cold pass: argmax / candidates)"),
+    (reply_mod.ReplySampling, "took", "reply.took (grammar, logprobs)"),
     (sampling, "candidates", "sampling.candidates"),
     (sampling, "coupled_choice", "coupled choice (Gumbel)"),
     (sampling, "probs", "sampling.probs (dense p)"),
@@ -119,10 +122,10 @@ PARTS: list[tuple[Any, str, str]] = [
     (text.StopFilter, "push", "StopFilter.push"),
     (GenerationStats, "add_step", "stats.add_step"),
     (GenerationStats, "sample_memory", "stats.sample_memory (psutil)"),
-    (gen_mod.Generator, "_propose", "Generator._propose (policy plan, request)"),
+    (gen_mod, "propose", "loop.propose (policy plan, request)"),
     (gen_mod.Generator, "_decode_clock", "Generator._decode_clock"),
-    (gen_mod.Generator, "_verify", "Generator._verify"),
-    (gen_mod.Generator, "_verify_chain", "Generator._verify_chain"),
+    (target_verify.TargetVerifier, "verify", "TargetVerifier.verify"),
+    (target_verify.TargetVerifier, "_verify_chain", "TargetVerifier._verify_chain"),
     (chain_verify, "accept_chain", "chain_verify.accept_chain (its own lines)"),
     (drafters_model.ChainDrafter, "propose", "drafter: propose (Python)"),
     (drafters_model.ChainDrafter, "accept", "drafter: accept / drop_rejected"),
@@ -132,11 +135,11 @@ PARTS: list[tuple[Any, str, str]] = [
     (drafters_proposal.Proposal, "append", "drafter: Proposal.append"),
 ]
 CLASSES: list[tuple[Any, str, str]] = [
-    (gen_mod, "TokenEvent", "TokenEvent()"),
+    (emit_mod, "TokenEvent", "TokenEvent()"),
     (gen_mod, "StepRecord", "StepRecord()"),
     (gen_mod, "StepEvent", "StepEvent()"),
     (gen_mod, "Outcome", "Outcome()"),
-    (gen_mod, "Proposal", "Proposal() (plain steps)"),
+    (propose_mod, "Proposal", "Proposal() (plain steps)"),
 ]
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 import gguf
 import numpy as np
 
-from specula_tools.tiny_models import CHATML_TEMPLATE, MERGE_WORDS, SPECIALS, _bpe_vocab
+from specula_tools.tiny_models import TinySpec, add_tokenizer, write_out
 
 N_EMBD = 1024
 N_HEAD, N_HEAD_KV, HEAD_DIM = 8, 2, 256
@@ -50,19 +50,7 @@ def build(path: str | Path, n_layers: int = 8, *, seed: int = 3500) -> Path:
     w = gguf.GGUFWriter(str(path), arch)
     w.add_name(f"hybrid-proxy-{n_layers}L")
     w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
-    body, merges = _bpe_vocab(list(MERGE_WORDS))
-    tokens = SPECIALS + body
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("default")
-    w.add_token_list(tokens)
-    w.add_token_types([3] * len(SPECIALS) + [1] * len(body))
-    w.add_token_merges(merges)
-    w.add_bos_token_id(0)
-    w.add_eos_token_id(2)
-    w.add_pad_token_id(3)
-    w.add_add_bos_token(True)
-    w.add_add_eos_token(False)
-    w.add_chat_template(CHATML_TEMPLATE)
+    n_vocab = add_tokenizer(w, TinySpec())
 
     def u32(key: str, v: int) -> None:
         w.add_uint32(f"{arch}.{key}", v)
@@ -98,8 +86,8 @@ def build(path: str | Path, n_layers: int = 8, *, seed: int = 3500) -> Path:
     def const(name: str, shape: tuple[int, ...], v: float) -> None:
         w.add_tensor(name, np.full(shape, v, dtype=np.float32))
 
-    rand("token_embd.weight", (len(tokens), d), 1.0)
-    rand("output.weight", (len(tokens), d), LOGIT_SCALE)
+    rand("token_embd.weight", (n_vocab, d), 1.0)
+    rand("output.weight", (n_vocab, d), LOGIT_SCALE)
     const("output_norm.weight", (d,), 1.0)
     for i in range(n_layers):
         p = f"blk.{i}."
@@ -125,11 +113,7 @@ def build(path: str | Path, n_layers: int = 8, *, seed: int = 3500) -> Path:
         rand(p + "ffn_gate.weight", (N_FF, d), d**-0.5)
         rand(p + "ffn_up.weight", (N_FF, d), d**-0.5)
         rand(p + "ffn_down.weight", (d, N_FF), OUT_GAIN * N_FF**-0.5)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return path
+    return write_out(w, path)
 
 
 def build_pair(folder: str | Path, n_layers: int = 12, draft_layers: int = 4) -> tuple[Path, Path]:

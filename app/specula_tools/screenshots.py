@@ -28,7 +28,6 @@ import os
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -194,23 +193,14 @@ def main(argv: list[str] | None = None) -> int:
         junk.parent.mkdir(parents=True, exist_ok=True)
         junk.write_bytes(b"this is not a GGUF model" * 40)
 
-    from PySide6.QtCore import QEventLoop
 
     from specula.gui.app import create_window, ensure_qapp
+    from specula_tools.qt_waits import Waits
 
     app = ensure_qapp()
 
-    def wait(cond: Callable[[], bool], timeout: float = 600.0) -> None:
-        end = time.monotonic() + timeout
-        while not cond():
-            if time.monotonic() > end:
-                raise TimeoutError("the app did not get there in time")
-            app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
-
-    def settle(seconds: float = 0.5) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            app.processEvents()
+    waits = Waits(app, timeout=600.0, settle_s=0.5)
+    wait, settle = waits.wait, waits.settle
 
     window = create_window(str(served.target), str(served.draft))
     window.show()

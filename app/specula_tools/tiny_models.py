@@ -105,17 +105,43 @@ class TinySpec:
     chat_template: str | None = CHATML_TEMPLATE
 
 
-def build_tiny_model(path: str | Path, spec: TinySpec = TinySpec()) -> Path:
-    """Write a tiny llama-architecture GGUF file at ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+def add_tokenizer(w: gguf.GGUFWriter, spec: TinySpec) -> int:
+    """Write ``spec``'s tokenizer and chat template into ``w``; returns the vocabulary size.
+
+    The tiny families share it (with the defaults), so every tiny model and draft share a vocabulary.
+    """
     body, merges = _bpe_vocab(list(spec.merge_words))
     tokens = SPECIALS + body + [f"<|extra_{i}|>" for i in range(spec.extra_tokens)]
     if spec.renamed_token is not None:
         tokens[spec.renamed_token] = tokens[spec.renamed_token] + "\u2021"
-    types = [3] * len(SPECIALS) + [1] * len(body) + [4] * spec.extra_tokens
-    n_vocab = len(tokens)
+    w.add_tokenizer_model(spec.tokenizer_model)
+    w.add_tokenizer_pre(spec.pre)
+    w.add_token_list(tokens)
+    w.add_token_types([3] * len(SPECIALS) + [1] * len(body) + [4] * spec.extra_tokens)
+    w.add_token_merges(merges)
+    w.add_bos_token_id(spec.bos_id)
+    w.add_eos_token_id(spec.eos_id)
+    w.add_pad_token_id(3)
+    w.add_add_bos_token(spec.add_bos)
+    w.add_add_eos_token(spec.add_eos)
+    if spec.chat_template:
+        w.add_chat_template(spec.chat_template)
+    return len(tokens)
 
+
+def write_out(w: gguf.GGUFWriter, path: Path) -> Path:
+    """Write ``w``'s header, key-values and tensors to its file and close it; returns ``path``."""
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def build_tiny_model(path: str | Path, spec: TinySpec = TinySpec()) -> Path:
+    """Write a tiny llama-architecture GGUF file at ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     w = gguf.GGUFWriter(str(path), "llama")
     w.add_name(spec.name)
     w.add_context_length(spec.n_ctx)
@@ -127,18 +153,7 @@ def build_tiny_model(path: str | Path, spec: TinySpec = TinySpec()) -> Path:
     w.add_layer_norm_rms_eps(1e-5)
     w.add_rope_dimension_count(spec.n_embd // spec.n_head)
     w.add_file_type(gguf.LlamaFileType.ALL_F32)
-    w.add_tokenizer_model(spec.tokenizer_model)
-    w.add_tokenizer_pre(spec.pre)
-    w.add_token_list(tokens)
-    w.add_token_types(types)
-    w.add_token_merges(merges)
-    w.add_bos_token_id(spec.bos_id)
-    w.add_eos_token_id(spec.eos_id)
-    w.add_pad_token_id(3)
-    w.add_add_bos_token(spec.add_bos)
-    w.add_add_eos_token(spec.add_eos)
-    if spec.chat_template:
-        w.add_chat_template(spec.chat_template)
+    n_vocab = add_tokenizer(w, spec)
 
     rng = np.random.default_rng(spec.seed)
     noise_rng = np.random.default_rng(spec.noise_seed)
@@ -165,12 +180,7 @@ def build_tiny_model(path: str | Path, spec: TinySpec = TinySpec()) -> Path:
         w.add_tensor(p + "ffn_down.weight", mat(d, ff, ff**-0.5))
     w.add_tensor("output_norm.weight", np.ones(d, dtype=np.float32))
     w.add_tensor("output.weight", mat(n_vocab, d, spec.logit_scale))
-
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return path
+    return write_out(w, path)
 
 
 TARGET = TinySpec()

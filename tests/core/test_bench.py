@@ -130,7 +130,7 @@ def test_every_run_starts_from_empty_caches_unless_asked_to_reuse(
     tiny: dict[str, Path], monkeypatch: pytest.MonkeyPatch, specula_home: Path,
 ) -> None:
     from specula.core.engine.loop.generator import Generator
-    from specula.core.engine.native.kv import common_prefix
+    from specula.core.engine.native.prefix import common_prefix
 
     real = Generator.generate
     eng = Engine(EngineOptions(n_ctx=512, n_threads=2))

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from specula.core.chat.tool_calls import HERMES
-from specula.core.engine.grammar.state import JSON_OBJECT_GRAMMAR, GrammarState
+from specula.core.engine.grammar.compile import JSON_OBJECT_GRAMMAR
+from specula.core.engine.grammar.state import GrammarState
 from specula.core.engine.native.llama import Model
 from specula.core.structured import (
     StructureError,

@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt
 
 from specula.core.engine.events import StopReason
 from specula.gui import errors
-from specula.gui.chat.model_bar import USABLE_ROLE
+from specula.gui.chat.model_pickers import USABLE_ROLE
 from tests.gui.conftest import close_window, send_and_wait
 
 
@@ -30,7 +30,7 @@ def test_reply_streams_with_speculative_stats(loaded, qtbot) -> None:  # type: i
     assert int(page.stats_panel.values["accepted"].text()) > 0
     f = page.stats_panel.figures
     assert f is not None and f.tokens == done.stats.tokens
-    assert page.stats_panel.values["backend"].text() == page.engine.backend != ""
+    assert page.stats_panel.values["backend"].text() == page.client.backend != ""
 
 
 def test_draft_switch_changes_the_next_reply(loaded, qtbot) -> None:  # type: ignore[no-untyped-def]
@@ -39,7 +39,7 @@ def test_draft_switch_changes_the_next_reply(loaded, qtbot) -> None:  # type: ig
     page.model_bar.draft_switch.setChecked(False)
     plain = send_and_wait(qtbot, loaded, "second")
     assert plain.stats.mode == "plain" and plain.stats.drafted == 0
-    assert page.engine.has_draft, "the draft stays loaded"
+    assert page.client.has_draft, "the draft stays loaded"
     page.model_bar.draft_switch.setChecked(True)
     assert send_and_wait(qtbot, loaded, "third").stats.mode == "chain"
 

@@ -11,13 +11,13 @@ from specula.gui.compare.page import IDENTITY_NOTE
 def spy_modes(page):  # type: ignore[no-untyped-def]
     """Record the mode of every reply the page asks the engine for, in order."""
     modes: list[str] = []
-    real = page.engine.generate
+    real = page.client.generate
 
     def generate(messages, sampling, spec):  # type: ignore[no-untyped-def]
         modes.append(spec.mode.value)
         return real(messages, sampling, spec)
 
-    page.engine.generate = generate
+    page.client.generate = generate
     return modes
 
 
@@ -97,7 +97,7 @@ def test_stop_ends_the_comparison(loaded, qtbot) -> None:  # type: ignore[no-unt
     page = loaded.show_page("compare")
     page.options.rounds.setValue(3)
     modes: list[str] = []
-    real = page.engine.generate
+    real = page.client.generate
 
     def generate(messages, sampling, spec):  # type: ignore[no-untyped-def]
         modes.append(spec.mode.value)
@@ -105,7 +105,7 @@ def test_stop_ends_the_comparison(loaded, qtbot) -> None:  # type: ignore[no-unt
         reply.batch_arrived.connect(page.stop)  # Stop while the first run streams
         return reply
 
-    page.engine.generate = generate
+    page.client.generate = generate
     page.prompt.setPlainText("def hello world")
     with qtbot.waitSignal(page.compared, timeout=120000) as blocker:
         page.run_button.click()

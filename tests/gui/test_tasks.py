@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 from PySide6.QtWidgets import QWidget
 
@@ -81,3 +85,18 @@ def _deleted(obj: QWidget) -> bool:
     from shiboken6 import isValid
 
     return not isValid(obj)
+
+
+def test_a_task_still_running_when_the_app_quits_sends_nothing() -> None:
+    """At exit the Qt objects that carry a task's results are deleted with the application
+    while a hub request may still be in flight; the task must then send nothing (it used to
+    print "RuntimeError: Signal source has been deleted" tracebacks at every exit)."""
+    script = Path(__file__).with_name("quit_with_a_task_running.py")
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen",
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "app"),
+                                          os.environ.get("PYTHONPATH", "")])}
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "has been deleted" not in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert "did not end" not in r.stderr

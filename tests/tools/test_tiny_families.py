@@ -17,10 +17,12 @@ import numpy as np
 import pytest
 
 from specula.core.engine.native.batch import Batch
-from specula.core.engine.native.llama import Context, Model
+from specula.core.engine.native.context import Context
+from specula.core.engine.native.llama import Model
 from specula.core.gguf.memory_kind import MemoryKind
 from specula.core.gguf.model_info import read_model_info
 from specula_tools.tiny_families import FAMILIES, build_qwen35_mtp
+from tests.core.engine.conftest import closing_all, fresh_logits
 
 KEYS = sorted(FAMILIES)
 PROMPT = [0, 104, 101, 108, 108, 111, 32, 119, 111, 114, 108, 100]  # BOS "hello world"
@@ -29,10 +31,8 @@ PARTIAL_ONLY = 1  # LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY (llama.h)
 
 @pytest.fixture(scope="module")
 def models(families: dict[str, Path]) -> Iterator[dict[str, Model]]:
-    loaded = {k: Model(p) for k, p in families.items()}
-    yield loaded
-    for m in loaded.values():
-        m.close()
+    with closing_all({k: Model(p) for k, p in families.items()}) as loaded:
+        yield loaded
 
 
 def _greedy(model: Model, prompt: list[int], n: int) -> tuple[list[int], list[np.ndarray]]:
@@ -54,24 +54,18 @@ def _greedy(model: Model, prompt: list[int], n: int) -> tuple[list[int], list[np
 
 
 def _fresh_logits(model: Model, tokens: list[int]) -> np.ndarray:
-    ctx = Context(model, n_ctx=256, n_threads=1)
-    b = Batch(256)
-    b.fill(tokens, 0, outputs="last")
-    ctx.decode(b)
-    row = ctx.logits(-1).copy()
-    ctx.close()
-    return row
+    return fresh_logits(model, tokens, n_ctx=256, n_threads=1)
 
 
 @pytest.mark.parametrize("family", KEYS)
 def test_llama_cpp_says_what_each_family_is(models: dict[str, Model], family: str) -> None:
-    _builder, arch, memory, nextn = FAMILIES[family]
+    fam = FAMILIES[family]
     for key in (family, f"{family}-draft"):
         m = models[key]
-        assert m.meta("general.architecture") == arch
-        assert bool(L.llama_model_is_recurrent(m.ptr)) is (memory == "recurrent")
-        assert bool(L.llama_model_is_hybrid(m.ptr)) is (memory == "hybrid")
-        assert int(L.llama_model_n_layer_nextn(m.ptr)) == nextn
+        assert m.meta("general.architecture") == fam.arch
+        assert bool(L.llama_model_is_recurrent(m.ptr)) is (fam.memory == "recurrent")
+        assert bool(L.llama_model_is_hybrid(m.ptr)) is (fam.memory == "hybrid")
+        assert int(L.llama_model_n_layer_nextn(m.ptr)) == fam.nextn
         assert m.n_vocab == 398  # the tiny tokenizer of specula_tools.tiny_models
 
 
@@ -131,7 +125,7 @@ def test_mtp_trunk_at_full_gain_is_the_hybrid(models: dict[str, Model], tmp_path
 
 def test_mtp_layer_loads(families: dict[str, Path]) -> None:
     """With ``load_mtp`` the NextN tensors load too (llama.cpp skips them otherwise)."""
-    from specula.core.engine.native.llama import ensure_backend
+    from specula.core.engine.native.backend import ensure_backend
 
     ensure_backend()
     params = L.llama_model_default_params()
@@ -145,7 +139,7 @@ def test_mtp_layer_loads(families: dict[str, Path]) -> None:
         L.llama_model_free(ptr)
 
 
-@pytest.mark.parametrize("family", [k for k in KEYS if FAMILIES[k][2] != "attention"])
+@pytest.mark.parametrize("family", [k for k in KEYS if FAMILIES[k].memory != "attention"])
 def test_header_state_size_is_llama_cpps(families: dict[str, Path], models: dict[str, Model],
                                          family: str) -> None:
     """The recurrent state the header promises is what llama.cpp saves for a sequence
@@ -170,7 +164,7 @@ def _mtp_guesses(path: Path, n: int = 60) -> int:
     draft-mtp feeds it (common/speculative.cpp): token k with the target's hidden row k-1."""
     from llama_cpp import llama_cpp_ext as X
 
-    from specula.core.engine.native.llama import ensure_backend
+    from specula.core.engine.native.backend import ensure_backend
 
     ensure_backend()
     mp = L.llama_model_default_params()

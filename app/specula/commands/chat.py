@@ -33,10 +33,12 @@ from specula.core.chat.overflow import (
 from specula.core.chat.template import TemplateError
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine, LoadError
-from specula.core.engine.events import Done, Source, StopReason, TokenEvent
+from specula.core.engine.events import Done, StopReason, TokenEvent, TokenOrigin
 from specula.core.engine.sampling.rules import SamplingParams
 
 GREEN, CYAN, RESET, DIM = "\x1b[32m", "\x1b[36m", "\x1b[0m", "\x1b[2m"
+# Drafted tokens are green, but those copied from text (no model drafted them) cyan.
+COPIED = frozenset({TokenOrigin.LOOKUP, TokenOrigin.NGRAM_CACHE})
 HELP = "commands: /draft on|off, /mode plain|chain|adaptive|tree|lookup, /reset, /stats, /quit"
 
 
@@ -153,8 +155,8 @@ def run(a: argparse.Namespace) -> int:
             state["left_out"] = fitted.left_out
             for ev in engine.chat(fitted.messages, reply, spec, cancel):
                 if isinstance(ev, TokenEvent):
-                    if color and ev.source in (Source.DRAFT, Source.LOOKUP, Source.MTP):
-                        sys.stdout.write((CYAN if ev.source is Source.LOOKUP else GREEN) + ev.text + RESET)
+                    if color and ev.source.drafted:
+                        sys.stdout.write((CYAN if ev.source in COPIED else GREEN) + ev.text + RESET)
                     else:
                         sys.stdout.write(ev.text)
                     sys.stdout.flush()

@@ -15,7 +15,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from specula.core.chat.tool_calls import ToolFormat, call_grammar, call_schema
-from specula.core.engine.grammar.state import JSON_OBJECT_GRAMMAR, GrammarError, json_schema_grammar
+from specula.core.engine.grammar.compile import (
+    JSON_OBJECT_GRAMMAR,
+    GrammarError,
+    json_schema_grammar,
+)
 
 
 class StructureError(ValueError):

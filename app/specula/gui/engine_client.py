@@ -3,7 +3,7 @@
 Everything here runs on the GUI thread. Requests go to the worker through
 private queued signals; results come back through the worker's signals and
 are kept as state (what is loaded, on which backend) or routed to the
-:class:`~specula.gui.engine_worker.Reply` they belong to.
+:class:`~specula.gui.engine_worker.ReplyHandle` they belong to.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from specula.core.engine.events import Done
 from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.gguf.compat import CompatReport
 from specula.core.gguf.model_info import ModelInfo
-from specula.gui.engine_worker import EngineWorker, Reply, ReplyBatch
+from specula.gui.engine_worker import EngineWorker, ReplyBatch, ReplyHandle
 
 
 class EngineClient(QObject):
@@ -68,7 +68,7 @@ class EngineClient(QObject):
         self.builtin_on = True  # the picker's "Built-in (MTP)" is chosen (no draft model)
         self._pending_loads: list[str] = []  # kinds asked for and not yet answered
         self._load_cancel = threading.Event()
-        self._replies: dict[int, Reply] = {}
+        self._replies: dict[int, ReplyHandle] = {}
         self._ids = itertools.count(1)
 
         self._thread = QThread()
@@ -161,9 +161,9 @@ class EngineClient(QObject):
     def generate(
         self, messages: list[dict[str, str]], sampling: SamplingParams, spec: SpecConfig,
         prefix_ids: list[int] | None = None,
-    ) -> Reply:
+    ) -> ReplyHandle:
         """Queue a reply (or, with ``prefix_ids``, the continuation of a partial one)."""
-        reply = Reply(next(self._ids), self)
+        reply = ReplyHandle(next(self._ids), self)
         was_busy = self.busy
         self._replies[reply.request_id] = reply
         if not was_busy:
@@ -226,7 +226,7 @@ class EngineClient(QObject):
         if reply is not None:
             reply.batch_arrived.emit(batch)
 
-    def _end(self, request_id: int) -> Reply | None:
+    def _end(self, request_id: int) -> ReplyHandle | None:
         reply = self._replies.pop(request_id, None)
         if reply is not None:
             reply.done = True

@@ -1,7 +1,7 @@
 """The engine worker: one long-lived QObject on its own QThread that owns the Engine.
 
 The GUI reaches it only through queued signals (:class:`EngineClient` holds
-the thread and routes results to :class:`Reply` objects); a reply or a load
+the thread and routes results to :class:`ReplyHandle` objects); a reply or a load
 stops through a ``threading.Event`` the engine checks every step, never a
 signal to the busy thread. Token events are batched: the worker emits what
 arrived every ~50 ms, with the latest statistics and one point per step, and
@@ -253,7 +253,7 @@ class EngineWorker(QObject):
             thread.quit()
 
 
-class Reply(QObject):
+class ReplyHandle(QObject):
     """One reply in flight; signals arrive on the GUI thread."""
 
     batch_arrived = Signal(object)

@@ -28,7 +28,6 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QDialog,
-    QDialogButtonBox,
     QFormLayout,
     QHBoxLayout,
     QLabel,
@@ -45,6 +44,7 @@ from specula.core.hardware.system import GGMLDevice, list_devices, plan_offload
 from specula.core.pairing.badges import human_size
 from specula.core.settings import Settings
 from specula.gui.context import AppContext
+from specula.gui.dialog_buttons import accept_cancel
 
 UNKNOWN_LAYERS = 128  # the slider's range before a model's layer count is known
 
@@ -253,11 +253,7 @@ class LoadOptionsDialog(QDialog):
         note = QLabel("They apply when a model is next loaded.")
         note.setObjectName("Muted")
         lay.addWidget(note)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
-                                   | QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        lay.addWidget(buttons)
+        lay.addWidget(accept_cancel(self))
 
     def accept(self) -> None:
         apply_choice(self.ctx.settings, self.options.choice())

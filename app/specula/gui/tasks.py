@@ -12,6 +12,12 @@ header after another). The function gets a :class:`TaskContext`: it
 and nothing the task still sends reaches the callbacks (an HTTP request in
 flight finishes in the background and is ignored). Header reads, compatibility
 checks, scans, searches and removals all go through here.
+
+When the application quits, every task still running is cancelled and sends
+nothing more: the Qt objects that carry its results to the GUI thread are
+deleted with the application while the request in flight may still finish
+(a hub search, Discover's suggestions), and a signal sent from a deleted
+object is an error (:func:`_closing_down`).
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+from PySide6.QtCore import QCoreApplication, QObject, QRunnable, QThreadPool, Signal, SignalInstance
 
 from specula.core.cancel import Cancelled
 from specula.core.gguf.model_info import GGUFError
@@ -69,7 +75,7 @@ class TaskContext:
     def emit(self, item: object) -> None:
         """Send a partial result to the GUI thread (dropped once cancelled)."""
         if not self.cancel_event.is_set():
-            self._relay.item_ready.emit(item)
+            _send(self._relay.item_ready, item)
 
 
 class _Relay(QObject):
@@ -90,12 +96,43 @@ class _Runner(QRunnable):
         try:
             result = self._fn(self._ctx)
         except Cancelled:
-            self._relay.failed.emit(None)
+            _send(self._relay.failed, None)
         except Exception as exc:  # reported to the page, never raised into Qt
             log.debug("task failed\n%s", traceback.format_exc())
-            self._relay.failed.emit(describe_error(exc))
+            _send(self._relay.failed, describe_error(exc))
         else:
-            self._relay.succeeded.emit(result)
+            _send(self._relay.succeeded, result)
+
+
+_quitting = threading.Event()  # the application is quitting: tasks send nothing more
+
+
+def _send(signal: SignalInstance, value: object) -> None:
+    """Emit from the worker thread, unless the application is quitting (its relay may be
+    gone with it; the send that races the deletion is dropped, any other error raised)."""
+    if _quitting.is_set():
+        return
+    try:
+        signal.emit(value)
+    except RuntimeError:
+        if not _quitting.is_set():
+            raise
+
+
+def _closing_down() -> None:
+    """The application quits: cancel every task still running; none sends anything more."""
+    _quitting.set()
+    for ctx in list(_live.values()):
+        ctx.cancel_event.set()
+
+
+def _watch_quit() -> None:
+    """Call :func:`_closing_down` when this application quits (once per application)."""
+    app = QCoreApplication.instance()
+    if app is not None and not app.property("specula_tasks_watch_quit"):
+        app.setProperty("specula_tasks_watch_quit", True)
+        _quitting.clear()  # a new application (the tests make one per session)
+        app.aboutToQuit.connect(_closing_down)
 
 
 class Task:
@@ -115,7 +152,7 @@ class Task:
         return self.ctx is not None and self.ctx.cancelled
 
 
-_live: set[_Relay] = set()
+_live: dict[_Relay, TaskContext] = {}  # the running tasks (the relays kept alive here)
 
 
 def start_task(owner: QObject, fn: Callable[[TaskContext], Any], *,
@@ -125,11 +162,12 @@ def start_task(owner: QObject, fn: Callable[[TaskContext], Any], *,
                pool: QThreadPool | None = None) -> Task:
     """Run ``fn(ctx)`` on ``pool`` (the global one by default); callbacks run on the GUI thread
     while ``owner`` exists and the task was not cancelled."""
+    _watch_quit()
     relay = _Relay()
-    _live.add(relay)
     task = Task()
     ctx = TaskContext(relay)
     task.ctx = ctx
+    _live[relay] = ctx
     alive = [True]
 
     def _owner_gone() -> None:
@@ -141,7 +179,7 @@ def start_task(owner: QObject, fn: Callable[[TaskContext], Any], *,
         return alive[0] and not ctx.cancelled
 
     def _end() -> None:
-        _live.discard(relay)
+        _live.pop(relay, None)
         relay.deleteLater()
         try:
             owner.destroyed.disconnect(_owner_gone)

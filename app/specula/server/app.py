@@ -33,7 +33,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from specula.core.engine.events import Done, StopReason
-from specula.core.engine.grammar.state import GRAMMAR_BUDGET_MESSAGE
+from specula.core.engine.grammar.compile import GRAMMAR_BUDGET_MESSAGE
 from specula.server import streaming as S
 from specula.server.connections import HEAD_TIMEOUT_S, Connections, Phase, fd_limited_max
 from specula.server.errors import OpenAIError

@@ -22,7 +22,8 @@ from typing import Any
 from specula.core.chat.template import ChatTemplate
 from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done, TokenEvent
-from specula.core.engine.grammar.state import GrammarError, GrammarState
+from specula.core.engine.grammar.compile import GrammarError
+from specula.core.engine.grammar.state import GrammarState
 from specula.core.engine.native.llama import Model
 from specula.server.errors import OpenAIError
 from specula.server.logprobs import TokenLogprob

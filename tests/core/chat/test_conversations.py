@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from specula.core.chat.conversations import SCHEMA_VERSION, ConversationStore, title_from
+from specula.core.chat.conversation_schema import SCHEMA_VERSION
+from specula.core.chat.conversations import ConversationStore, title_from
 
 
 def test_create_add_reopen() -> None:

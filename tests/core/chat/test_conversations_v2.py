@@ -1,8 +1,9 @@
 """Schema 2 of the conversations database: folders, per-chat settings, copies, single deletes.
 
 The old database is built from the CREATE statements of schema 1 exactly as
-they are in ``_v0_to_v1`` on main (copied here, not imported: the test must
-keep the old layout even when the code changes).
+``conversation_schema._v0_to_v1`` has them (copied here on purpose, not imported:
+the old layout is this test's fixed input, and must stay as files of schema 1 are
+even if the migration code changes).
 """
 
 from __future__ import annotations

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 import numpy as np
 import pytest
@@ -11,8 +14,11 @@ import pytest
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import Done, Event, TokenEvent
+from specula.core.engine.loop.generator import Generator
 from specula.core.engine.native.batch import Batch
-from specula.core.engine.native.llama import Context, Model
+from specula.core.engine.native.context import Context
+from specula.core.engine.native.kv import KVCache
+from specula.core.engine.native.llama import Model
 from specula.core.engine.sampling.rules import SamplingParams
 from tests.core.engine.reference import FreshTarget
 
@@ -68,11 +74,11 @@ def run(eng: Engine, prompt: str | list[int], sampling: SamplingParams, spec: Sp
 PLAIN = SpecConfig(mode=Mode.PLAIN)
 
 
-def fresh_logits(model: Model | None, tokens: list[int]) -> np.ndarray:
+def fresh_logits(model: Model | None, tokens: list[int], n_ctx: int = 512, n_threads: int = 2) -> np.ndarray:
     """The target's next-token logits after ``tokens``, from a new context in one batch."""
     assert model is not None
-    ctx = Context(model, n_ctx=512, n_threads=2)
-    b = Batch(512)
+    ctx = Context(model, n_ctx=n_ctx, n_threads=n_threads)
+    b = Batch(n_ctx)
     b.fill(tokens, 0, outputs="last")
     ctx.decode(b)
     out = ctx.logits(-1).copy()
@@ -82,3 +88,78 @@ def fresh_logits(model: Model | None, tokens: list[int]) -> np.ndarray:
 
 def chain(k: int, **kw: object) -> SpecConfig:
     return SpecConfig(mode=Mode.CHAIN, draft_max=k, **kw)  # type: ignore[arg-type]
+
+
+def logits_after(kv: KVCache, token: int) -> np.ndarray:
+    """Logits after the mirror's tokens + ``token``, evaluated on the cache (then cut back)."""
+    n = len(kv)
+    kv.feed([token], "last")
+    out = kv.ctx.logits(-1).copy()
+    kv.cut(n)
+    return out
+
+
+def decode_last(gen: Generator, committed: list[int]) -> np.ndarray:
+    """The logits the generator's target context gives after decoding ``committed``'s last
+    token on top of what its cache holds (``committed[:-1]``, which the caller checks)."""
+    b = Batch(8)
+    b.fill([committed[-1]], len(committed) - 1, outputs="last")
+    gen.ctx.decode(b)
+    return gen.ctx.logits(-1).copy()
+
+
+@contextmanager
+def decoded(path: Path, tokens: list[int], outputs: str = "last"
+            ) -> Iterator[tuple[Model, Context, Batch]]:
+    """A model, a 64-token context that has decoded ``tokens`` from position 0, and the
+    batch it used; all closed on exit."""
+    model = Model(path)
+    ctx = Context(model, n_ctx=64, n_threads=1)
+    b = Batch(8, 1)
+    try:
+        b.fill(tokens, 0, outputs=outputs)
+        ctx.decode(b)
+        yield model, ctx, b
+    finally:
+        b.close()
+        ctx.close()
+        model.close()
+
+
+class _Closes(Protocol):
+    def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=_Closes)
+
+
+@contextmanager
+def closing_all(items: dict[str, C]) -> Iterator[dict[str, C]]:
+    """``items`` (engines, references, models by family), each closed on exit."""
+    try:
+        yield items
+    finally:
+        for item in items.values():
+            item.close()
+
+
+@contextmanager
+def logged_decodes(eng: Engine, monkeypatch: pytest.MonkeyPatch
+                   ) -> Iterator[list[tuple[str, int, float]]]:
+    """While open, every llama decode is logged as ("draft" | "target", batch size, seconds)."""
+    gen = eng.generator
+    assert gen is not None and gen.draft_model is not None
+    draft_ctx = gen.draft_model.ctx
+    log: list[tuple[str, int, float]] = []
+    real = Context.decode
+
+    def decode(self: Context, batch: Batch) -> None:
+        t0 = time.perf_counter()
+        real(self, batch)
+        log.append(("draft" if self is draft_ctx else "target", batch.n_tokens, time.perf_counter() - t0))
+
+    monkeypatch.setattr(Context, "decode", decode)
+    try:
+        yield log
+    finally:
+        monkeypatch.setattr(Context, "decode", real)

@@ -110,7 +110,7 @@ class FreshTarget:
     def __init__(self, path: Path, n_ctx: int = 512) -> None:
         # The engine's one-time backend set-up, only so that llama.cpp's log goes through
         # Python logging rather than stderr; nothing else of the engine is used here.
-        from specula.core.engine.native.llama import ensure_backend
+        from specula.core.engine.native.backend import ensure_backend
 
         ensure_backend()
         mp = L.llama_model_default_params()

@@ -70,7 +70,7 @@ def test_a_prompt_long_catch_up_after_the_first_token_does_not_stop_drafting() -
     assert "draft" in plans, plans
     # A catch-up is still a cost: with one token left it is not worth paying.
     pol._waited = 1.0
-    assert pol.plan(replace(inp, room=1)).source == "none"
+    assert pol.plan(replace(inp, room=1)).source == "target"
 
 
 def _lookup_plan(v: dict[int, float]) -> str:
@@ -85,7 +85,7 @@ def test_an_unjudged_lookup_match_is_probed_only_where_it_would_pay_clearly() ->
     # The Q4_K_M target on one core here (calibrated): each verified token costs most of a
     # step, so even at 90% a 5-token lookup chain gains about 1% over plain: never probed.
     q4 = {1: 0.0432, 2: 0.0832, 3: 0.1203, 4: 0.1494, 5: 0.1779, 6: 0.2004, 7: 0.2261, 8: 0.2518}
-    assert _lookup_plan(q4) == "none"
+    assert _lookup_plan(q4) == "target"
     # The F16 target: batches of 2..7 cost about two plain steps, so a long probe pays if right.
     f16 = {1: 0.099, 2: 0.207, 3: 0.210, 4: 0.196, 5: 0.215, 6: 0.226, 7: 0.250, 8: 0.304}
     assert _lookup_plan(f16) == "lookup"

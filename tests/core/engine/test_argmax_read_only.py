@@ -14,9 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specula.core.engine.native.batch import Batch
-from specula.core.engine.native.llama import Context, Model
 from specula.core.engine.sampling import topk
+from tests.core.engine.conftest import decoded
 
 
 def _peak_bytes(fn: Callable[[], object]) -> int:
@@ -61,17 +60,9 @@ def test_numpy_copies_a_read_only_row_and_topk_argmax_does_not() -> None:
 
 
 def test_the_rows_a_decode_hands_out_are_read_without_a_copy(tiny: dict[str, Path]) -> None:
-    model = Model(tiny["target"])
-    ctx = Context(model, n_ctx=64, n_threads=1)
-    b = Batch(8, 1)
-    try:
-        b.fill([1, 2, 3], 0, outputs="last")
-        ctx.decode(b)
+    with decoded(tiny["target"], [1, 2, 3]) as (_model, ctx, _b):
         row = ctx.logits(-1)
         assert not row.flags.writeable
         want = int(np.argmax(row.copy()))
         assert _peak_bytes(lambda: topk.argmax(row)) < max(row.nbytes // 4, 1)
         assert topk.argmax(row) == want
-    finally:
-        ctx.close()
-        model.close()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from specula.core.engine.sampling.rules import SamplingParams
 from tests.core.engine.conftest import PLAIN, run
 
 GREEDY = SamplingParams(temperature=0.0, max_tokens=20)
+ADAPTIVE = SpecConfig(mode=Mode.ADAPTIVE)
 
 
 def _engine(tiny: dict[str, Path], calibrate: bool = True) -> Engine:
@@ -24,51 +27,41 @@ def _engine(tiny: dict[str, Path], calibrate: bool = True) -> Engine:
     return eng
 
 
-def test_loading_a_draft_times_every_verify_batch_and_leaves_both_caches_empty(
-    tiny: dict[str, Path], specula_home: Path,
-) -> None:
-    eng = _engine(tiny)
-    try:
-        cal = eng.calibration
-        assert cal is not None
-        assert sorted(cal.verify) == [*range(1, MAX_BATCH + 1), TREE_BATCH]
-        assert cal.catchup_per_token is not None and cal.catchup_per_token >= 0
-        assert cal.catchup_long_per_token is not None and cal.catchup_long_per_token >= 0
-        assert all(s > 0 for s in cal.verify.values())
-        assert cal.draft is not None and cal.draft > 0
-        assert 0 < cal.seconds < 5
-        gen = eng.generator
-        assert gen is not None and gen.draft is not None
-        assert gen.kv.tokens == [] and gen.draft.kv.tokens == []  # no made-up prefix survives
-    finally:
-        eng.close()
+@pytest.fixture
+def eng(tiny: dict[str, Path], specula_home: Path) -> Iterator[Engine]:
+    """A new pair, calibrated as it loads (in a fresh Specula home)."""
+    with closing(_engine(tiny)) as e:
+        yield e
 
 
-def test_a_new_pairs_adaptive_policy_starts_from_the_calibration_and_keeps_plain_text(
-    tiny: dict[str, Path], specula_home: Path,
-) -> None:
-    eng = _engine(tiny)
-    try:
-        spec = SpecConfig(mode=Mode.ADAPTIVE)
-        pol = eng.policy_for(spec)
-        cost = pol.cost  # type: ignore[attr-defined]
-        assert eng.calibration is not None
-        assert cost.verify_time(3) == pytest.approx(eng.calibration.verify[3])
-        assert cost.draft == pytest.approx(eng.calibration.draft)
-        plain, _ = run(eng, "tell me a story about a cat", GREEDY, PLAIN)
-        done, _ = run(eng, "tell me a story about a cat", GREEDY, spec)
-        assert done.token_ids == plain.token_ids
-    finally:
-        eng.close()
+def test_loading_a_draft_times_every_verify_batch_and_leaves_both_caches_empty(eng: Engine) -> None:
+    cal = eng.calibration
+    assert cal is not None
+    assert sorted(cal.verify) == [*range(1, MAX_BATCH + 1), TREE_BATCH]
+    assert cal.catchup_per_token is not None and cal.catchup_per_token >= 0
+    assert cal.catchup_long_per_token is not None and cal.catchup_long_per_token >= 0
+    assert all(s > 0 for s in cal.verify.values())
+    assert cal.draft is not None and cal.draft > 0
+    assert 0 < cal.seconds < 5
+    gen = eng.generator
+    assert gen is not None and gen.draft_model is not None
+    assert gen.kv.tokens == [] and gen.draft_model.kv.tokens == []  # no made-up prefix survives
+
+
+def test_a_new_pairs_adaptive_policy_starts_from_the_calibration_and_keeps_plain_text(eng: Engine) -> None:
+    cost = eng.policy_for(ADAPTIVE).cost  # type: ignore[attr-defined]
+    assert eng.calibration is not None
+    assert cost.verify_time(3) == pytest.approx(eng.calibration.verify[3])
+    assert cost.draft == pytest.approx(eng.calibration.draft)
+    plain, _ = run(eng, "tell me a story about a cat", GREEDY, PLAIN)
+    done, _ = run(eng, "tell me a story about a cat", GREEDY, ADAPTIVE)
+    assert done.token_ids == plain.token_ids
 
 
 def test_without_calibration_a_new_pair_knows_nothing(tiny: dict[str, Path], specula_home: Path) -> None:
-    eng = _engine(tiny, calibrate=False)
-    try:
+    with closing(_engine(tiny, calibrate=False)) as eng:
         assert eng.calibration is None
-        assert eng.policy_for(SpecConfig(mode=Mode.ADAPTIVE)).cost.verify_time(1) is None  # type: ignore[attr-defined]
-    finally:
-        eng.close()
+        assert eng.policy_for(ADAPTIVE).cost.verify_time(1) is None  # type: ignore[attr-defined]
 
 
 def test_a_saved_cost_model_wins_over_the_calibration() -> None:
@@ -81,26 +74,19 @@ def test_a_saved_cost_model_wins_over_the_calibration() -> None:
     assert empty.verify_time(2) == pytest.approx(0.2) and empty.draft == pytest.approx(0.01)
 
 
-def test_an_adaptive_reply_carries_the_verdict_and_the_engine_can_clear_it(
-    tiny: dict[str, Path], specula_home: Path,
-) -> None:
-    eng = _engine(tiny)
-    try:
-        spec = SpecConfig(mode=Mode.ADAPTIVE)
-        pol = eng.policy_for(spec)
-        assert isinstance(pol, AdaptivePolicy)
-        pol.cost.draft = 10.0  # a stale measurement: no chain could ever pay
-        done, _ = run(eng, "tell me a story about a cat", GREEDY, spec)
-        assert done.verdict is not None and done.verdict.paused
-        assert eng.adaptive_verdict() == done.verdict
-        assert run(eng, "hi", GREEDY, PLAIN)[0].verdict is None  # other modes say nothing
-        eng.clear_adaptive_verdict()
-        assert eng.calibration is not None
-        assert pol.cost.draft == pytest.approx(eng.calibration.draft)  # back to the calibration
-        done, _ = run(eng, "tell me a story about a cat", GREEDY, spec)
-        assert done.stats.drafted > 0  # the next reply probes the draft
-    finally:
-        eng.close()
+def test_an_adaptive_reply_carries_the_verdict_and_the_engine_can_clear_it(eng: Engine) -> None:
+    pol = eng.policy_for(ADAPTIVE)
+    assert isinstance(pol, AdaptivePolicy)
+    pol.cost.draft = 10.0  # a stale measurement: no chain could ever pay
+    done, _ = run(eng, "tell me a story about a cat", GREEDY, ADAPTIVE)
+    assert done.verdict is not None and done.verdict.paused
+    assert eng.adaptive_verdict() == done.verdict
+    assert run(eng, "hi", GREEDY, PLAIN)[0].verdict is None  # other modes say nothing
+    eng.clear_adaptive_verdict()
+    assert eng.calibration is not None
+    assert pol.cost.draft == pytest.approx(eng.calibration.draft)  # back to the calibration
+    done, _ = run(eng, "tell me a story about a cat", GREEDY, ADAPTIVE)
+    assert done.stats.drafted > 0  # the next reply probes the draft
 
 
 def test_noisy_passes_are_repeated_and_their_median_kept() -> None:

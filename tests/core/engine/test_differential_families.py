@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine
+from tests.core.engine.conftest import closing_all
 from tests.core.engine.reference import FreshTarget
 from tests.core.engine.sampling_runs import fake_clock, make_engine, reply
 from tests.core.engine.test_differential import (
@@ -36,18 +37,15 @@ FAMILIES = ["qwen3moe", "mamba", "mamba2", "qwen35", "granitehybrid", "lfm2"]
 
 @pytest.fixture(scope="module")
 def engines(families: dict[str, Path]) -> Iterator[dict[str, Engine]]:
-    built = {f: make_engine(families[f], families[f"{f}-draft"], n_ctx=N_CTX) for f in FAMILIES}
-    yield built
-    for eng in built.values():
-        eng.close()
+    with closing_all({f: make_engine(families[f], families[f"{f}-draft"], n_ctx=N_CTX)
+                      for f in FAMILIES}) as built:
+        yield built
 
 
 @pytest.fixture(scope="module")
 def fresh(families: dict[str, Path]) -> Iterator[dict[str, FreshTarget]]:
-    refs = {f: FreshTarget(families[f]) for f in FAMILIES}
-    yield refs
-    for r in refs.values():
-        r.close()
+    with closing_all({f: FreshTarget(families[f]) for f in FAMILIES}) as refs:
+        yield refs
 
 
 def run_family_case(engines: dict[str, Engine], fresh: dict[str, FreshTarget], family: str,

@@ -10,7 +10,6 @@ the two tokens a chain step feeds before drafting (a drafted token is fed alone)
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,13 +20,11 @@ from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.drafters import DraftSource
 from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done, StepEvent
-from specula.core.engine.native.batch import Batch
-from specula.core.engine.native.llama import Context
 from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.policy.fixed import DraftPolicy, Plan, PlanInput, StaticPolicy
 from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.engine.stats import GenerationStats, StepRecord
-from tests.core.engine.conftest import make_engine
+from tests.core.engine.conftest import logged_decodes, make_engine
 from tests.core.engine.test_modes import _train
 
 GREEDY = SamplingParams(temperature=0.0, max_tokens=24)
@@ -65,26 +62,14 @@ def _reply(eng: Engine, policy: DraftPolicy, spec: SpecConfig, monkeypatch: pyte
            ) -> tuple[Done, list[StepRecord], list[tuple[int, float]]]:
     """One reply from empty caches; (Done, its step records, (tokens, seconds) per draft decode)."""
     gen = eng.generator
-    assert gen is not None and gen.draft is not None
-    draft_ctx = gen.draft.ctx
-    log: list[tuple[int, float]] = []
-    real = Context.decode
-
-    def decode(self: Context, batch: Batch) -> None:
-        t0 = time.perf_counter()
-        real(self, batch)
-        if self is draft_ctx:
-            log.append((batch.n_tokens, time.perf_counter() - t0))
-
+    assert gen is not None
     gen.reset()
     prompt = eng.tokenize_chat([{"role": "user", "content": PROMPT}])
-    monkeypatch.setattr(Context, "decode", decode)
-    try:
+    with logged_decodes(eng, monkeypatch) as decodes:
         events = list(gen.generate(prompt, GREEDY, spec, policy))
-    finally:
-        monkeypatch.setattr(Context, "decode", real)
     done = events[-1]
     assert isinstance(done, Done)
+    log = [(n, s) for who, n, s in decodes if who == "draft"]
     return done, [e.record for e in events if isinstance(e, StepEvent)], log
 
 

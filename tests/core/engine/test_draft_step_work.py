@@ -89,10 +89,10 @@ def _work_per_step(dm: DraftModel, history: list[int], params: SamplingParams,
 def test_a_step_s_work_does_not_grow_with_the_history(pair: Engine, params: SamplingParams) -> None:
     """(With penalties the draft keeps the last repeat_last_n tokens, 64, for them.)"""
     gen = pair.generator
-    assert gen is not None and gen.draft is not None
+    assert gen is not None and gen.draft_model is not None
     short = [1, *range(10, 90)]
     long = [1, *((i * 7) % 90 + 10 for i in range(1900))]
-    work_short = _work_per_step(gen.draft, short, params)
-    work_long = _work_per_step(gen.draft, long, params)
+    work_short = _work_per_step(gen.draft_model, short, params)
+    work_long = _work_per_step(gen.draft_model, long, params)
     assert work_long == work_short, (work_short, work_long)
     assert max(work_long) < 200  # a few dozen items a step, not the 1,900 of the history

@@ -60,7 +60,7 @@ def test_larger_target_vocab_samples(vocab_pair, spec: SpecConfig) -> None:  # t
 
 @pytest.mark.parametrize("spec", DRAFT_MODES, ids=lambda s: s.mode.value)
 def test_token_outside_draft_vocab_stops_drafting(vocab_pair, spec: SpecConfig) -> None:  # type: ignore[no-untyped-def]
-    n_draft = vocab_pair._draft.n_vocab
+    n_draft = vocab_pair._draft_weights.n_vocab
     prompt = [*_ids(12), n_draft + 5, *_ids(6, 40)]  # a token the draft does not have
     plain, _ = run(vocab_pair, prompt, GREEDY, PLAIN)
     done, _ = run(vocab_pair, prompt, GREEDY, spec)
@@ -137,7 +137,7 @@ def test_small_draft_context_stops_drafting(small_ctx_pair, spec: SpecConfig, n_
     done, _ = run(small_ctx_pair, prompt, params, spec)
     assert done.stop_reason in (StopReason.MAX_TOKENS, StopReason.EOS), done.message
     assert done.token_ids == plain.token_ids
-    n_draft_ctx = small_ctx_pair._drafter.kv.n_ctx
+    n_draft_ctx = small_ctx_pair._draft_model.kv.n_ctx
     assert n_draft_ctx < 300  # llama.cpp pads the model's 128 to its cell granularity
     if n_prompt + 60 > n_draft_ctx and spec.mode is not Mode.ADAPTIVE:
         assert "context" in done.stats.draft_stopped

@@ -15,10 +15,8 @@ import pytest
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done, Event, TokenEvent
-from specula.core.engine.native.batch import Batch
-from specula.core.engine.native.llama import Context
 from specula.core.engine.sampling.rules import SamplingParams
-from tests.core.engine.conftest import PLAIN, chain, make_engine, run
+from tests.core.engine.conftest import PLAIN, chain, logged_decodes, make_engine, run
 
 GREEDY = SamplingParams(temperature=0.0, max_tokens=24)
 PROMPT = "Write a long story about a small robot that learns to paint the sea at night."
@@ -35,24 +33,15 @@ def _logged_reply(eng: Engine, spec: SpecConfig, monkeypatch: pytest.MonkeyPatch
                   ) -> tuple[list[tuple[str, int]], Done]:
     """Run one reply; the log holds ("target"|"draft", n_tokens) per decode and ("token", id)."""
     gen = eng.generator
-    assert gen is not None and gen.draft is not None
-    draft_ctx = gen.draft.ctx
-    log: list[tuple[str, int]] = []
-    real = Context.decode
-
-    def decode(self: Context, batch: Batch) -> None:
-        log.append(("draft" if self is draft_ctx else "target", batch.n_tokens))
-        real(self, batch)
-
-    monkeypatch.setattr(Context, "decode", decode)
+    assert gen is not None
     gen.reset()  # no prefix reuse: the whole prompt is new
-    events: Iterator[Event] = eng.chat([{"role": "user", "content": PROMPT}], GREEDY, spec)
-    for ev in events:
-        if isinstance(ev, TokenEvent):
-            log.append(("token", ev.token_id))
-        elif isinstance(ev, Done):
-            monkeypatch.setattr(Context, "decode", real)
-            return log, ev
+    with logged_decodes(eng, monkeypatch) as log:
+        events: Iterator[Event] = eng.chat([{"role": "user", "content": PROMPT}], GREEDY, spec)
+        for ev in events:
+            if isinstance(ev, TokenEvent):
+                log.append(("token", ev.token_id, 0.0))
+            elif isinstance(ev, Done):
+                return [(kind, n) for kind, n, _ in log], ev
     raise AssertionError("no Done event")
 
 

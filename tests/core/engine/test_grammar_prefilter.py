@@ -5,6 +5,7 @@ byte-level BPE, Gemma 3's SentencePiece with byte fallback)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,14 @@ SCHEMA = G.json_schema_grammar({
     "required": ["name", "n", "kind", "xs"],
 })
 GRAMMARS = [G.JSON_OBJECT_GRAMMAR, SCHEMA, LETTERS.gbnf, SMALL_GBNF, 'root ::= [^a-z]{2,5} "!"']
+
+
+@pytest.fixture(scope="module")
+def vocab(tiny: dict[str, Path]) -> Iterator[Model]:
+    """The tiny target's vocabulary (no weights loaded)."""
+    model = Model(tiny["target"], vocab_only=True)
+    yield model
+    model.close()
 
 
 def walk_and_compare(model: Model, text: str, steps: int, seed: int) -> tuple[int, int]:
@@ -49,13 +58,9 @@ def walk_and_compare(model: Model, text: str, steps: int, seed: int) -> tuple[in
 
 
 @pytest.mark.parametrize("text", GRAMMARS, ids=["json", "schema", "letters", "small", "negated"])
-def test_prefilter_is_exact_on_the_tiny_vocabulary(tiny: dict[str, Path], text: str) -> None:
-    model = Model(tiny["target"], vocab_only=True)
-    try:
-        compared = sum(walk_and_compare(model, text, 12, seed)[0] for seed in range(4))
-        assert compared >= 8
-    finally:
-        model.close()
+def test_prefilter_is_exact_on_the_tiny_vocabulary(vocab: Model, text: str) -> None:
+    compared = sum(walk_and_compare(vocab, text, 12, seed)[0] for seed in range(4))
+    assert compared >= 8
 
 
 @pytest.mark.real_models
@@ -74,17 +79,13 @@ def test_prefilter_is_exact_on_real_vocabularies(name: str) -> None:
         model.close()
 
 
-def test_a_wrong_table_is_caught(tiny: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_wrong_table_is_caught(vocab: Model, monkeypatch: pytest.MonkeyPatch) -> None:
     """Power: a prefilter that forgets one byte's tokens is seen by the comparison."""
-    model = Model(tiny["target"], vocab_only=True)
-    table = G.FirstBytes.of(model, model.vocab, model.n_vocab)
+    table = G.FirstBytes.of(vocab, vocab.vocab, vocab.n_vocab)
     monkeypatch.setattr(table, "always", table.always & (table.first != ord("z")))
     monkeypatch.setattr(table, "single", np.where(np.arange(256) == ord("z"), -1, table.single))
-    try:
-        with pytest.raises(AssertionError):
-            walk_and_compare(model, LETTERS.gbnf, 3, 0)
-    finally:
-        model.close()
+    with pytest.raises(AssertionError):
+        walk_and_compare(vocab, LETTERS.gbnf, 3, 0)
 
 
 # (Not "!<[5]>" after a literal: llama.cpp's apply then admits a token whose text runs
@@ -92,16 +93,12 @@ def test_a_wrong_table_is_caught(tiny: dict[str, Path], monkeypatch: pytest.Monk
 TOKEN_REFS = 'root ::= "x" <|im_start|> "y" | <[5]> [<!]'
 
 
-def test_a_grammar_that_names_tokens_is_checked_by_id(tiny: dict[str, Path]) -> None:
+def test_a_grammar_that_names_tokens_is_checked_by_id(vocab: Model) -> None:
     """A token reference matches a token by id, not by its text: the first-byte table
     would refuse <|im_start|> where only that token may come (its first byte '<' alone
     is not allowed there), so such a grammar is checked over every token."""
-    model = Model(tiny["target"], vocab_only=True)
-    try:
-        compared = sum(walk_and_compare(model, TOKEN_REFS, 4, seed)[0] for seed in range(6))
-        assert compared >= 12
-    finally:
-        model.close()
+    compared = sum(walk_and_compare(vocab, TOKEN_REFS, 4, seed)[0] for seed in range(6))
+    assert compared >= 12
 
 
 @pytest.mark.parametrize(("text", "refs"), [

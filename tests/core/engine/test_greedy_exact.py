@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specula.core.engine.events import Source, StopReason
+from specula.core.engine.events import StopReason, TokenOrigin
 from specula.core.engine.sampling.rules import SamplingParams
 from specula_tools.tiny_models import DRAFT, TARGET, build_tiny_model
 from tests.core.engine.conftest import PLAIN, chain, make_engine, run
@@ -43,7 +43,7 @@ def test_acceptance_matches_the_draft_quality(tiny: dict[str, Path]) -> None:
         eng = make_engine(tiny["target"], tiny[draft])
         done, events = run(eng, PROMPTS[1], GREEDY, chain(4))
         rates[draft] = done.stats.acceptance_rate
-        n_draft = sum(1 for e in events if e.source is Source.DRAFT)
+        n_draft = sum(1 for e in events if e.source is TokenOrigin.CHAIN)
         assert n_draft == done.stats.accepted or done.stop_reason is StopReason.MAX_TOKENS
         eng.close()
     assert rates["exact_draft"] == 1.0  # always right

@@ -84,18 +84,23 @@ def test_candidates_equal_the_plain_transform(vals, top_k, top_p, min_p, temp):
     np.testing.assert_allclose([got[i] for i in want], list(want.values()), rtol=1e-9, atol=1e-12)
 
 
+def _large_row(seed: int, scale: float, levels: int) -> np.ndarray:
+    """A row of 4097-160k logits: ``levels`` distinct integer values (ties) or, with 0,
+    normal draws of spread ``scale``."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(4097, 160_000))
+    if levels:
+        return rng.integers(0, levels, n).astype(np.float32)
+    return (rng.standard_normal(n) * scale).astype(np.float32)
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 300), st.sampled_from([0.5, 2.5, 8.0]),
        st.sampled_from([0, 3, 50]))
 def test_top_k_ids_on_a_large_vocabulary(seed, k, scale, levels):
     """The strided-group selection (vocabularies above a few thousand) equals a stable
     sort of the whole row, with ties (``levels`` distinct values) and without."""
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(4097, 160_000))
-    if levels:
-        logits = rng.integers(0, levels, n).astype(np.float32)
-    else:
-        logits = (rng.standard_normal(n) * scale).astype(np.float32)
+    logits = _large_row(seed, scale, levels)
     got = topk.top_k_ids(logits, k)
     want = np.argsort(-logits, kind="stable")[:k]
     np.testing.assert_array_equal(got, want)
@@ -107,12 +112,7 @@ def test_top_k_ids_on_a_large_vocabulary(seed, k, scale, levels):
 def test_top_k_lists_on_a_large_vocabulary(seed, k, scale, levels):
     """The selection as Python lists (the sampling transform's input) equals a stable
     sort of the whole row, ids and logits, with ties and without."""
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(4097, 160_000))
-    if levels:
-        logits = rng.integers(0, levels, n).astype(np.float32)
-    else:
-        logits = (rng.standard_normal(n) * scale).astype(np.float32)
+    logits = _large_row(seed, scale, levels)
     ids, vals = topk.top_k_lists(logits, k)
     want = np.argsort(-logits, kind="stable")[:k]
     assert ids == [int(i) for i in want]
@@ -313,7 +313,7 @@ def test_gumbel_noise_in_python_integers_equals_the_array_path(seed, position, i
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(0, 3), max_size=300), st.lists(st.integers(0, 3), max_size=300))
 def test_common_prefix_equals_a_token_by_token_walk(a, b):
-    from specula.core.engine.native.kv import common_prefix
+    from specula.core.engine.native.prefix import common_prefix
 
     i = 0
     while i < min(len(a), len(b)) and a[i] == b[i]:

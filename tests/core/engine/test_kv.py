@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 
 from specula.core.engine.native.batch import Batch
-from specula.core.engine.native.kv import KVCache, common_prefix
-from specula.core.engine.native.llama import Context, ContextFull, Model
-from tests.core.engine.conftest import fresh_logits
+from specula.core.engine.native.context import Context
+from specula.core.engine.native.kv import KVCache
+from specula.core.engine.native.llama import ContextFull, Model
+from specula.core.engine.native.prefix import common_prefix
+from tests.core.engine.conftest import fresh_logits, logits_after
 
 TOKENS = [10 + (i * 13) % 250 for i in range(120)]
 
@@ -28,17 +30,8 @@ def _kv(model: Model, n_ctx: int = 256, n_batch: int = 512) -> KVCache:
                            kv_unified=True))
 
 
-def _next_logits(kv: KVCache, token: int) -> np.ndarray:
-    """Logits after the mirror's tokens + ``token``, evaluated on the cache (then cut back)."""
-    n = len(kv)
-    kv.feed([token], "last")
-    out = kv.ctx.logits(-1).copy()
-    kv.cut(n)
-    return out
-
-
 def _matches_fresh(kv: KVCache, model: Model, token: int) -> bool:
-    got = _next_logits(kv, token)
+    got = logits_after(kv, token)
     want = fresh_logits(model, [*kv.tokens, token])
     return float(np.max(np.abs(got - want))) < 0.05
 

@@ -24,10 +24,11 @@ import pytest
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import StopReason
+from specula.core.engine.native.context import Context
 from specula.core.engine.native.kv import CutFailed, KVCache
-from specula.core.engine.native.llama import Context, MemoryKind, Model
+from specula.core.engine.native.llama import MemoryKind, Model
 from specula.core.engine.sampling.rules import Rule, SamplingParams
-from tests.core.engine.conftest import fresh_logits, run
+from tests.core.engine.conftest import closing_all, fresh_logits, logits_after, run
 from tests.core.engine.reference import FreshTarget, Transform
 from tests.core.engine.sampling_runs import (
     ALPHA_PASS,
@@ -67,10 +68,8 @@ def greedy_reference(ref: FreshTarget, prompt: list[int], n: int) -> list[int]:
 
 @pytest.fixture(scope="module")
 def refs(families: dict[str, Path]) -> Iterator[dict[str, FreshTarget]]:
-    out = {f: FreshTarget(families[f]) for f in MEMORY}
-    yield out
-    for r in out.values():
-        r.close()
+    with closing_all({f: FreshTarget(families[f]) for f in MEMORY}) as out:
+        yield out
 
 
 _ENGINES: dict[str, Engine] = {}
@@ -95,8 +94,8 @@ def _mirror_true(eng: Engine) -> None:
     gen = eng.generator
     assert gen is not None
     assert gen.ctx.pos_max(0) + 1 == len(gen.kv), "target mirror"
-    if gen.draft is not None:
-        assert gen.draft.ctx.pos_max(0) + 1 == len(gen.draft.kv), "draft mirror"
+    if gen.draft_model is not None:
+        assert gen.draft_model.ctx.pos_max(0) + 1 == len(gen.draft_model.kv), "draft mirror"
 
 
 # -- what a context knows about its memory ------------------------------------------------
@@ -131,17 +130,8 @@ def _kv(model: Model, n_ctx: int = 256) -> KVCache:
     return KVCache(Context(model, n_ctx=n_ctx, n_threads=1, n_seq_max=1, kv_unified=True))
 
 
-def _after(kv: KVCache, token: int) -> np.ndarray:
-    """Logits after the mirror's tokens + ``token``, from the cache (then cut back)."""
-    n = len(kv)
-    kv.feed([token], "last")
-    out = kv.ctx.logits(-1).copy()
-    kv.cut(n)
-    return out
-
-
 def _close_to_fresh(kv: KVCache, model: Model, token: int = 77) -> float:
-    got = _after(kv, token)
+    got = logits_after(kv, token)
     want = fresh_logits(model, [*kv.tokens, token])
     return float(np.max(np.abs(got - want)))
 
@@ -290,7 +280,7 @@ def test_a_recurrent_draft_for_an_attention_target(tiny: dict[str, Path], famili
         eng.load_target(tiny["target"])
         eng.load_draft(families["mamba"])
         gen = eng.generator
-        assert gen is not None and gen.draft is not None and gen.draft.ctx.n_seq_max == 1
+        assert gen is not None and gen.draft_model is not None and gen.draft_model.ctx.n_seq_max == 1
         spec = SpecConfig(mode=Mode(mode), draft_max=4, draft_first_token=True)
         for text in (PROMPT, "the code and the model"):
             prompt = eng.tokenize_chat([{"role": "user", "content": text}])

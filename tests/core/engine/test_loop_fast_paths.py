@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from specula.core.engine.loop.text import Utf8Stream
 from specula.core.engine.native import batch
 from specula.core.engine.native.batch import Batch
-from specula.core.engine.native.llama import Context, Model
+from specula.core.engine.native.llama import Model
+from tests.core.engine.conftest import decoded
 
 TEXT = st.text(alphabet=st.characters(codec="utf-8"), max_size=12)
 
@@ -69,12 +70,7 @@ def test_a_small_batch_is_filled_as_the_numpy_path_fills_it(
 
 
 def test_logits_rows_are_new_read_only_views_of_the_current_output(tiny: dict[str, Path]) -> None:
-    model = Model(tiny["target"])
-    ctx = Context(model, n_ctx=64, n_threads=1)
-    b = Batch(8, 1)
-    try:
-        b.fill([1, 2, 3], 0, outputs="all")
-        ctx.decode(b)
+    with decoded(tiny["target"], [1, 2, 3], outputs="all") as (model, ctx, b):
         rows = [ctx.logits(i) for i in range(3)]
         again = ctx.logits(1)
         assert again is not rows[1] and np.array_equal(again, rows[1])
@@ -90,10 +86,6 @@ def test_logits_rows_are_new_read_only_views_of_the_current_output(tiny: dict[st
         ctx.decode(b)
         after = ctx.logits(-1)
         assert not np.array_equal(after, before)  # the next decode's row, not a stale copy
-    finally:
-        b.close()
-        ctx.close()
-        model.close()
 
 
 def test_end_of_generation_is_what_llama_cpp_says_for_every_token(tiny: dict[str, Path]) -> None:

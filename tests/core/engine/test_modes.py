@@ -11,7 +11,7 @@ import pytest
 from specula.core import paths
 from specula.core.engine.config import DEFAULT_MODE, Mode, SpecConfig
 from specula.core.engine.drafters import DraftSource, LookupDrafter
-from specula.core.engine.events import Done, Source, TokenEvent
+from specula.core.engine.events import Done, TokenEvent, TokenOrigin
 from specula.core.engine.policy.adaptive import PROBE_STEPS, RECHECK_EVERY, AdaptivePolicy
 from specula.core.engine.policy.fixed import Outcome, Plan, PlanInput, StaticPolicy
 from specula.core.engine.sampling.rules import SamplingParams
@@ -76,7 +76,7 @@ def test_lookup_predicts_a_loop(tiny: dict[str, Path]) -> None:
     assert isinstance(done, Done)
     assert done.token_ids == plain.token_ids
     assert done.stats.accepted > 20
-    assert any(isinstance(e, TokenEvent) and e.source is Source.LOOKUP for e in events)
+    assert any(isinstance(e, TokenEvent) and e.source is TokenOrigin.LOOKUP for e in events)
     eng.close()
 
 

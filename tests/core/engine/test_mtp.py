@@ -27,9 +27,10 @@ from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.drafters.mtp import MTPHead
 from specula.core.engine.drafters.proposal import DraftSource
 from specula.core.engine.engine import Engine, EngineOptions
-from specula.core.engine.events import Source, StopReason
+from specula.core.engine.events import StopReason, TokenOrigin
 from specula.core.engine.native import mtp as mtp_native
-from specula.core.engine.native.llama import Context, LoadError, Model
+from specula.core.engine.native.context import Context
+from specula.core.engine.native.llama import LoadError, Model
 from specula.core.engine.policy.fixed import PlainPolicy
 from specula.core.engine.policy.mtp_choice import MTP_DRAFT_MAX, MTPAsDraft, MTPPolicy
 from specula.core.engine.sampling.rules import SamplingParams
@@ -94,7 +95,7 @@ def test_no_nextn_no_head_and_no_mtp_context(models: dict[str, Path], tiny: dict
             assert e.mtp_layers == 0
             assert isinstance(e.policy_for(MTP), PlainPolicy)
             done, events = run(e, PROMPTS[0], GREEDY, MTP)
-            assert done.stats.drafted == 0 and all(ev.source is Source.TARGET for ev in events)
+            assert done.stats.drafted == 0 and all(ev.source is TokenOrigin.TARGET for ev in events)
             with pytest.raises(LoadError, match="no MTP"):
                 check_mtp(e, ["mtp"])
         finally:
@@ -138,7 +139,7 @@ def test_greedy_mtp_equals_plain_and_drafts(eng: Engine) -> None:
         drafted += done.stats.drafted
         accepted += done.stats.accepted
         # accepted head tokens are the MTP source, coloured as drafted
-        assert sum(ev.source is Source.MTP for ev in events) == done.stats.draft_tokens_emitted
+        assert sum(ev.source is TokenOrigin.MTP for ev in events) == done.stats.draft_tokens_emitted
     assert drafted > 0
     assert accepted > 0
 

@@ -19,7 +19,8 @@ import pytest
 
 from specula.core.engine.native import llama as native
 from specula.core.engine.native.batch import Batch
-from specula.core.engine.native.llama import Context, DecodeError, LoadError, Model
+from specula.core.engine.native.context import Context
+from specula.core.engine.native.llama import DecodeError, LoadError, Model
 from specula.core.engine.sampling.rules import SamplingParams
 from tests.core.engine.conftest import chain, make_engine
 

@@ -11,7 +11,7 @@ from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.drafters.ngram_store import cache_dir
 from specula.core.engine.drafters.proposal import CACHE_MATCH
 from specula.core.engine.engine import Engine
-from specula.core.engine.events import Done
+from specula.core.engine.events import Done, TokenEvent, TokenOrigin
 from specula.core.engine.sampling.rules import Rule, SamplingParams
 from tests.core.engine.conftest import PLAIN, make_engine, run
 from tests.core.engine.sampling_runs import fake_clock
@@ -52,9 +52,15 @@ def test_replies_with_the_cache_are_plains(tiny: dict[str, Path], params: Sampli
         plain = teach(eng, params)
         for mode in (Mode.LOOKUP, Mode.ADAPTIVE):
             eng.generator.reset()  # type: ignore[union-attr]
-            done, _ = run(eng, PROMPT, params, SpecConfig(mode=mode, draft_max=4))
+            done, events = run(eng, PROMPT, params, SpecConfig(mode=mode, draft_max=4))
             assert getattr(done, same) == getattr(plain, same), mode
             assert cache_codes(eng, mode), f"{mode}: the cache never proposed"
+            # the tokens the cache made say so (the policy counts what it accepted per code)
+            pol = eng._policies[mode.value]
+            accepted = sum(v for k, v in pol.acc.lookup_acc.items() if k > CACHE_MATCH)  # type: ignore[attr-defined]
+            cached = sum(isinstance(e, TokenEvent) and e.source is TokenOrigin.NGRAM_CACHE
+                         for e in events)
+            assert (cached > 0) == (accepted > 0) and cached <= accepted, (mode, cached, accepted)
         eng.close()
 
 

@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.native.batch import Batch
 from specula.core.engine.sampling.rules import SamplingParams
-from tests.core.engine.conftest import PLAIN, fresh_logits, make_engine, run
+from tests.core.engine.conftest import PLAIN, decode_last, fresh_logits, make_engine, run
 
 GREEDY = SamplingParams(max_tokens=48)
 PROMPTS = ["hello world", "def print(self): return the code", "the model and the token", "x"]
@@ -41,10 +40,7 @@ def test_tree_kv_after_step_equals_fresh(tiny: dict[str, Path]) -> None:
     assert gen.ctx.pos_max(0) == len(committed) - 2
     for s in range(1, 17):  # every branch sequence is gone
         assert gen.ctx.pos_max(s) == -1
-    b = Batch(4)
-    b.fill([committed[-1]], len(committed) - 1, outputs="last")
-    gen.ctx.decode(b)
-    got = gen.ctx.logits(-1).copy()
+    got = decode_last(gen, committed)
     want = fresh_logits(eng.target_model, committed)
     assert float(np.max(np.abs(got - want))) < 0.05
     eng.close()

@@ -12,10 +12,10 @@ import pytest
 
 from specula.core.engine.config import SpecConfig
 from specula.core.engine.drafters.proposal import DraftSource, Proposal
-from specula.core.engine.events import Source
+from specula.core.engine.events import TokenOrigin
 from specula.core.engine.sampling.rules import AcceptanceRule, Rule, SamplingParams
 from specula.core.engine.verify.chain import accept_chain
-from specula.core.engine.verify.reply import Reply
+from specula.core.engine.verify.reply import ReplySampling
 from specula.core.engine.verify.result import VerifyResult
 
 VOCAB = 64
@@ -70,14 +70,14 @@ def test_greedy_result(reject_at: int | None) -> None:
     draft = [int(np.argmax(r[i])) for i in range(k)]
     if reject_at is not None:
         draft[reject_at] = (draft[reject_at] + 1) % VOCAB
-    reply = Reply(SamplingParams(logprobs=N_TOP), SpecConfig(), seed=1)
+    reply = ReplySampling(SamplingParams(logprobs=N_TOP), SpecConfig(), seed=1)
     res = accept_chain(Rows(r), chain_of(draft), [1, 2, 3], reply)  # type: ignore[arg-type]
     m = k if reject_at is None else reject_at
     assert res.rule is AcceptanceRule.GREEDY
     assert res.accepted == m and res.relaxed == 0
     assert [t for t, *_ in res.tokens] == [*draft[:m], int(np.argmax(r[m]))]
     assert res.bonus == int(np.argmax(r[m]))
-    assert [s for _, s, *_ in res.tokens] == [Source.DRAFT] * m + [Source.TARGET]
+    assert [s for _, s, *_ in res.tokens] == [TokenOrigin.CHAIN] * m + [TokenOrigin.TARGET]
     check_logprobs(res, r)
 
 
@@ -88,7 +88,7 @@ def test_rejection_result_logprobs_are_the_raw_rows() -> None:
     r = rows(k + 1, seed=3)
     params = SamplingParams(temperature=0.7, rule=Rule.REJECTION, logprobs=N_TOP)
     for seed in range(20):
-        reply = Reply(params, SpecConfig(), seed=seed)
+        reply = ReplySampling(params, SpecConfig(), seed=seed)
         draft = [int(np.argmax(r[i])) for i in range(k)]
         res = accept_chain(Rows(r), chain_of(draft), [1, 2, 3], reply)  # type: ignore[arg-type]
         assert res.rule is AcceptanceRule.REJECTION
@@ -98,13 +98,13 @@ def test_rejection_result_logprobs_are_the_raw_rows() -> None:
 
 def test_no_logprobs_asked() -> None:
     r = rows(3, seed=5)
-    reply = Reply(SamplingParams(), SpecConfig(), seed=1)
+    reply = ReplySampling(SamplingParams(), SpecConfig(), seed=1)
     res = accept_chain(Rows(r), chain_of([int(np.argmax(r[0]))]), [1], reply)  # type: ignore[arg-type]
     assert res.logprobs == (None, None)
 
 
 def test_result_is_consistent() -> None:
-    tok = (1, Source.TARGET, None, False)
+    tok = (1, TokenOrigin.TARGET, None)
     with pytest.raises(ValueError, match="at least"):
         VerifyResult((), (), AcceptanceRule.GREEDY, 0)
     with pytest.raises(ValueError, match="logprobs"):

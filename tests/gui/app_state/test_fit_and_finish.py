@@ -12,7 +12,7 @@ from PySide6.QtGui import QGuiApplication
 from specula.core.gguf.model_info import read_model_info
 from specula.core.settings import Settings
 from specula.gui import theme
-from specula.gui.chat.model_bar import PATH_ROLE, USABLE_ROLE
+from specula.gui.chat.model_pickers import PATH_ROLE, USABLE_ROLE
 from specula_tools.tiny_models import DRAFT, TARGET, build_tiny_model
 from tests.gui.conftest import send_and_wait
 
@@ -213,5 +213,5 @@ def test_compare_says_it_runs_while_it_runs(loaded, qtbot) -> None:  # type: ign
         compare.run()
         assert compare.banner.text().startswith("Running"), compare.banner.text()
         seen: list[str] = []
-        compare.engine.busy_changed.connect(lambda _b: seen.append(compare.banner.text()))
+        compare.client.busy_changed.connect(lambda _b: seen.append(compare.banner.text()))
     assert seen and not any(t.startswith("Ready") for t in seen[:-1]), seen

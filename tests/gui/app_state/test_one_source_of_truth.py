@@ -8,7 +8,7 @@ import json
 from PySide6.QtWidgets import QApplication
 
 from specula.core.chat_session import ChatSession
-from specula.gui.chat.model_bar import PATH_ROLE
+from specula.gui.chat.model_pickers import PATH_ROLE
 from tests.gui.conftest import send_and_wait
 
 

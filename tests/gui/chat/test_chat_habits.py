@@ -18,13 +18,13 @@ from tests.gui.conftest import send_and_wait
 def spy_prompts(page: Any) -> list[list[dict[str, str]]]:
     """Record the messages of every reply the page asks the engine for."""
     sent: list[list[dict[str, str]]] = []
-    real = page.engine.generate
+    real = page.client.generate
 
     def generate(messages, *args, **kwargs):  # type: ignore[no-untyped-def]
         sent.append([dict(m) for m in messages])
         return real(messages, *args, **kwargs)
 
-    page.engine.generate = generate
+    page.client.generate = generate
     return sent
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from specula.core.engine.events import Source, TokenEvent
+from specula.core.engine.events import TokenEvent, TokenOrigin
 from specula.core.engine.stats import GenerationStats
+from specula.core.engine.verdict import PolicyVerdict
 from specula.gui.engine_worker import ReplyBatch
 from specula.gui.stats import live_stats as ls
 from specula.gui.stats.footer import footer_text
@@ -48,6 +49,8 @@ def test_adaptive_pause_is_said_in_words(qtbot) -> None:  # type: ignore[no-unty
     panel.add_batch(ReplyBatch(steps=steps, stats=GenerationStats(
         mode="adaptive", tokens=20, ttft_s=0.1, total_s=2.0, steps=20, plain_run=20)))
     panel.refresh()
+    assert panel.note.text() == "Drafted in 0 of 20 steps"  # plain steps are not a verdict
+    panel.set_pause(PolicyVerdict(paused=True, recheck_every=8))  # the header's verdict
     assert panel.note.isVisible() and "slower than plain" in panel.note.text()
     assert panel.values["acceptance"].text() == ls.DASH  # not "100%" over nothing
     assert panel.values["per_step"].text() == ls.DASH
@@ -99,7 +102,7 @@ def test_first_token_is_not_a_rate_event(make_window, tiny, qtbot) -> None:  # t
     panel = StatsPanel()
     qtbot.addWidget(panel)
     panel.start_reply()
-    ev = TokenEvent(1, "a", Source.DRAFT, 0.9, 0)
+    ev = TokenEvent(1, "a", TokenOrigin.CHAIN, 0.9, 0)
     panel.add_batch(ReplyBatch(tokens=[ev]))
     panel.refresh()
     assert panel.big.text() == ls.DASH

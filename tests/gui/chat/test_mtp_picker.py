@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from specula.gui.chat.model_bar import BUILTIN_MTP, PATH_ROLE
+from specula.gui.chat.draft_list import BUILTIN_MTP
+from specula.gui.chat.model_pickers import PATH_ROLE
 from tests.gui.conftest import send_and_wait
 
 
@@ -29,9 +30,9 @@ def test_builtin_mtp_draft_first_with_switch_and_colours(make_window, families: 
     bar.draft_switch.setChecked(True)
     assert bar.speculating
     # "No draft": nothing to speculate with
-    bar._on_draft_activated(1)
+    bar.draft_combo.activated.emit(1)
     assert not engine.has_builtin_draft and not bar.speculating
-    bar._on_draft_activated(0)
+    bar.draft_combo.activated.emit(0)
     assert engine.has_builtin_draft and bar.speculating
     # a reply drafts with the head; its accepted tokens are coloured as drafted
     w.chat.settings_panel.max_tokens.setValue(40)

@@ -57,7 +57,7 @@ def test_switch_follows_the_draft(make_window, tiny, qtbot) -> None:  # type: ig
     bar.draft_switch.setChecked(False)
     assert not bar.speculating and bar.draft_switch.text() == "Speculative: off"
     with qtbot.waitSignal(w.ctx.engine.draft_unloaded, timeout=30000):
-        bar._on_draft_activated(0)  # "No draft"
+        bar.draft_combo.activated.emit(0)  # "No draft"
     assert not bar.draft_switch.isEnabled() and not bar.speculating
     with qtbot.waitSignal(w.ctx.engine.draft_loaded, timeout=30000):
         bar.choose_draft(str(tiny["draft"]))

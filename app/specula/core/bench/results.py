@@ -200,13 +200,18 @@ def summarize(runs: Sequence[RunResult]) -> dict[str, object]:
                          if per_prompt.get((pid, "plain"))]
         drafted = sum(r.drafted for r in rs)
         ident = [r.identical for r in rs if r.identical is not None]
-        ttft = _median([r.ttft_s for r in rs])
+
+        def median_of(figure: str, rs: list[RunResult] = rs) -> float:
+            """The median over this mode's runs of one per-run figure."""
+            return _median([getattr(r, figure) for r in rs])
+
+        ttft = median_of("ttft_s")
         # whole-reply time against plain's, same prompt and repeat (a draft's catch-up counts)
         totals = [r.total_s / plain[(r.prompt_id, r.repeat)].total_s for r in rs
                   if plain.get((r.prompt_id, r.repeat)) and plain[(r.prompt_id, r.repeat)].total_s > 0]
         out[mode] = {
             "runs": len(rs),
-            "tok_per_s_median": _median([r.tok_per_s for r in rs]),
+            "tok_per_s_median": median_of("tok_per_s"),
             "speedup_median": _median(ratios),
             "speedup_min": min(ratios) if ratios else 0.0,
             "speedup_max": max(ratios) if ratios else 0.0,
@@ -214,27 +219,27 @@ def summarize(runs: Sequence[RunResult]) -> dict[str, object]:
             "speedup_by_category": {c: _median(v) for c, v in sorted(cats.items())},
             "ttft_s_median": ttft,
             "ttft_vs_plain": ttft / plain_ttft if plain_ttft > 0 else 0.0,
-            "total_s_median": _median([r.total_s for r in rs]),
+            "total_s_median": median_of("total_s"),
             "total_vs_plain": _median(totals),
             "acceptance": sum(r.accepted for r in rs) / drafted if drafted else 0.0,
-            "mean_accepted_per_step": _median([r.mean_accepted_per_step for r in rs]),
+            "mean_accepted_per_step": median_of("mean_accepted_per_step"),
             "drafted_per_pos": _add_per_pos([r.drafted_per_pos for r in rs]),
             "accepted_per_pos": _add_per_pos([r.accepted_per_pos for r in rs]),
-            "overhead_fraction_median": _median([r.overhead_fraction for r in rs]),
-            "host_share_median": _median([r.host_share for r in rs]),
-            "host_share_step_median": _median([r.host_share_step_median for r in rs]),
-            "host_share_step_p90": _median([r.host_share_step_p90 for r in rs]),
-            "draft_host_share_median": _median([r.draft_host_share for r in rs]),
-            "host_us_per_step_median": _median([r.host_us_per_step for r in rs]),
-            "draft_catchup_s_median": _median([r.draft_catchup_s for r in rs]),
-            "draft_catchup_tokens_median": _median([r.draft_catchup_tokens for r in rs]),
-            "step_us_median": _median([r.step_us for r in rs]),
+            "overhead_fraction_median": median_of("overhead_fraction"),
+            "host_share_median": median_of("host_share"),
+            "host_share_step_median": median_of("host_share_step_median"),
+            "host_share_step_p90": median_of("host_share_step_p90"),
+            "draft_host_share_median": median_of("draft_host_share"),
+            "host_us_per_step_median": median_of("host_us_per_step"),
+            "draft_catchup_s_median": median_of("draft_catchup_s"),
+            "draft_catchup_tokens_median": median_of("draft_catchup_tokens"),
+            "step_us_median": median_of("step_us"),
             "memory": rs[0].memory,
             "checkpoint_bytes": max((r.checkpoint_bytes for r in rs), default=0),
             "checkpoint_ms_per_step_median": _median([1e3 * r.checkpoint_s / r.steps for r in rs if r.steps]),
-            "replayed_tokens_median": _median([float(r.replayed_tokens) for r in rs]),
+            "replayed_tokens_median": median_of("replayed_tokens"),
             "replay_ms_per_step_median": _median([1e3 * r.replay_s / r.steps for r in rs if r.steps]),
-            "draft_replayed_tokens_median": _median([float(r.draft_replayed_tokens) for r in rs]),
+            "draft_replayed_tokens_median": median_of("draft_replayed_tokens"),
             "peak_rss_mb": max((r.peak_rss_bytes for r in rs), default=0) / 2**20,
             "identical": f"{sum(ident)}/{len(ident)}" if ident else "-",
         }

@@ -1,8 +1,7 @@
 """Conversations in SQLite under ``paths.data_dir()``, Qt-free.
 
 Every write commits at once, so a crash loses nothing that was saved. The
-schema is migrated with ``PRAGMA user_version`` (one function per version,
-as qutebrowser's ``misc/sql.py``). A message carries ``meta``: free JSON for
+schema and its migrations are in :mod:`specula.core.chat.conversation_schema`. A message carries ``meta``: free JSON for
 the reply's statistics, stop reason, token provenance segments and attached
 files. A conversation carries ``settings`` (free JSON: overflow policy, what
 the last reply left out, the preset) and may sit in a folder.
@@ -22,12 +21,12 @@ import logging
 import math
 import sqlite3
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from specula.core import files, paths
+from specula.core.chat.conversation_schema import StoreTooNew, migrate
 
 log = logging.getLogger("specula.conversations")
 
@@ -61,54 +60,6 @@ class Message:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-def _v0_to_v1(db: sqlite3.Connection) -> None:
-    db.executescript(
-        """
-        CREATE TABLE conversations (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            title TEXT NOT NULL,
-            created REAL NOT NULL,
-            updated REAL NOT NULL
-        );
-        CREATE TABLE messages (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
-            position INTEGER NOT NULL,
-            role TEXT NOT NULL,
-            content TEXT NOT NULL,
-            created REAL NOT NULL,
-            meta TEXT NOT NULL DEFAULT '{}'
-        );
-        CREATE INDEX messages_by_conversation ON messages(conversation_id, position);
-        """
-    )
-
-
-def _v1_to_v2(db: sqlite3.Connection) -> None:
-    """Folders, and per-conversation settings (overflow policy, preset)."""
-    db.executescript(
-        """
-        CREATE TABLE folders (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            name TEXT NOT NULL,
-            created REAL NOT NULL
-        );
-        ALTER TABLE conversations ADD COLUMN folder_id INTEGER
-            REFERENCES folders(id) ON DELETE SET NULL;
-        ALTER TABLE conversations ADD COLUMN settings TEXT NOT NULL DEFAULT '{}';
-        """
-    )
-
-
-# user_version n -> n + 1
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v0_to_v1, _v1_to_v2]
-SCHEMA_VERSION = len(MIGRATIONS)
-
-
-class StoreTooNew(Exception):
-    """The database was written by a newer Specula."""
-
-
 class ConversationStore:
     """All conversations; one connection, used from one thread at a time."""
 
@@ -138,7 +89,7 @@ class ConversationStore:
             result = db.execute("PRAGMA quick_check").fetchone()[0]
             if result != "ok":
                 raise sqlite3.DatabaseError(f"the integrity check failed ({result})")
-            self._migrate(db)
+            migrate(db)
         except BaseException:
             db.close()
             raise
@@ -157,25 +108,13 @@ class ConversationStore:
                 f"as it is ({again}); conversations of this session will not be saved.")
             log.error("%s", self.load_notice)
             db = self._connect(":memory:")
-            self._migrate(db)
+            migrate(db)
             return db
         self.load_notice = (
             f"Your conversations database could not be used: {why}. Specula started a new "
             f"one; the old file is kept as {backup}.")
         log.warning("%s", self.load_notice)
         return db
-
-    @staticmethod
-    def _migrate(db: sqlite3.Connection) -> None:
-        version = int(db.execute("PRAGMA user_version").fetchone()[0])
-        if version > SCHEMA_VERSION:
-            raise StoreTooNew(
-                f"it was written by a newer Specula (schema {version}; this one reads "
-                f"{SCHEMA_VERSION})")
-        for v in range(version, SCHEMA_VERSION):
-            with db:
-                MIGRATIONS[v](db)
-                db.execute(f"PRAGMA user_version = {v + 1}")
 
     @property
     def schema_version(self) -> int:

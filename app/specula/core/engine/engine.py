@@ -20,20 +20,17 @@ from specula.core import paths
 from specula.core.cancel import Cancelled
 from specula.core.chat.template import ChatTemplate, TemplateError
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.drafters import MAX_TREE_SEQS, DraftModel, DraftSource
+from specula.core.engine.drafters import MAX_TREE_SEQS, DraftModel
 from specula.core.engine.drafters.mtp import MTPHead, open_head
 from specula.core.engine.drafters.ngram_store import NgramStore, cache_dir
-from specula.core.engine.events import Done, Event
-from specula.core.engine.grammar.state import GrammarState, validate_grammar
+from specula.core.engine.events import Done, Event, TokenOrigin
+from specula.core.engine.grammar.compile import validate_grammar
+from specula.core.engine.grammar.state import GrammarState
 from specula.core.engine.loop.generator import Generator
+from specula.core.engine.native.backend import backend_name, default_threads
+from specula.core.engine.native.context import Context
 from specula.core.engine.native.devices import add_rpc_servers, local_gpu_handles
-from specula.core.engine.native.llama import (
-    Context,
-    LoadError,
-    Model,
-    backend_name,
-    default_threads,
-)
+from specula.core.engine.native.llama import LoadError, Model
 from specula.core.engine.native.mtp import has_mtp_graph
 from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.policy.calibration import Calibration, measure
@@ -105,9 +102,9 @@ class Engine:
         self.draft_info: ModelInfo | None = None
         self.compat: CompatReport | None = None
         self._target: Model | None = None
-        self._draft: Model | None = None
+        self._draft_weights: Model | None = None  # the draft GGUF's weights and vocabulary
         self._gen: Generator | None = None
-        self._drafter: DraftModel | None = None
+        self._draft_model: DraftModel | None = None  # its context, mirrored: what the drafters use
         self._mtp: MTPHead | None = None
         self._template: ChatTemplate | None = None
         self._policies: dict[str, DraftPolicy] = {}
@@ -123,7 +120,7 @@ class Engine:
 
     @property
     def has_draft(self) -> bool:
-        return self._drafter is not None
+        return self._draft_model is not None
 
     @property
     def mtp_layers(self) -> int:
@@ -219,24 +216,24 @@ class Engine:
         local = local_gpu_handles() if self.options.rpc_servers else None
         model, ctx = self._load(path, info, self.options.n_gpu_layers_draft, progress, devices=local)
         self.unload_draft()
-        self._draft, self.draft_info, self.compat = model, info, report
-        self._drafter = DraftModel(ctx, self._target.n_vocab)
-        self._gen.set_draft(self._drafter)
+        self._draft_weights, self.draft_info, self.compat = model, info, report
+        self._draft_model = DraftModel(ctx, self._target.n_vocab)
+        self._gen.set_draft(self._draft_model)
         self._policies = {}
         if self.options.calibrate:
-            n_vocab = min(self._target.n_vocab, self._drafter.n_vocab)
-            self.calibration = measure(self._gen.kv, self._drafter.kv, n_vocab,
+            n_vocab = min(self._target.n_vocab, self._draft_model.n_vocab)
+            self.calibration = measure(self._gen.kv, self._draft_model.kv, n_vocab,
                                        progress=measuring)
         return report
 
     def unload_draft(self) -> None:
         if self._gen is not None:
             self._gen.set_draft(None)
-        if self._drafter is not None:
-            self._drafter.ctx.close()
-        if self._draft is not None:
-            self._draft.close()
-        self._drafter = self._draft = None
+        if self._draft_model is not None:
+            self._draft_model.ctx.close()
+        if self._draft_weights is not None:
+            self._draft_weights.close()
+        self._draft_model = self._draft_weights = None
         self.draft_info = self.compat = None
         self.calibration = None
         self._policies = {}
@@ -271,7 +268,7 @@ class Engine:
         """
         if spec.mode is Mode.PLAIN:
             return PlainPolicy()
-        if spec.mode is Mode.MTP or (spec.mode in (Mode.CHAIN, Mode.TREE) and self._drafter is None):
+        if spec.mode is Mode.MTP or (spec.mode in (Mode.CHAIN, Mode.TREE) and self._draft_model is None):
             return MTPPolicy(spec) if self._mtp is not None else PlainPolicy()
         if spec.mode is Mode.ADAPTIVE and self._mtp is not None:
             return self._mtp_adaptive(spec)
@@ -288,7 +285,7 @@ class Engine:
                 self._policies[key] = pol
             pol.cfg = spec
             return pol
-        if self._drafter is None:
+        if self._draft_model is None:
             return PlainPolicy()
         if spec.mode is Mode.TREE:
             return TreePolicy(spec)
@@ -297,14 +294,14 @@ class Engine:
     def _mtp_adaptive(self, spec: SpecConfig) -> DraftPolicy:
         """Adaptive on a target with an MTP head: the head in the draft's place, or, with a
         draft model too, the faster of the two by measured rate (mtp_choice.py)."""
-        key = "adaptive-mtp" if self._drafter is None else "adaptive-both"
+        key = "adaptive-mtp" if self._draft_model is None else "adaptive-both"
         known = self._policies.get(key)
         if isinstance(known, (MTPAsDraft, RateChooser)):
             known.cfg = spec
             return known
         mtp = MTPAsDraft(AdaptivePolicy(spec, self._policy_state_path("adaptive-mtp")))
         pol: MTPAsDraft | RateChooser = mtp
-        if self._drafter is not None:
+        if self._draft_model is not None:
             draft = AdaptivePolicy(spec, self._policy_state_path("adaptive"))
             if self.calibration is not None:
                 self.calibration.seed(draft.cost)
@@ -376,7 +373,7 @@ class Engine:
             grammar = self.open_grammar(sampling.grammar, sampling.grammar_root)
         policy = self.policy_for(spec)
         if self._mtp is not None:  # the head follows the target's decodes only when it may draft
-            self._mtp.watch(DraftSource.MTP in policy.wants)
+            self._mtp.watch(TokenOrigin.MTP in policy.wants)
         events = self._gen.generate(prompt, sampling, spec, policy, cancel, grammar)
         if isinstance(policy, AdaptivePolicy) and policy.allow_draft:
             events = self._with_verdict(events, policy)
@@ -399,7 +396,7 @@ class Engine:
         """Forget the loaded pair's measured costs (the saved ones too) and with them a
         "slower than plain" verdict: the next adaptive reply starts from the calibration
         at load and probes the draft. What was learnt about acceptance is kept."""
-        if self._drafter is None:
+        if self._draft_model is None:
             return
         pol = self.policy_for(SpecConfig(mode=Mode.ADAPTIVE))
         assert isinstance(pol, AdaptivePolicy)

@@ -1,10 +1,8 @@
-"""What a generation yields, in order: TokenEvents and StepEvents, then one Done.
+"""What a generation yields, in order: TokenEvents and StepEvents, then one Done;
+and :class:`TokenOrigin`, the engine's one word for where a token came from.
 
-The GUI colours ``TokenEvent.source`` (``draft`` = proposed by the draft and
-accepted by the target; ``target`` = produced by the target itself; ``lookup`` =
-proposed by prompt lookup and accepted; ``mtp`` = proposed by the target's own MTP
-layers and accepted, coloured as drafted), and pushes statistics to the view a
-few times a second from the StepEvents, never once per token.
+The GUI colours each token by ``TokenEvent.source`` and pushes statistics to the
+view a few times a second from the StepEvents, never once per token.
 """
 
 from __future__ import annotations
@@ -16,11 +14,55 @@ from specula.core.engine.stats import GenerationStats, StepRecord
 from specula.core.engine.verdict import PolicyVerdict
 
 
-class Source(str, Enum):
-    DRAFT = "draft"
+class TokenOrigin(str, Enum):
+    """Where a token came from: the engine's one word for it, from a policy's plan (which
+    drafter a step asks) to a token event (what the GUI colours).
+
+    ===============  ==================  =====================================================
+    member           value               the token...
+    ===============  ==================  =====================================================
+    ``TARGET``       ``"target"``        is the target's own (a plain step's, a correction,
+                                         the bonus after the last accepted draft token)
+    ``CHAIN``        ``"draft"``         was drafted by the draft model as a chain, accepted
+    ``TREE``         ``"tree"``          was a branch of the draft model's token tree, accepted
+    ``LOOKUP``       ``"lookup"``        was copied from earlier in the conversation, accepted
+    ``NGRAM_CACHE``  ``"ngram-cache"``   was predicted by the persistent n-gram cache, accepted
+    ``MTP``          ``"mtp"``           was drafted by the target's own MTP layers, accepted
+    ``RELAXED``      ``"relaxed"``       was drafted and kept only by the lossy relaxed rule
+    ===============  ==================  =====================================================
+
+    A plan (``policy.fixed.Plan``) and a proposal (``Proposal.source``) name the drafter
+    they ask with the same members: ``TARGET`` (none: a plain step), ``CHAIN``, ``TREE``,
+    ``LOOKUP`` (prompt lookup, falling back to the n-gram cache; its proposal's tokens
+    carry ``NGRAM_CACHE`` when the cache made them) and ``MTP``. ``RELAXED`` is set by
+    verification alone. What a step *verified* (a plain step, a chain, a tree) is
+    ``stats.StepShape``, another question.
+
+    The values are saved and on the wire: the adaptive policy's state file keys on
+    ``"draft"`` and ``"tree"``, ``StepRecord.source`` holds a plan's value, the GUI maps
+    values to colours (``gui/chat/render.py``). ``NONE`` is the name the policies plan a
+    plain step with; a value written before plain steps were ``"target"`` (``"none"``)
+    still reads as ``TARGET``.
+    """
+
     TARGET = "target"
+    CHAIN = "draft"
+    TREE = "tree"
     LOOKUP = "lookup"
-    MTP = "mtp"  # proposed by the target's own MTP layers and accepted
+    NGRAM_CACHE = "ngram-cache"
+    MTP = "mtp"
+    RELAXED = "relaxed"
+    NONE = "target"  # an alias of TARGET: a plan that asks no drafter
+
+    @classmethod
+    def _missing_(cls, value: object) -> TokenOrigin | None:
+        """``"none"``: a plain step, as records written before read."""
+        return cls.TARGET if value == "none" else None
+
+    @property
+    def drafted(self) -> bool:
+        """Whether a drafter proposed the token (every origin but the target's own)."""
+        return self is not TokenOrigin.TARGET
 
 
 class StopReason(str, Enum):
@@ -36,15 +78,19 @@ class StopReason(str, Enum):
 class TokenEvent:
     token_id: int
     text: str  # the text this token adds (may be "" while a UTF-8 char or stop string is pending)
-    source: Source
+    source: TokenOrigin
     draft_prob: float | None  # the draft's probability for this token, when it proposed it
     step: int
-    relaxed: bool = False  # accepted only by the lossy relaxed rule
     # Only when SamplingParams.logprobs asks: the log-softmax of the target's raw logits at
     # this position (no penalty, grammar mask or temperature), for the token and the
     # top alternatives as (token id, logprob), best first (docs/engine.md).
     logprob: float | None = None
     top_logprobs: list[tuple[int, float]] | None = None
+
+    @property
+    def relaxed(self) -> bool:
+        """Accepted only by the lossy relaxed rule (``TokenOrigin.RELAXED``)."""
+        return self.source is TokenOrigin.RELAXED
 
 
 @dataclass

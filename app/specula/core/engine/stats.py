@@ -11,7 +11,7 @@ import psutil
 
 
 class MirrorCosts(Protocol):
-    """What a KV mirror spent keeping recurrent memory exact (``kv.KVCosts``)."""
+    """What a KV mirror spent keeping recurrent memory exact (``native.checkpoints.KVCosts``)."""
 
     checkpoints: int
     checkpoint_bytes: int
@@ -34,7 +34,9 @@ def _process() -> psutil.Process:
 
 
 class StepShape(str, Enum):
-    """What a step verified."""
+    """What a step verified: nothing, a chain or a tree (how the target checked it), where
+    ``events.TokenOrigin`` says where each token came from. A lookup and an MTP proposal
+    are both chains; a tree request served as a chain (a recurrent target) is a chain."""
 
     PLAIN = "plain"  # nothing drafted: one target token
     CHAIN = "chain"  # a chain (from the draft model or prompt lookup)
@@ -53,7 +55,9 @@ class StepRecord:
     verify_s: float
     overhead_s: float  # host time: the step's wall time outside every llama_decode (target and draft)
     shape: StepShape = StepShape.CHAIN
-    source: str = "none"  # where the proposal came from: a DraftSource value (none | draft | tree | lookup)
+    # The drafter the step asked: an events.TokenOrigin value (target: none, a plain
+    # step | draft | tree | lookup | mtp). Records written before read "none" for target.
+    source: str = "target"
     draft_decodes: int = 0  # draft llama_decode calls
     catchup: int = 0  # tokens the draft caught up on first
     relaxed_accepted: int = 0  # accepted only because of the lossy rule
@@ -230,7 +234,7 @@ class GenerationStats:
 
     def add_mirror_costs(self, target: MirrorCosts, draft: MirrorCosts) -> None:
         """This reply's share of what the target's and the draft's KV mirrors spent
-        keeping a recurrent memory exact (``kv.KVCosts``, passed by the generator)."""
+        keeping a recurrent memory exact (``native.checkpoints.KVCosts``, passed by the generator)."""
         self.checkpoints += target.checkpoints
         self.checkpoint_bytes += target.checkpoint_bytes
         self.checkpoint_s += target.checkpoint_s + target.restore_s

@@ -108,6 +108,19 @@ def _same(name: str, sev: Severity, ok: bool, good: str, bad: str) -> Check:
     return Check(name, ok, sev, good if ok else bad)
 
 
+def _added_token(name: str, target: tuple[bool | None, int | None], draft: tuple[bool | None, int | None],
+                 neither: str) -> Check:
+    """BOS or EOS: both add it or neither does, and the id agrees when it is added
+    (``(add, id)`` of each tokenizer; ``neither`` says what holds when neither adds it)."""
+    (t_add, t_id), (d_add, d_id) = target, draft
+    kind = name.upper()
+    return _same(
+        name, Severity.BLOCKING, t_add == d_add and (not t_add or t_id == d_id),
+        f"Both add {kind} id {t_id}." if t_add else neither,
+        f"{kind} differs: target add_{name}={t_add} id {t_id}, draft add_{name}={d_add} id {d_id}.",
+    )
+
+
 def check(target: ModelInfo, draft: ModelInfo) -> CompatReport:
     """Compare the tokenizers of ``target`` and ``draft``; never raises on odd input."""
     checks: list[Check] = []
@@ -123,22 +136,12 @@ def check(target: ModelInfo, draft: ModelInfo) -> CompatReport:
         f"Both use the {t.model} tokenizer type.",
         f"Tokenizer types differ: target {t.model}, draft {d.model}.",
     ))
-    bos_ok = t.add_bos == d.add_bos and (not t.add_bos or t.bos_id == d.bos_id)
-    checks.append(_same(
-        "bos", B, bos_ok,
-        (f"Both add BOS id {t.bos_id}." if t.add_bos else
-         f"Neither adds a BOS token (ids {t.bos_id} and {d.bos_id} are not used)."),
-        f"BOS differs: target add_bos={t.add_bos} id {t.bos_id}, "
-        f"draft add_bos={d.add_bos} id {d.bos_id}.",
-    ))
-    eos_ok = t.add_eos == d.add_eos and (not t.add_eos or t.eos_id == d.eos_id)
-    checks.append(_same(
-        "eos", B, eos_ok,
-        (f"Both add EOS id {t.eos_id}." if t.add_eos else
-         f"Neither appends an EOS token (end of generation: target {t.eos_id}, draft {d.eos_id})."),
-        f"EOS differs: target add_eos={t.add_eos} id {t.eos_id}, "
-        f"draft add_eos={d.add_eos} id {d.eos_id}.",
-    ))
+    checks.append(_added_token(
+        "bos", (t.add_bos, t.bos_id), (d.add_bos, d.bos_id),
+        f"Neither adds a BOS token (ids {t.bos_id} and {d.bos_id} are not used)."))
+    checks.append(_added_token(
+        "eos", (t.add_eos, t.eos_id), (d.add_eos, d.eos_id),
+        f"Neither appends an EOS token (end of generation: target {t.eos_id}, draft {d.eos_id})."))
     nt, nd = len(t.tokens), len(d.tokens)
     checks.append(_same(
         "vocab_size", B, abs(nt - nd) <= VOCAB_MAX_SIZE_DIFFERENCE,

@@ -79,7 +79,7 @@ def _cpu_name() -> str:
 def describe_system() -> SystemReport:
     import llama_cpp as L
 
-    from specula.core.engine.native.llama import backend_name, default_threads
+    from specula.core.engine.native.backend import backend_name, default_threads
 
     devices = list_devices()
     vm = psutil.virtual_memory()

@@ -39,16 +39,16 @@ class ContextMeter(QObject):
     ready_changed = Signal(bool)
     """The counter for the loaded target is ready (True) or gone (False)."""
 
-    def __init__(self, engine: EngineClient, n_ctx: Callable[[], int],
+    def __init__(self, client: EngineClient, n_ctx: Callable[[], int],
                  parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self.engine = engine
+        self.client = client
         self._n_ctx = n_ctx
         self.counter: PromptCounter | None = None
         self.info: ModelInfo | None = None
         self._task: Task | None = None
-        engine.target_loaded.connect(self._on_target)
-        engine.target_unloaded.connect(self._drop)
+        client.target_loaded.connect(self._on_target)
+        client.target_unloaded.connect(self._drop)
 
     @property
     def ready(self) -> bool:

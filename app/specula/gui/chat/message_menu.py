@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QPoint
 from PySide6.QtWidgets import (
     QDialog,
-    QDialogButtonBox,
     QMenu,
     QPlainTextEdit,
     QVBoxLayout,
@@ -26,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from specula.gui.chat.message import MessageWidget
+from specula.gui.dialog_buttons import Button, accept_cancel
 
 if TYPE_CHECKING:
     from specula.gui.chat.page import ChatPage
@@ -41,11 +41,7 @@ class EditTextDialog(QDialog):
         lay = QVBoxLayout(self)
         self.editor = QPlainTextEdit(text, self)
         lay.addWidget(self.editor)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save
-                                   | QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        lay.addWidget(buttons)
+        lay.addWidget(accept_cancel(self, Button.Save))
 
 
 class MessageActions:
@@ -61,7 +57,7 @@ class MessageActions:
         menu = QMenu(page)
         menu.addAction("Copy", widget.copy_text)
         stored = widget.position >= 0 and page.conversation_id is not None
-        idle = not page.engine.busy
+        idle = not page.client.busy
         if widget.role == "user":
             a = menu.addAction("Edit and resend", lambda: page.edit_message(widget))
             a.setEnabled(idle)
@@ -83,7 +79,7 @@ class MessageActions:
         """Change the message's stored text in place (``text`` given: no dialog)."""
         page = self.page
         old = page._stored_at(widget.position)
-        if page.engine.busy or old is None:
+        if page.client.busy or old is None:
             return
         if text is None:
             dialog = EditTextDialog(old.content, page)
@@ -100,7 +96,7 @@ class MessageActions:
     def delete(self, widget: MessageWidget) -> None:
         page = self.page
         old = page._stored_at(widget.position)
-        if page.engine.busy or old is None:
+        if page.client.busy or old is None:
             return
         page.ctx.store.delete_message(old.id)
         page.transcript.remove_one(widget)
@@ -113,7 +109,7 @@ class MessageActions:
         """Open a new chat with the messages up to ``widget``; its id."""
         page = self.page
         cid = page.conversation_id
-        if page.engine.busy or cid is None or widget.position < 0:
+        if page.client.busy or cid is None or widget.position < 0:
             return None
         source = page.ctx.store.get(cid)
         title = BRANCH_PREFIX + (source.title if source else "chat")

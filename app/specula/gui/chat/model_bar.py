@@ -1,9 +1,9 @@
-"""Top of the chat page: target and draft pickers, the draft switch, load progress.
+"""Top of the chat page: target and draft pickers, the speculative switch, load progress.
 
 Files come from a file dialog (opened in the models folder) and are
 remembered in the settings' recent lists. Draft candidates are checked
-against the chosen target in the background (headers only): compatible drafts
-first, incompatible ones disabled with the reason as tooltip. Problems (a
+against the chosen target in the background (:mod:`specula.gui.chat.draft_list`);
+the pickers (:mod:`specula.gui.chat.model_pickers`) paint the result. Problems (a
 refused draft, a failed load) go to the chat column's banner through
 :attr:`ModelBar.problem`, never into this bar, so the bar keeps its height.
 The speculative switch (:class:`SpecSwitch`) tells the truth about the next reply.
@@ -11,124 +11,31 @@ The speculative switch (:class:`SpecSwitch`) tells the truth about the next repl
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QStandardItem, QStandardItemModel
-from PySide6.QtWidgets import (
-    QFileDialog,
-    QFrame,
-    QHBoxLayout,
-    QLabel,
-    QProgressBar,
-    QPushButton,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QStandardItem
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
 from specula.core.engine.verdict import PolicyVerdict
 from specula.core.gguf import compat_sentences
-from specula.core.gguf.compat import CompatReport, check
-from specula.core.gguf.model_info import ModelInfo, read_model_info
+from specula.core.gguf.compat import CompatReport
+from specula.core.gguf.model_info import ModelInfo
 from specula.core.library.labels import ModelLabel, label_for
-from specula.core.library.labels import describe as describe_info
-from specula.core.library.scan import LocalModel
-from specula.core.pairing.choices import draft_choices
+from specula.gui.chat.draft_list import (
+    BUILTIN_MTP,
+    DraftEntry,
+    check_drafts,
+    draft_rows,
+    status_text,
+)
 from specula.gui.chat.draft_offer import DraftOffer
-from specula.gui.chat.load_gear import LoadGear
 from specula.gui.chat.load_status import LoadStatus
+from specula.gui.chat.model_pickers import USABLE_ROLE, DraftPicker, TargetPicker, dialog_folder
 from specula.gui.chat.spec_switch import RecheckButton, SpecSwitch
 from specula.gui.context import AppContext
-from specula.gui.elided import DETAIL_ROLE, ElidingCombo
 from specula.gui.server_chip import ServerChip
 from specula.gui.tasks import start_task
-
-PATH_ROLE = Qt.ItemDataRole.UserRole + 1
-USABLE_ROLE = Qt.ItemDataRole.UserRole + 2
-GGUF_FILTER = "GGUF models (*.gguf);;All files (*)"
-# The picker's entry for a target that drafts with its own MTP layers (no file).
-BUILTIN_MTP = "builtin:mtp"
-
-
-MAX_REFUSED_SHOWN = 6  # library files listed as incompatible drafts (each costs a header read)
-
-
-@dataclass
-class DraftEntry:
-    path: str
-    name: str
-    usable: bool
-    reason: str
-    short: str = ""  # why not, in one sentence the list shows (incompatible entries)
-    detail: str = ""  # size and quantization, shown whole
-
-
-def why_not(report: CompatReport) -> str:
-    """The first reason a draft is refused, for the list: 'The two models use different
-    kinds of tokenizer (and 2 more)' (no sentence stop inside the entry's brackets)."""
-    sentences = compat_sentences.refusal_sentences(report)
-    if not sentences:
-        return report.reason().rstrip(".")
-    more = len(sentences) - 1
-    return sentences[0].rstrip(".") + (f" (and {more} more)" if more else "")
-
-
-def _short(t_info: ModelInfo, path: str, reason: str) -> str:
-    try:
-        return why_not(check(t_info, read_model_info(path)))
-    except Exception:  # unreadable: the reason already says so
-        return reason.rstrip(".")
-
-
-def check_drafts(target: str, drafts: list[str], library: list[LocalModel] | None = None
-                 ) -> list[DraftEntry]:
-    """The picker's entries, as :func:`specula.core.pairing.choices.draft_choices` decides them,
-    and the library's smaller files that cannot draft for ``target``, each with why in one
-    sentence (runs off the GUI thread: it reads headers)."""
-    library = library or []
-    t_info = read_model_info(target)
-    infos = {str(m.path): m.info for m in library}
-    out = []
-    for c in draft_choices(target, drafts, library):
-        info = infos.get(c.path)
-        if info is None:
-            try:
-                info = read_model_info(c.path)
-            except Exception:  # unreadable: the file name speaks
-                info = None
-        label = label_for(c.path, info)
-        short = "" if c.usable else _short(t_info, c.path, c.reason)
-        out.append(DraftEntry(c.path, label.name, c.usable, c.reason, short, label.detail))
-    listed = {e.path for e in out} | {target}
-    refused = 0
-    for m in library:
-        if refused >= MAX_REFUSED_SHOWN:
-            break
-        path = str(m.path)
-        if path in listed or m.info is None or not m.complete or \
-                (t_info.file_size and m.size >= t_info.file_size):
-            continue
-        try:
-            report = check(t_info, read_model_info(path))
-        except Exception:
-            continue
-        if report.usable:
-            continue  # usable but not chosen by draft_choices (e.g. not smaller): not a refusal
-        label = label_for(path, m.info)
-        out.append(DraftEntry(path, label.name, False, report.reason(), why_not(report),
-                              label.detail))
-        refused += 1
-    return out
-
-
-def builtin_label(n_layers: int) -> str:
-    """The picker's entry for a target that drafts with its own MTP layers."""
-    return f"Built-in (MTP, {n_layers} layer{'s' if n_layers != 1 else ''})"
-
-
-def describe(info: ModelInfo) -> str:
-    return describe_info(info)
 
 
 class ModelBar(QFrame):
@@ -140,12 +47,14 @@ class ModelBar(QFrame):
     """Something to tell the user: a title, short sentences, technical details."""
     problem_cleared = Signal()
     """A load started or succeeded: an earlier problem no longer applies."""
+    pause_shown = Signal(object)
+    """The header started or stopped saying adaptive paused drafting (the verdict, or None)."""
 
     def __init__(self, ctx: AppContext, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("ModelBar")
         self.ctx = ctx
-        self.engine = ctx.engine
+        self.client = ctx.engine
         self._wanted_draft = ""
         self._check_id = 0  # only the newest compatibility check may fill the list
         self._refusal: CompatReport | None = None  # the newest refused draft's report
@@ -158,38 +67,22 @@ class ModelBar(QFrame):
         outer.setSpacing(4)
         row = QHBoxLayout()
         outer.addLayout(row)
-        row.addWidget(self._caption("Target"))
-        self.target_combo = ElidingCombo(self)
-        self.target_combo.setMinimumWidth(110)
-        self.target_combo.setPlaceholderText("Choose a model…")
-        self.target_combo.activated.connect(self._on_target_activated)
-        row.addWidget(self.target_combo, 2)
-        self.target_open = QPushButton("Open…", self)
-        self.target_open.setToolTip("Load a target model from a GGUF file")
-        self.target_open.clicked.connect(self.open_target_dialog)
-        row.addWidget(self.target_open)
-        self.load_gear = LoadGear(ctx, self.reload_models, self)
-        row.addWidget(self.load_gear)
-        self.target_eject = QPushButton("Eject", self)
-        self.target_eject.setToolTip("Unload the target and the draft (frees their memory)")
-        self.target_eject.clicked.connect(self.eject)
-        self.target_eject.setEnabled(False)
-        row.addWidget(self.target_eject)
+        self.targets = TargetPicker(ctx, self.reload_models, self._dialog_folder, self)
+        self.targets.chosen.connect(self.choose_target)
+        self.targets.eject_requested.connect(self.eject)
+        row.addWidget(self.targets, 1)
         row.addSpacing(8)
-        row.addWidget(self._caption("Draft"))
-        self.draft_model = QStandardItemModel(self)
-        self.draft_combo = ElidingCombo(self)
-        self.draft_combo.setModel(self.draft_model)
-        self.draft_combo.setMinimumWidth(110)
-        self.draft_combo.activated.connect(self._on_draft_activated)
-        row.addWidget(self.draft_combo, 2)
-        self.draft_open = QPushButton("Open…", self)
-        self.draft_open.setToolTip("Load a draft model from a GGUF file")
-        self.draft_open.clicked.connect(self._open_draft_dialog)
-        row.addWidget(self.draft_open)
+        self.drafts = DraftPicker(self._dialog_folder, self)
+        self.drafts.chosen.connect(self._on_draft_chosen)
+        row.addWidget(self.drafts, 1)
         row.addSpacing(6)
+        # The parts tests and tools reach for by name.
+        self.target_combo, self.target_eject = self.targets.combo, self.targets.eject
+        self.load_gear = self.targets.load_gear
+        self.draft_combo, self.draft_model = self.drafts.combo, self.drafts.model
         self.draft_switch = SpecSwitch(self)
         self.draft_switch.switched.connect(self.draft_switch_toggled)
+        self.draft_switch.pause_shown.connect(self.pause_shown)
         row.addWidget(self.draft_switch)
         self.recheck = RecheckButton(self)
         self.recheck.clicked.connect(self.clear_verdict)
@@ -205,7 +98,7 @@ class ModelBar(QFrame):
         self.progress.hide()
         status.addWidget(self.progress)
         self.cancel = QPushButton("Cancel", self)
-        self.cancel.clicked.connect(self.engine.cancel_load)
+        self.cancel.clicked.connect(self.client.cancel_load)
         self.cancel.hide()
         status.addWidget(self.cancel)
         self.server_chip = ServerChip(ctx.server, self)
@@ -220,7 +113,7 @@ class ModelBar(QFrame):
         self.offer.draft_downloaded.connect(self.choose_draft)
         outer.addWidget(self.offer)
 
-        e = self.engine
+        e = self.client
         e.load_started.connect(self._on_load_started)
         e.load_progressed.connect(self._on_progress)
         e.load_step.connect(self._on_load_step)
@@ -243,39 +136,19 @@ class ModelBar(QFrame):
 
     def clear_verdict(self) -> None:
         """Forget "slower here" on the engine thread; the next reply measures again."""
-        self.engine.submit_job(lambda engine: engine.clear_adaptive_verdict() if engine else None)
+        self.client.submit_job(lambda engine: engine.clear_adaptive_verdict() if engine else None)
         self.show_verdict(None)
 
-    def _caption(self, text: str) -> QLabel:
-        label = QLabel(text, self)
-        label.setObjectName("PanelTitle")
-        return label
-
     # -- choosing ------------------------------------------------------------
-    def dialog_folder(self) -> str:
-        """Where the file picker opens: the models folder (created if missing)."""
-        folder = Path(self.ctx.library.models_dir)
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            return str(Path.home())
-        return str(folder)
-
     def open_target_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open a target model", self.dialog_folder(),
-                                              GGUF_FILTER)
-        if path:
-            self.choose_target(path)
+        self.targets.open_dialog()
 
-    def _open_draft_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open a draft model", self.dialog_folder(),
-                                              GGUF_FILTER)
-        if path:
-            self.choose_draft(path)
+    def _dialog_folder(self) -> str:
+        return dialog_folder(Path(self.ctx.library.models_dir))
 
     def reload_models(self) -> None:
         """Load the current target and draft again (new load options)."""
-        e = self.engine
+        e = self.client
         if e.target_info is None:
             return
         draft = e.draft_info.source if e.draft_info is not None else ""
@@ -288,7 +161,7 @@ class ModelBar(QFrame):
         self._wanted_draft = ""
         self.ctx.settings.last_target = self.ctx.settings.last_draft = ""
         self.ctx.settings.save()
-        self.engine.unload_target()
+        self.client.unload_target()
 
     def restore_session(self) -> None:
         """Load the last target and draft again (unless a model was chosen meanwhile)."""
@@ -296,7 +169,7 @@ class ModelBar(QFrame):
             return
         self._restore_done = True
         s = self.ctx.settings
-        if not s.last_target or self.engine.has_target:
+        if not s.last_target or self.client.has_target:
             return
         if not Path(s.last_target).is_file():
             self.problem.emit("The last model is gone", [
@@ -315,7 +188,7 @@ class ModelBar(QFrame):
         self.ctx.settings.save()
         self._loading_target = str(path)
         self._fill_targets()
-        self.engine.load_target(str(path))
+        self.client.load_target(str(path))
         self.refresh_drafts()
 
     def choose_draft(self, path: str) -> None:
@@ -325,7 +198,7 @@ class ModelBar(QFrame):
         self.ctx.settings.save()
         self._wanted_draft = path
         self.refresh_drafts()
-        self.engine.load_draft(path)
+        self.client.load_draft(path)
 
     def _on_load_requested(self, kind: str, path: str) -> None:
         """Another page (My Models) asked to load ``path`` as the target or the draft."""
@@ -342,36 +215,30 @@ class ModelBar(QFrame):
     def _library_paths(self) -> list[str]:
         return [str(m.path) for m in self.ctx.library.models if m.complete and m.info is not None]
 
-    def _on_target_activated(self, index: int) -> None:
-        path = self.target_combo.itemData(index, PATH_ROLE)
-        if path:
-            self.choose_target(str(path))
-
-    def _on_draft_activated(self, index: int) -> None:
-        path = self.draft_combo.itemData(index, PATH_ROLE)
-        self.engine.builtin_on = path == BUILTIN_MTP
+    def _on_draft_chosen(self, path: str) -> None:
+        self.client.builtin_on = path == BUILTIN_MTP
         if path == BUILTIN_MTP:
             self._wanted_draft = ""
             self.ctx.settings.last_draft = ""
             self.ctx.settings.save()
-            if self.engine.has_draft:
-                self.engine.unload_draft()  # draft_unloaded turns the switch on for the head
+            if self.client.has_draft:
+                self.client.unload_draft()  # draft_unloaded turns the switch on for the head
             self._sync_switch()
             self._update_status()
         elif not path:
             self._wanted_draft = ""
             self.ctx.settings.last_draft = ""
             self.ctx.settings.save()
-            self.engine.unload_draft()
+            self.client.unload_draft()
             self._sync_switch()
             self._update_status()
         else:
-            self.choose_draft(str(path))
+            self.choose_draft(path)
 
     def _sync_switch(self) -> None:
         """The switch offers speculation with a draft model or the target's MTP head."""
-        self.draft_switch.set_builtin(self.engine.has_builtin_draft and not self.engine.has_draft)
-        self.draft_switch.set_draft_loaded(self.engine.can_speculate)
+        self.draft_switch.set_builtin(self.client.has_builtin_draft and not self.client.has_draft)
+        self.draft_switch.set_draft_loaded(self.client.can_speculate)
 
     @property
     def speculating(self) -> bool:
@@ -386,7 +253,7 @@ class ModelBar(QFrame):
     def label(self, path: str) -> ModelLabel:
         """A model's picker label: its clean name, size and quantization (from the library's
         header summary or the loaded model's, else from the file name)."""
-        e = self.engine
+        e = self.client
         for info in (e.target_info, e.draft_info):
             if info is not None and info.source == path:
                 return label_for(path, info)
@@ -397,23 +264,14 @@ class ModelBar(QFrame):
 
     def shown_target(self) -> str:
         """The target the box shows: the one loading, else the one loaded, never one that failed."""
-        info = self.engine.target_info
+        info = self.client.target_info
         return self._loading_target or (info.source if info is not None else "")
 
     def _fill_targets(self) -> None:
         """Recent targets first, then the rest of the library."""
-        self.target_combo.clear()
         recent = list(self.ctx.settings.recent_targets)
         paths = recent + [p for p in self._library_paths() if p not in recent]
-        for path in paths:
-            label = self.label(path)
-            self.target_combo.addItem(label.text)
-            i = self.target_combo.count() - 1
-            self.target_combo.setItemData(i, path, PATH_ROLE)
-            self.target_combo.setItemData(i, label.detail, DETAIL_ROLE)
-            self.target_combo.setItemData(i, path, Qt.ItemDataRole.ToolTipRole)
-        current = self.shown_target()
-        self.target_combo.setCurrentIndex(paths.index(current) if current in paths else -1)
+        self.targets.fill([(p, self.label(p)) for p in paths], self.shown_target())
 
     def refresh_drafts(self) -> None:
         """Re-check the recent drafts against the current target, in the background."""
@@ -433,7 +291,7 @@ class ModelBar(QFrame):
     def _on_checked(self, check_id: int, entries: list[DraftEntry]) -> None:
         if check_id == self._check_id:
             self._fill_drafts(entries)
-            if any(e.usable for e in entries) or self.engine.draft_info is not None:
+            if any(e.usable for e in entries) or self.client.draft_info is not None:
                 self.offer.withdraw()
             elif self.offer.offer is None or self.offer.offer.target != self.ctx.settings.last_target:
                 self.offer.look_for(self.ctx.settings.last_target)
@@ -451,46 +309,16 @@ class ModelBar(QFrame):
         """The picker: the target's built-in MTP draft first when it has one, "No draft",
         then the draft files (compatible ones enabled)."""
         self._entries = list(entries)
-        m = self.draft_model
-        m.clear()
-        select = 0
-        n_mtp = self.engine.mtp_layers if self.engine.has_target else 0
-        if n_mtp > 0:
-            builtin = QStandardItem(builtin_label(n_mtp))
-            builtin.setData(BUILTIN_MTP, PATH_ROLE)
-            builtin.setData(True, USABLE_ROLE)
-            builtin.setToolTip("The target's own multi-token-prediction layers draft: "
-                               "no draft model to load, exact like any draft")
-            m.appendRow(builtin)
-        none = QStandardItem("No draft")
-        none.setData("", PATH_ROLE)
-        m.appendRow(none)
-        if n_mtp > 0:
-            select = 0 if self.engine.builtin_on else 1
-        for e in entries:
-            head = f"{e.name}  {e.detail}" if e.detail else e.name
-            why = (e.short or e.reason).rstrip(".")
-            item = QStandardItem(head if e.usable else f"{head}  — incompatible: {why}")
-            item.setData(e.path, PATH_ROLE)
-            item.setData(e.usable, USABLE_ROLE)
-            item.setData(e.detail if e.usable else "incompatible", DETAIL_ROLE)
-            item.setToolTip(f"{e.path}\n{e.reason}")
-            item.setEnabled(e.usable)
-            m.appendRow(item)
-            if e.usable and e.path == self._current_draft_path():
-                select = m.rowCount() - 1
-        self.draft_combo.setCurrentIndex(select)
+        n_mtp = self.client.mtp_layers if self.client.has_target else 0
+        self.drafts.fill(*draft_rows(self._entries, n_mtp, self.client.builtin_on,
+                                     self._current_draft_path()))
 
     def _current_draft_path(self) -> str:
-        info = self.engine.draft_info
+        info = self.client.draft_info
         return info.source if info is not None else self._wanted_draft
 
     def draft_entry(self, path: str) -> QStandardItem | None:
-        for row in range(self.draft_model.rowCount()):
-            item = self.draft_model.item(row)
-            if item.data(PATH_ROLE) == str(path):
-                return item
-        return None
+        return self.drafts.entry(path)
 
     # -- engine results ------------------------------------------------------
     def _on_load_started(self, kind: str, path: str) -> None:
@@ -523,10 +351,10 @@ class ModelBar(QFrame):
         self._fill_drafts(self._entries)  # the built-in entry, now that the target is known
         self._sync_switch()
         self._update_status()
-        if self._wanted_draft and not self.engine.is_loading("draft"):
+        if self._wanted_draft and not self.client.is_loading("draft"):
             entry = self.draft_entry(self._wanted_draft)
             if entry is None or entry.data(USABLE_ROLE) is not False:
-                self.engine.load_draft(self._wanted_draft)
+                self.client.load_draft(self._wanted_draft)
 
     def _on_draft_loaded(self, _info: ModelInfo, _report: CompatReport) -> None:
         self._done_loading()
@@ -551,6 +379,7 @@ class ModelBar(QFrame):
 
     def _on_refused(self, report: CompatReport) -> None:
         self._refusal = report
+
     def _on_failed(self, kind: str, message: str) -> None:
         self._done_loading()
         self._keep_loaded(kind)
@@ -566,7 +395,7 @@ class ModelBar(QFrame):
     def _keep_loaded(self, kind: str) -> None:
         """After a failed or cancelled load, the header and the session name what is still
         loaded and in use (the old pair), never the file that did not load."""
-        e, s = self.engine, self.ctx.settings
+        e, s = self.client, self.ctx.settings
         if kind == "target":
             self._loading_target = ""
             s.last_target = e.target_info.source if e.target_info is not None else ""
@@ -587,7 +416,7 @@ class ModelBar(QFrame):
 
     def _draft_pending(self) -> bool:
         """A draft was asked for and has not loaded yet (the target may still be loading)."""
-        e = self.engine
+        e = self.client
         return bool(self._wanted_draft) and (
             e.is_loading("draft") or e.is_loading("target")) and (
             e.draft_info is None or e.draft_info.source != self._wanted_draft)
@@ -602,19 +431,9 @@ class ModelBar(QFrame):
             self.problem.emit("Could not load the model", [message], "")
 
     def _update_status(self) -> None:
-        e = self.engine
+        e = self.client
         self.target_eject.setEnabled(e.has_target)
-        if e.target_info is None:
-            self.status.setText("No model loaded. Open a GGUF file to start.")
-            return
-        # One line per model; "·" never starts a wrapped line (a no-break space before it).
-        text = f"Target: {describe(e.target_info)} · on {e.backend}, {e.n_threads} threads"
-        if self._draft_pending():
-            text += f"\nDraft: loading {self.label(self._wanted_draft).name}…"
-        elif e.draft_info:
-            text += f"\nDraft: {describe(e.draft_info)}"
-        elif e.has_builtin_draft:
-            text += f"\nDraft: {builtin_label(e.mtp_layers)}"
-        else:
-            text += "\nNo draft"
-        self.status.setText(text.replace(" · ", "\u00a0· "))
+        pending = self.label(self._wanted_draft).name if self._draft_pending() else ""
+        self.status.setText(status_text(
+            e.target_info, e.backend, e.n_threads, draft=e.draft_info, pending_draft=pending,
+            builtin_layers=e.mtp_layers if e.has_builtin_draft else 0))

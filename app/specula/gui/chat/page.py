@@ -1,9 +1,12 @@
-"""The chat page: conversations, model pickers, transcript, composer, settings and live stats.
+"""The chat page: the flow of a conversation (send, reply, regenerate, continue, edit,
+versions) over its widgets.
 
-The right panel (statistics and settings) collapses (button or Ctrl+]) so the
-chat column keeps its room in small windows; the conversation list can be
-dragged shut. Problems go to a dismissible banner at the top of the chat
-column; before any conversation the column shows what to do first.
+The layout lives apart: the model bar on top (:mod:`model_bar`), then three
+columns (:mod:`chat_split`: conversations, the chat column of :mod:`chat_column`,
+the statistics and settings of :mod:`side_column`). The right panel collapses
+(button or Ctrl+]). Problems go to a dismissible banner at the top of the chat
+column; before any conversation the column shows what to do first. What a
+finished reply stores is worked out in :mod:`finished_reply`.
 """
 
 from __future__ import annotations
@@ -13,30 +16,21 @@ from typing import Any
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QHBoxLayout,
-    QLabel,
-    QPushButton,
-    QSplitter,
-    QStackedWidget,
-    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
-from specula.core import reply_stats
 from specula.core.chat import versions
 from specula.core.chat.attachments import attachments_of
 from specula.core.chat.conversations import Message, title_from
 from specula.core.engine.events import Done
-from specula.gui.chat.attach import AttachBar, chip_text
-from specula.gui.chat.banner import Banner
-from specula.gui.chat.colour_switch import ColourSwitch
-from specula.gui.chat.composer import Composer
+from specula.gui.chat.attach import chip_text
+from specula.gui.chat.chat_column import ChatColumn
+from specula.gui.chat.chat_split import ChatSplit
 from specula.gui.chat.context_fit import ChatContext, ContextFull, chat_messages
-from specula.gui.chat.context_meter import ContextBar, ContextMeter
+from specula.gui.chat.context_meter import ContextMeter
 from specula.gui.chat.conversation_list import ConversationList
-from specula.gui.chat.empty_state import EmptyState
-from specula.gui.chat.export_menu import ExportButton
+from specula.gui.chat.finished_reply import finish, shown_version, stored_meta
 from specula.gui.chat.load_defaults import LoadDefaultsHook
 from specula.gui.chat.message import MessageWidget
 from specula.gui.chat.message_menu import MessageActions
@@ -48,9 +42,8 @@ from specula.gui.chat.reply_notes import (
     same_as_earlier,
 )
 from specula.gui.chat.side_column import SideColumn
-from specula.gui.chat.transcript import Transcript
 from specula.gui.context import AppContext
-from specula.gui.engine_worker import Reply, ReplyBatch
+from specula.gui.engine_worker import ReplyBatch, ReplyHandle
 from specula.gui.errors import show_error
 from specula.gui.stats.footer import footer_text
 
@@ -62,9 +55,9 @@ class ChatPage(QWidget):
     def __init__(self, ctx: AppContext, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.ctx = ctx
-        self.engine = ctx.engine
+        self.client = ctx.engine
         self.conversation_id: int | None = None
-        self.reply: Reply | None = None
+        self.reply: ReplyHandle | None = None
         self.reply_widget: MessageWidget | None = None
         self.editing: MessageWidget | None = None
         self._earlier: list[dict[str, Any]] = []  # versions the reply in flight keeps
@@ -75,49 +68,37 @@ class ChatPage(QWidget):
         outer.setSpacing(0)
         self.model_bar = ModelBar(ctx, self)
         outer.addWidget(self.model_bar)
-        split = QSplitter(Qt.Orientation.Horizontal, self)
-        outer.addWidget(split, 1)
-
         self.conversations = ConversationList(ctx.store, self)
         self.conversations.setMinimumWidth(150)
-        split.addWidget(self.conversations)
-        split.addWidget(self._centre())
-        split.addWidget(self._side())
-        split.setStretchFactor(0, 0)
-        split.setStretchFactor(1, 1)
-        split.setStretchFactor(2, 0)
-        split.setSizes([170, 700, 300])
-        split.setCollapsible(0, True)
-        split.setCollapsible(1, False)
-        split.setCollapsible(2, True)
-        self.splitter = split
-        self._side_width = 300
+        self.splitter = ChatSplit(self.conversations, self._centre(), self._side(), self)
+        outer.addWidget(self.splitter, 1)
         if not self.settings_panel.session.side_panel_open:
             self.set_side_panel(False)
 
         self.load_defaults = LoadDefaultsHook(ctx, self._set_mode, self)
-        self.meter = ContextMeter(self.engine, lambda: self.load_defaults.n_ctx, self)
+        self.meter = ContextMeter(self.client, lambda: self.load_defaults.n_ctx, self)
         self.context = ChatContext(self, self.meter, self.context_bar)
         self.actions = MessageActions(self)
         self.side.presets.picked.connect(self._preset_picked)
         self.conversations.selected.connect(self.open_conversation)
         self.conversations.new_requested.connect(self.new_chat)
         self.conversations.deleted.connect(self._on_deleted)
-        self.engine.busy_changed.connect(self._set_busy)
-        self.engine.target_loaded.connect(lambda _i: self._engine_info())
-        self.engine.target_loaded.connect(lambda _i: self._update_empty())
-        self.engine.target_unloaded.connect(self._update_empty)
-        self.engine.load_started.connect(lambda *_a: self._update_empty())
-        self.engine.load_failed.connect(lambda *_a: self._update_empty())
-        self.engine.load_cancelled.connect(lambda *_a: self._update_empty())
+        self.client.busy_changed.connect(self._set_busy)
+        self.client.target_loaded.connect(lambda _i: self._engine_info())
+        self.client.target_loaded.connect(lambda _i: self._update_empty())
+        self.client.target_unloaded.connect(self._update_empty)
+        self.client.load_started.connect(lambda *_a: self._update_empty())
+        self.client.load_failed.connect(lambda *_a: self._update_empty())
+        self.client.load_cancelled.connect(lambda *_a: self._update_empty())
         self.model_bar.problem.connect(self.banner.show_message)
         self.model_bar.problem_cleared.connect(self.banner.hide)
+        self.model_bar.pause_shown.connect(self.stats_panel.set_pause)  # one verdict, both places
         self.settings_panel.spec.changed.connect(self._sync_lookup)
         self.model_bar.server_chip.follow(  # the local server answers with this chat's settings
             lambda: (self.settings_panel.sampling(),
                      self.settings_panel.spec_config(self.model_bar.speculating)),
             [self.settings_panel.changed, self.model_bar.draft_switch_toggled,
-             self.engine.draft_loaded, self.engine.draft_unloaded])
+             self.client.draft_loaded, self.client.draft_unloaded])
         self._sync_lookup()
         QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self._escape,
                   context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
@@ -137,75 +118,33 @@ class ChatPage(QWidget):
         QTimer.singleShot(0, self.model_bar.restore_session)
 
     def _centre(self) -> QWidget:
-        w = QWidget(self)
-        lay = QVBoxLayout(w)
-        lay.setContentsMargins(0, 0, 0, 8)
-        self.banner = Banner(w)
-        lay.addWidget(self.banner)
-        self.centre_stack = QStackedWidget(w)
-        self.empty = EmptyState(w)
+        """The middle column (:class:`ChatColumn`), its widgets named on the page."""
+        col = ChatColumn(self.ctx.store, self.ctx.settings.token_colours, self._count_text, self)
+        self.column = col
+        self.banner, self.centre_stack, self.empty = col.banner, col.centre_stack, col.empty
+        self.transcript, self.colours = col.transcript, col.colours
+        self.export_button, self.panel_button = col.export_button, col.panel_button
+        self.edit_banner, self.attach_bar, self.composer = col.edit_banner, col.attach_bar, col.composer
+        self.send_button, self.stop_button = col.send_button, col.stop_button
+        self.context_bar = col.context_bar
         self.empty.discover_requested.connect(lambda: self.ctx.page_requested.emit("discover"))
         self.empty.library_requested.connect(lambda: self.ctx.page_requested.emit("models"))
         self.empty.open_requested.connect(self.model_bar.open_target_dialog)
-        self.transcript = Transcript(w)
         self.transcript.edit_requested.connect(self.edit_message)
         self.transcript.regenerate_requested.connect(self.regenerate)
         self.transcript.continue_requested.connect(self.continue_reply)
         self.transcript.version_requested.connect(self.show_version)
         # Paint the numbers with the tokens, so a green token is already counted.
         self.transcript.rendered.connect(lambda: self.stats_panel.refresh_if_dirty())
-        self.centre_stack.addWidget(self.empty)
-        self.centre_stack.addWidget(self.transcript)
-        lay.addWidget(self.centre_stack, 1)
-        bottom = QVBoxLayout()
-        bottom.setContentsMargins(16, 0, 16, 0)
-        tools = QHBoxLayout()
-        self.colours = ColourSwitch(self.ctx.settings.token_colours, w)
         self.colours.mode_changed.connect(self._colour_mode)
-        self.transcript.set_colour_mode(self.colours.mode)
-        tools.addWidget(self.colours, 1)
-        self.export_button = ExportButton(self.ctx.store, w)
-        tools.addWidget(self.export_button, 0, Qt.AlignmentFlag.AlignTop)
-        self.panel_button = QToolButton(w)
-        self.panel_button.setObjectName("PanelToggle")
-        self.panel_button.setCheckable(True)
-        self.panel_button.setChecked(True)
-        self.panel_button.setText("Hide panel ⟩")
-        self.panel_button.setToolTip("Show or hide the statistics and settings panel (Ctrl+])")
         self.panel_button.toggled.connect(self.set_side_panel)
-        tools.addWidget(self.panel_button, 0, Qt.AlignmentFlag.AlignTop)
-        bottom.addLayout(tools)
-        self.edit_banner = QLabel("Editing a message: sending replaces it and everything after "
-                                  "it (Esc cancels).", w)
-        self.edit_banner.setObjectName("EditBanner")
-        self.edit_banner.setWordWrap(True)
-        self.edit_banner.hide()
-        bottom.addWidget(self.edit_banner)
-        self.attach_bar = AttachBar(self._count_text, w)
         self.attach_bar.refused.connect(lambda why: self.banner.show_message(
             "The file was not attached", [why], kind="info"))
         self.attach_bar.changed.connect(lambda: self.context.show())
-        bottom.addWidget(self.attach_bar)
-        row = QHBoxLayout()
-        self.composer = Composer(w)
         self.composer.submitted.connect(self.send)
-        row.addWidget(self.composer, 1)
-        buttons = QVBoxLayout()
-        self.send_button = QPushButton("Send", w)
-        self.send_button.setObjectName("Primary")
         self.send_button.clicked.connect(lambda: self.send(self.composer.toPlainText().strip()))
-        buttons.addWidget(self.send_button)
-        self.stop_button = QPushButton("Stop", w)
-        self.stop_button.setObjectName("Danger")
-        self.stop_button.setToolTip("Stop the reply (Esc); the text so far is kept")
         self.stop_button.clicked.connect(self.stop)
-        buttons.addWidget(self.stop_button)
-        row.addLayout(buttons)
-        bottom.addLayout(row)
-        self.context_bar = ContextBar(w)
-        bottom.addWidget(self.context_bar)
-        lay.addLayout(bottom)
-        return w
+        return col
 
     def _side(self) -> QWidget:
         self.side = SideColumn(self.ctx, self)
@@ -216,20 +155,13 @@ class ChatPage(QWidget):
     # -- layout --------------------------------------------------------------
     @property
     def side_panel_open(self) -> bool:
-        return not self.side.isHidden()
+        return self.splitter.side_open
 
     def set_side_panel(self, open_: bool) -> None:
         """Show or hide the right panel; remembered for the next start."""
         if open_ == self.side_panel_open and self.panel_button.isChecked() == open_:
             return
-        if not open_:
-            self._side_width = max(self.splitter.sizes()[2], self.side.minimumWidth())
-        self.side.setVisible(open_)
-        if open_:
-            sizes = self.splitter.sizes()
-            sizes[1] = max(sizes[1] - self._side_width, 200)
-            sizes[2] = self._side_width
-            self.splitter.setSizes(sizes)
+        self.splitter.set_side_open(open_)
         self.panel_button.blockSignals(True)
         self.panel_button.setChecked(open_)
         self.panel_button.blockSignals(False)
@@ -247,7 +179,7 @@ class ChatPage(QWidget):
 
     def _update_empty(self) -> None:
         """The welcome text while the transcript is empty, the transcript otherwise."""
-        e = self.engine
+        e = self.client
         self.empty.set_model_loaded(e.has_target, e.is_loading("target"))
         showing = self.transcript if self.transcript.messages else self.empty
         self.centre_stack.setCurrentWidget(showing)
@@ -258,7 +190,7 @@ class ChatPage(QWidget):
 
     # -- conversations -------------------------------------------------------
     def new_chat(self) -> None:
-        if self.engine.busy:
+        if self.client.busy:
             return
         self.conversation_id = None
         self.transcript.clear()
@@ -269,7 +201,7 @@ class ChatPage(QWidget):
         self.composer.setFocus()
 
     def open_conversation(self, conversation_id: int) -> None:
-        if self.engine.busy:
+        if self.client.busy:
             self.conversations.set_current(self.conversation_id or -1)
             return
         self.conversation_id = conversation_id
@@ -294,8 +226,7 @@ class ChatPage(QWidget):
         raw = m.meta.get("tokens") or []
         widget.set_tokens([(str(t[0]), str(t[1]), t[2]) for t in raw if len(t) == 3])
         if m.role == "assistant":
-            count = len(m.meta.get("versions") or []) or 1
-            widget.set_versions(int(m.meta.get("version", count - 1)), count)
+            widget.set_versions(*shown_version(m.meta))
             widget.set_can_continue(last and can_continue(str(m.meta.get("stop_reason", "")),
                                                           bool(m.meta.get("token_ids"))))
         widget.render()
@@ -312,9 +243,9 @@ class ChatPage(QWidget):
 
     # -- sending -------------------------------------------------------------
     def send(self, text: str) -> None:
-        if not text or self.engine.busy:
+        if not text or self.client.busy:
             return
-        if not self.engine.has_target:
+        if not self.client.has_target:
             self.banner.show_message("No model loaded", [
                 "Load a target model first: Open… at the top, My Models or Discover."], kind="info")
             return
@@ -365,7 +296,7 @@ class ChatPage(QWidget):
         self.stats_panel.start_reply()
         self._engine_info()
         prefix = list(continuing.meta.get("token_ids") or []) if continuing is not None else None
-        reply = self.engine.generate(messages, self.settings_panel.sampling(), spec, prefix)
+        reply = self.client.generate(messages, self.settings_panel.sampling(), spec, prefix)
         reply.batch_arrived.connect(self._on_batch)
         reply.finished.connect(self._on_finished)
         reply.failed.connect(self._on_failed)
@@ -378,39 +309,25 @@ class ChatPage(QWidget):
 
     def _on_finished(self, done: Done) -> None:
         widget, self.reply, self.reply_widget = self.reply_widget, None, None
-        stats = done.stats.to_dict()
         old = self._continuing
-        if old is not None:  # one reply written in parts: its statistics add up
-            stats = reply_stats.merge(old.meta.get("stats"), stats)
-        footer = footer_text(stats, done.stop_reason.value)
-        if done.message:
-            footer += f"\n{done.message}"
-        text = (old.content if old is not None else "") + done.text
-        ids = [*(old.meta.get("token_ids") or [] if old is not None else []), *done.token_ids]
+        reply = finish(done.text, done.token_ids, done.stats.to_dict(), done.stop_reason.value,
+                       done.message, old)
         if widget is not None:
-            widget.set_text(text)
-            widget.set_footer(footer)
-            widget.set_can_continue(can_continue(done.stop_reason.value, bool(ids)))
+            widget.set_text(reply.text)
+            widget.set_footer(reply.footer)
+            widget.set_can_continue(reply.can_continue)
             widget.render()
-            if same_as_earlier(text, self._earlier, done.stats.acceptance_rule == "greedy"):
+            if same_as_earlier(reply.text, self._earlier, done.stats.acceptance_rule == "greedy"):
                 self.banner.show_message(SAME_TEXT_TITLE, SAME_TEXT_SENTENCES, kind="info")
             if self.conversation_id is not None:
-                meta: dict[str, Any] = {"stats": stats, "stop_reason": done.stop_reason.value,
-                                        "tokens": [list(t) for t in widget.tokens],
-                                        "token_ids": ids}
+                meta = stored_meta(reply, [list(t) for t in widget.tokens], old, self._earlier)
                 if old is not None:
-                    keep = {k: v for k, v in old.meta.items() if k in ("versions", "version")}
-                    meta = {**keep, **meta}
-                    if "versions" in meta:
-                        meta["versions"][meta["version"]] = versions.snapshot(text, meta)
-                    self.ctx.store.update_message(old.id, text, meta)
+                    self.ctx.store.update_message(old.id, reply.text, meta)
                 else:
-                    if self._earlier:
-                        meta = versions.with_new_version(self._earlier, text, meta)
-                    msg = self.ctx.store.add_message(self.conversation_id, "assistant", text, meta)
+                    msg = self.ctx.store.add_message(self.conversation_id, "assistant",
+                                                     reply.text, meta)
                     widget.position = msg.position
-                count = len(meta.get("versions") or []) or 1
-                widget.set_versions(int(meta.get("version", count - 1)), count)
+                widget.set_versions(*shown_version(meta))
         self._earlier, self._continuing = [], None
         self.stats_panel.finish(done.stats)
         self.context.changed()
@@ -432,7 +349,7 @@ class ChatPage(QWidget):
             self.reply.stop()
 
     def regenerate(self, widget: MessageWidget) -> None:
-        if self.engine.busy or self.conversation_id is None or widget.position < 0:
+        if self.client.busy or self.conversation_id is None or widget.position < 0:
             return
         old = self._stored_at(widget.position)
         earlier = versions.history(old.content, old.meta) if old is not None else []
@@ -442,7 +359,7 @@ class ChatPage(QWidget):
 
     def continue_reply(self, widget: MessageWidget) -> None:
         """Let a reply cut at the token limit go on, in the same message."""
-        if self.engine.busy or widget is not self.transcript.messages[-1]:
+        if self.client.busy or widget is not self.transcript.messages[-1]:
             return
         old = self._stored_at(widget.position)
         if old is None or not old.meta.get("token_ids"):
@@ -452,7 +369,7 @@ class ChatPage(QWidget):
     def show_version(self, widget: MessageWidget, index: int) -> None:
         """Show version ``index`` of a regenerated reply (and make it the one kept)."""
         old = self._stored_at(widget.position)
-        if self.engine.busy or old is None or not old.meta.get("versions"):
+        if self.client.busy or old is None or not old.meta.get("versions"):
             return
         content, meta = versions.select(old.meta, index)
         self.ctx.store.update_message(old.id, content, meta)
@@ -460,7 +377,7 @@ class ChatPage(QWidget):
         self._show_stored(widget, old, last=widget is self.transcript.messages[-1])
 
     def edit_message(self, widget: MessageWidget) -> None:
-        if self.engine.busy:
+        if self.client.busy:
             return
         self.editing = widget
         self.composer.setPlainText(widget.text)
@@ -522,4 +439,4 @@ class ChatPage(QWidget):
         self.transcript.set_colour_mode(mode)
 
     def _engine_info(self) -> None:
-        self.stats_panel.set_engine(self.engine.backend, self.engine.n_threads)
+        self.stats_panel.set_engine(self.client.backend, self.client.n_threads)

@@ -15,8 +15,11 @@ from specula.gui.theme import Palette
 __all__ = ["SOURCE_LETTER", "TokenTuple", "markdown_html", "plain_html", "token_colour",
            "tokens_html"]
 
-# MTP tokens are drafted tokens (by the target's own MTP layers): coloured as drafted.
-SOURCE_LETTER = {"draft": "d", "target": "t", "lookup": "l", "mtp": "d"}
+# A token's colour letter by its origin (events.TokenOrigin's values): whatever a model
+# drafted (the draft's chain or tree, the target's MTP layers) is "drafted"; what was
+# copied from text (the conversation, the n-gram cache) is "lookup".
+SOURCE_LETTER = {"draft": "d", "tree": "d", "mtp": "d", "target": "t", "lookup": "l",
+                 "ngram-cache": "l", "relaxed": "r"}
 
 
 def markdown_html(text: str, pal: Palette) -> str:

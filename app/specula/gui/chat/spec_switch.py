@@ -22,6 +22,9 @@ from specula.core.engine.verdict import PolicyVerdict
 class SpecSwitch(QCheckBox):
     switched = Signal(bool)
     """The user turned speculation on or off (takes effect on the next reply)."""
+    pause_shown = Signal(object)
+    """The label started or stopped saying that adaptive paused drafting: the verdict it
+    shows (a PolicyVerdict), or None. The live statistics say the same."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -32,6 +35,7 @@ class SpecSwitch(QCheckBox):
         self._off_by_user = False
         self._draft_loading = False
         self._verdict: PolicyVerdict | None = None
+        self._shown: PolicyVerdict | None = None  # the pause the label states, if any
         self.toggled.connect(self._on_toggled)
         self._sync()
 
@@ -72,7 +76,21 @@ class SpecSwitch(QCheckBox):
         self.blockSignals(False)
         self._label()
 
+    @property
+    def shown_pause(self) -> PolicyVerdict | None:
+        """The paused verdict the label states (None: it states none)."""
+        return self._shown
+
     def _label(self) -> None:
+        self._write_label()
+        v = self._verdict
+        shown = v if (v is not None and v.paused and self.isEnabled() and self.isChecked()
+                      and self._has_draft) else None
+        if shown != self._shown:
+            self._shown = shown
+            self.pause_shown.emit(shown)
+
+    def _write_label(self) -> None:
         if not self.isEnabled() and self._draft_loading:
             self.setText("Speculative: draft loading…")
             self.setToolTip("Speculation starts once the draft is loaded")

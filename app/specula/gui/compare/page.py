@@ -37,8 +37,9 @@ from specula.core.library.labels import label_for
 from specula.gui.compare.column import Column
 from specula.gui.compare.options import CompareOptions
 from specula.gui.context import AppContext
-from specula.gui.engine_worker import Reply
+from specula.gui.engine_worker import ReplyHandle
 from specula.gui.errors import show_error
+from specula.gui.page_header import page_layout
 
 EXACT_RULES = ("greedy", "coupled")  # rules under which a seed fixes the text in every mode
 IDENTITY_NOTE = ("With greedy decoding, or a fixed seed under the seeded (coupled) sampling "
@@ -59,10 +60,10 @@ class ComparePage(QWidget):
     def __init__(self, ctx: AppContext, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.ctx = ctx
-        self.engine = ctx.engine
+        self.client = ctx.engine
         self.comparison = Comparison()
         self.results: dict[str, Done] = {}  # the last Done of each side ("plain", "spec")
-        self.reply: Reply | None = None
+        self.reply: ReplyHandle | None = None
         self._order: list[Side] = []
         self._index = 0
         self._stopped = False
@@ -70,11 +71,8 @@ class ComparePage(QWidget):
         self._exact = True
         self._messages: list[dict[str, str]] = []
         self._sampling = SamplingParams()
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(24, 16, 24, 16)
-        title = QLabel("Compare: the same prompt with the draft off and on")
-        title.setObjectName("PanelTitle")
-        lay.addWidget(title)
+        lay, _head = page_layout(self, "Compare: the same prompt with the draft off and on",
+                                 title_role="PanelTitle")
         self.models = QLabel("")
         self.models.setObjectName("Muted")
         lay.addWidget(self.models)
@@ -120,18 +118,18 @@ class ComparePage(QWidget):
         lay.addLayout(sides, 1)
         QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self.stop,
                   context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
-        for sig in (self.engine.target_loaded, self.engine.draft_unloaded,
-                    self.engine.load_failed, self.engine.load_cancelled, self.engine.load_started):
+        for sig in (self.client.target_loaded, self.client.draft_unloaded,
+                    self.client.load_failed, self.client.load_cancelled, self.client.load_started):
             sig.connect(self._update_models)
-        self.engine.draft_loaded.connect(self._update_models)
-        self.engine.busy_changed.connect(self._update_models)
+        self.client.draft_loaded.connect(self._update_models)
+        self.client.busy_changed.connect(self._update_models)
         ctx.settings_changed.connect(self._settings_changed)
         self._update_models()
 
     # -- what is loaded ---------------------------------------------------------------
     def readiness(self) -> str:
         """"" when a comparison can run, else what to do first."""
-        e = self.engine
+        e = self.client
         if e.is_loading("target") or e.is_loading("draft"):
             return "Loading a model… the comparison can run once it is ready."
         if not e.has_target:
@@ -141,7 +139,7 @@ class ComparePage(QWidget):
         return ""
 
     def _update_models(self, *_args: object) -> None:
-        e = self.engine
+        e = self.client
         t = label_for(e.target_info.source, e.target_info).text if e.target_info else "none"
         d = label_for(e.draft_info.source, e.draft_info).text if e.draft_info else \
             "built-in MTP" if e.has_builtin_draft else "none"
@@ -170,7 +168,7 @@ class ComparePage(QWidget):
     # -- running ----------------------------------------------------------------------
     def run(self) -> None:
         prompt = self.prompt.toPlainText().strip()
-        if not prompt or self.reply is not None or self.engine.busy:
+        if not prompt or self.reply is not None or self.client.busy:
             return
         why = self.readiness()
         if why:
@@ -217,7 +215,7 @@ class ComparePage(QWidget):
         col = self._column(side)
         col.reset("generating…")
         spec = self.options.speculative().to_spec(enabled=side is Side.SPEC)
-        reply = self.engine.generate(self._messages, self._sampling, spec)
+        reply = self.client.generate(self._messages, self._sampling, spec)
         reply.batch_arrived.connect(col.add)
         reply.finished.connect(lambda done, s=side: self._finished(s, done))
         reply.failed.connect(self._failed)

@@ -12,6 +12,7 @@ paused downloads, survive a restart.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QThreadPool, Signal
@@ -164,36 +165,40 @@ class DownloadManager(QObject):
         self.model.changed(row)
 
     def _on_finished(self, key: Key, result: DownloadResult) -> None:
-        self._forget(key)
-        row = self.model.find(key)
-        if row < 0:
-            return
-        item = self.model.items[row]
-        item.record.state = result.state.value
-        item.speed, item.eta = 0.0, None
-        if result.state is DownloadState.DONE:
-            item.record.downloaded = item.record.size or item.record.downloaded
-            item.record.path = str(result.paths[0]) if result.paths else ""
-        elif result.state is DownloadState.CANCELLED:
-            item.record.downloaded = 0
-        self.model.changed(row)
-        self._state_changed()
-        if result.state is DownloadState.DONE:
+        def record(r: DownloadRecord) -> None:
+            if result.state is DownloadState.DONE:
+                r.downloaded = r.size or r.downloaded
+                r.path = str(result.paths[0]) if result.paths else ""
+            elif result.state is DownloadState.CANCELLED:
+                r.downloaded = 0
+
+        item = self._end(key, result.state, record)
+        if item is not None and result.state is DownloadState.DONE:
             self.download_finished.emit(key[0], key[1], item.record.path)
 
     def _fail(self, key: Key, error: TaskError) -> None:
+        def record(r: DownloadRecord) -> None:
+            r.message = error.message
+
+        if self._end(key, DownloadState.FAILED, record) is not None:
+            log.warning("download of %s/%s failed: %s", key[0], key[1], error.message)
+            self.download_failed.emit(key[0], key[1], error.message)
+
+    def _end(self, key: Key, state: DownloadState,
+             record: Callable[[DownloadRecord], None]) -> DownloadItem | None:
+        """A download's task ended in ``state``: its row stops moving, ``record`` writes what
+        the end leaves on it, and the list is saved (None: the row was removed meanwhile)."""
         self._forget(key)
         row = self.model.find(key)
         if row < 0:
-            return
+            return None
         item = self.model.items[row]
-        item.record.state = DownloadState.FAILED.value
-        item.record.message = error.message
+        item.record.state = state.value
         item.speed, item.eta = 0.0, None
+        record(item.record)
         self.model.changed(row)
         self._state_changed()
-        log.warning("download of %s/%s failed: %s", key[0], key[1], error.message)
-        self.download_failed.emit(key[0], key[1], error.message)
+        return item
 
     # -- helpers ----------------------------------------------------------------
     def _forget(self, key: Key) -> None:

@@ -14,7 +14,6 @@ from pathlib import Path
 from PySide6.QtCore import QModelIndex, Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
-    QHBoxLayout,
     QLabel,
     QPushButton,
     QScrollArea,
@@ -25,6 +24,7 @@ from PySide6.QtWidgets import (
 from specula.core.hub.download import DownloadState
 from specula.gui.context import AppContext
 from specula.gui.downloads.row import DownloadRow
+from specula.gui.page_header import page_layout
 
 
 class DownloadsPage(QWidget):
@@ -36,12 +36,7 @@ class DownloadsPage(QWidget):
         self.ctx = ctx
         self.manager = ctx.downloads
         self.rows: list[DownloadRow] = []
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(24, 16, 24, 16)
-        head = QHBoxLayout()
-        title = QLabel("Downloads", self)
-        title.setObjectName("PageTitle")
-        head.addWidget(title)
+        lay, head = page_layout(self, "Downloads")
         self.summary = QLabel("", self)
         self.summary.setObjectName("Muted")
         head.addWidget(self.summary, 1)
@@ -49,7 +44,6 @@ class DownloadsPage(QWidget):
         self.clear_button.setToolTip("Remove done, failed and cancelled downloads from the list")
         self.clear_button.clicked.connect(self.manager.clear_finished)
         head.addWidget(self.clear_button)
-        lay.addLayout(head)
         self.scroll = QScrollArea(self)
         self.scroll.setObjectName("DownloadList")
         self.scroll.setWidgetResizable(True)

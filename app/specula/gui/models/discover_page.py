@@ -29,20 +29,20 @@ from PySide6.QtWidgets import (
 from specula.core.gguf.model_info import ModelInfo
 from specula.core.hub.client import HubClient, RepoListing, RepoSummary
 from specula.core.hub.partial_files import local_path
-from specula.core.hub.remote_header import read_remote_info
-from specula.core.pairing.badges import badges_for, detected_gpu_free, human_size, plural
+from specula.core.pairing.badges import plural
 from specula.core.pairing.drafts import same_file
 from specula.gui.context import AppContext
 from specula.gui.elided import ElidedLabel
 from specula.gui.models.drafts_panel import DraftsPanel
+from specula.gui.models.file_badges import HeaderKey, badge_files, download_state
 from specula.gui.models.repo_files_view import FileRow, RepoFilesModel, RepoFilesView
 from specula.gui.models.search_model import REPO_ROLE, SearchResultsModel
 from specula.gui.models.suggestions_panel import SuggestionsPanel
-from specula.gui.models.widgets import muted, page_layout, search_box, set_tone
+from specula.gui.models.widgets import muted, search_box, set_tone
+from specula.gui.page_header import page_layout
 from specula.gui.tasks import Task, TaskContext, TaskError, start_task
 
 SEARCH_DELAY_MS = 350
-HeaderKey = tuple[str, str]
 
 
 class DiscoverPage(QWidget):
@@ -274,24 +274,8 @@ class DiscoverPage(QWidget):
         models = list(listing.models)
 
         def work(ctx: TaskContext) -> list[int]:
-            gpu = gpu_known if gpu_known is not None else detected_gpu_free()
-            hub = HubClient()
-            for model in models:
-                ctx.check()
-                key = (repo_id, model.filename)
-                info, error = cache.get(key), errors.get(key)
-                if info is None and error is None:
-                    try:
-                        info = read_remote_info(repo_id, model.filename, hub)
-                    except Exception as exc:
-                        error = str(exc)
-                if info is None:
-                    ctx.emit((key, None, None, error or "unreadable"))
-                    continue
-                badges = badges_for(info, model.total_size, model.filename, target=target,
-                                    draft=draft, n_ctx=n_ctx, gpu_free=gpu)
-                ctx.emit((key, info, badges, None))
-            return gpu
+            return badge_files(repo_id, models, cache, errors, target=target, draft=draft,
+                               n_ctx=n_ctx, gpu_known=gpu_known, check=ctx.check, emit=ctx.emit)
 
         self._header_task = start_task(self, work, on_item=self._on_header,
                                        on_done=lambda gpu: self._on_headers_done(repo_id, gpu),
@@ -334,22 +318,12 @@ class DiscoverPage(QWidget):
 
     def _update_download_button(self) -> None:
         row = self.files.selected_row()
-        if row is None or self.listing is None:
-            self.download_button.setEnabled(False)
-            self.download_hint.setText("")
-            return
-        running = self.ctx.downloads.is_running(self.listing.repo_id, row.model.filename)
-        ok = row.model.complete and not row.local and not running
+        running = row is not None and self.listing is not None and \
+            self.ctx.downloads.is_running(self.listing.repo_id, row.model.filename)
+        ok, hint = download_state(row if self.listing is not None else None, running,
+                                  self.ctx.library.models_dir)
         self.download_button.setEnabled(ok)
-        size = human_size(row.model.total_size)
-        if row.local:
-            self.download_hint.setText("Already in the library (My Models).")
-        elif running:
-            self.download_hint.setText("Downloading: see Downloads.")
-        elif not row.model.complete:
-            self.download_hint.setText("Some parts of this split model are missing on the hub.")
-        else:
-            self.download_hint.setText(f"{size} into {self.ctx.library.models_dir}")
+        self.download_hint.setText(hint)
 
     def download_selected(self) -> None:
         row = self.files.selected_row()

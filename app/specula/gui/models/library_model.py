@@ -5,8 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import (
-    QModelIndex,
-    QPersistentModelIndex,
     QSortFilterProxyModel,
     Qt,
 )
@@ -16,9 +14,9 @@ from specula.core.gguf.model_info import ModelInfo
 from specula.core.library.scan import LocalModel
 from specula.core.pairing.badges import human_params, human_size
 from specula.gui import theme
-from specula.gui.models.row_table import RowTableModel
+from specula.gui.models.row_table import ROW_ROLE, RowTableModel
 
-MODEL_ROLE = Qt.ItemDataRole.UserRole + 1
+MODEL_ROLE = ROW_ROLE
 SORT_ROLE = Qt.ItemDataRole.UserRole + 2
 
 COLUMNS = ("Name", "Arch", "Params", "Quant", "Size", "Context", "Tokenizer", "Location")
@@ -57,14 +55,7 @@ class LibraryTableModel(RowTableModel):
         text = self._text(m, 0)
         return f"{text}  — {model_folder(m).name}/" if m.name in self._twins else text
 
-    def data(self, index: QModelIndex | QPersistentModelIndex,
-             role: int = Qt.ItemDataRole.DisplayRole) -> object:
-        if not index.isValid():
-            return None
-        m = self.models[index.row()]
-        col = index.column()
-        if role == MODEL_ROLE:
-            return m
+    def cell(self, m: LocalModel, col: int, role: int) -> object:  # type: ignore[override]
         if role == Qt.ItemDataRole.ToolTipRole:
             return str(m.path) if m.error is None else f"{m.path}\n{m.error}"
         if role == Qt.ItemDataRole.DisplayRole:

@@ -32,7 +32,8 @@ from specula.gui.models.library_model import (
     model_folder,
 )
 from specula.gui.models.model_details import ModelDetails
-from specula.gui.models.widgets import muted, page_layout, search_box
+from specula.gui.models.widgets import muted, search_box
+from specula.gui.page_header import page_layout
 
 
 def ask_yes_no(parent: QWidget, title: str, text: str) -> bool:

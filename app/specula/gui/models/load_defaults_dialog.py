@@ -12,7 +12,6 @@ from __future__ import annotations
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
-    QDialogButtonBox,
     QFormLayout,
     QLabel,
     QSpinBox,
@@ -22,6 +21,7 @@ from PySide6.QtWidgets import (
 
 from specula.core.library.load_defaults import MODES, LoadDefaults, defaults_for, save_defaults
 from specula.core.library.scan import LocalModel
+from specula.gui.dialog_buttons import Button, accept_cancel
 
 GLOBAL = "Global (Settings)"
 
@@ -74,11 +74,7 @@ class LoadDefaultsDialog(QDialog):
         self.mode.setCurrentIndex(max(0, self.mode.findData(d.mode)))
         form.addRow("Mode", self.mode)
         lay.addLayout(form)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save
-                                   | QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        lay.addWidget(buttons)
+        lay.addWidget(accept_cancel(self, Button.Save))
 
     def values(self) -> LoadDefaults:
         def opt(spin: QSpinBox) -> int | None:

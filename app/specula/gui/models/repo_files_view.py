@@ -10,21 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from PySide6.QtCore import (
-    QAbstractTableModel,
-    QModelIndex,
-    QPersistentModelIndex,
-    Qt,
-    QTimer,
-)
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 
 from specula.core.gguf.model_info import ModelInfo
 from specula.core.hub.client import RemoteModel
 from specula.core.pairing.badges import READING, Badge, FileBadges, error_badge, human_size
 from specula.gui.models.badge_delegate import BADGE_ROLE, BadgeDelegate
+from specula.gui.models.row_table import ROW_ROLE, RowTableModel
 
-FILE_ROLE = Qt.ItemDataRole.UserRole + 1
+FILE_ROLE = ROW_ROLE
 COLUMNS = ("File", "Size", "Quant", "Fit", "Pairing")
 FIT_COL, PAIR_COL = 3, 4
 
@@ -51,10 +46,12 @@ class FileRow:
         return name
 
 
-class RepoFilesModel(QAbstractTableModel):
+class RepoFilesModel(RowTableModel):
+    columns = COLUMNS
+    rows: list[FileRow]  # type: ignore[assignment]
+
     def __init__(self, parent: object = None) -> None:
-        super().__init__(parent)  # type: ignore[arg-type]
-        self.rows: list[FileRow] = []
+        super().__init__(parent)
         self.loaded_name = ""  # the loaded target the compatibility column compares with
         self.spinner_frame = 0
         self._spin = QTimer(self)
@@ -62,9 +59,7 @@ class RepoFilesModel(QAbstractTableModel):
         self._spin.timeout.connect(self._tick)
 
     def set_models(self, models: list[RemoteModel], local: set[str] | None = None) -> None:
-        self.beginResetModel()
-        self.rows = [FileRow(m, local=m.filename in (local or set())) for m in models]
-        self.endResetModel()
+        self.set_rows([FileRow(m, local=m.filename in (local or set())) for m in models])
         self._update_spinner()
 
     def row_for(self, filename: str) -> int:
@@ -111,22 +106,14 @@ class RepoFilesModel(QAbstractTableModel):
                                   [BADGE_ROLE])
 
     # -- Qt model -------------------------------------------------------------------
-    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self.rows)
-
-    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(COLUMNS)
-
     def headerData(self, section: int, orientation: Qt.Orientation,
                    role: int = Qt.ItemDataRole.DisplayRole) -> object:
-        if orientation != Qt.Orientation.Horizontal:
-            return None
-        if role == Qt.ItemDataRole.DisplayRole:
-            return COLUMNS[section]
-        if role == Qt.ItemDataRole.ToolTipRole and section == PAIR_COL:
+        if orientation != Qt.Orientation.Horizontal or role != Qt.ItemDataRole.ToolTipRole:
+            return super().headerData(section, orientation, role)
+        if section == PAIR_COL:
             return (f"Compatibility with {self.loaded_name}, the loaded target" if self.loaded_name
                     else "No target is loaded")
-        if role == Qt.ItemDataRole.ToolTipRole and section == FIT_COL:
+        if section == FIT_COL:
             return ("Fit on this machine at the chosen context length: as the draft of the "
                     "loaded target when it would draft for it, else as the target with the "
                     "loaded draft")
@@ -144,14 +131,7 @@ class RepoFilesModel(QAbstractTableModel):
             return READING
         return row.badges.fit if col == FIT_COL else row.badges.pair
 
-    def data(self, index: QModelIndex | QPersistentModelIndex,
-             role: int = Qt.ItemDataRole.DisplayRole) -> object:
-        if not index.isValid():
-            return None
-        row = self.rows[index.row()]
-        col = index.column()
-        if role == FILE_ROLE:
-            return row
+    def cell(self, row: FileRow, col: int, role: int) -> object:  # type: ignore[override]
         if col in (FIT_COL, PAIR_COL):
             badge = self.badge(row, col)
             if role == BADGE_ROLE:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import Qt
 
 from specula.core.hub.client import RepoSummary
 from specula.core.pairing.badges import human_count
-from specula.gui.models.row_table import RowTableModel
+from specula.gui.models.row_table import ROW_ROLE, RowTableModel
 
-REPO_ROLE = Qt.ItemDataRole.UserRole + 1
+REPO_ROLE = ROW_ROLE
 COLUMNS = ("Repository", "Downloads", "Likes", "Updated")
 
 
@@ -22,14 +22,7 @@ class SearchResultsModel(RowTableModel):
     def set_results(self, results: list[RepoSummary]) -> None:
         self.set_rows(results)
 
-    def data(self, index: QModelIndex | QPersistentModelIndex,
-             role: int = Qt.ItemDataRole.DisplayRole) -> object:
-        if not index.isValid():
-            return None
-        r = self.results[index.row()]
-        col = index.column()
-        if role == REPO_ROLE:
-            return r
+    def cell(self, r: RepoSummary, col: int, role: int) -> object:  # type: ignore[override]
         if role == Qt.ItemDataRole.DisplayRole:
             if col == 0:
                 return r.repo_id

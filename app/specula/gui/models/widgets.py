@@ -48,18 +48,6 @@ def side_list(name: str, parent: QWidget) -> QListWidget:
     return view
 
 
-def page_layout(page: QWidget, title: str) -> tuple[QVBoxLayout, QHBoxLayout]:
-    """A page's outer layout and its header row, which starts with the page title."""
-    outer = QVBoxLayout(page)
-    outer.setContentsMargins(24, 16, 24, 16)
-    head = QHBoxLayout()
-    label = QLabel(title, page)
-    label.setObjectName("PageTitle")
-    head.addWidget(label)
-    outer.addLayout(head)
-    return outer, head
-
-
 def search_box(placeholder: str, parent: QWidget) -> QLineEdit:
     """A line edit for searching or filtering, with a clear button."""
     box = QLineEdit(parent)

@@ -17,7 +17,7 @@ The live panel and the footer under a finished reply both format
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from specula.core.engine.stats import GenerationStats
 
@@ -26,7 +26,9 @@ MIN_RATE_TOKENS = 8  # ... and at least this many tokens after the first one
 CHART_WINDOW_S = 1.0  # the chart's rolling rate looks back this far, and far enough
 # to hold MIN_RATE_TOKENS tokens (or to the first token)
 CHART_MIN_DRAFTED = 8  # a window's acceptance is drawn once it holds this many drafted tokens
-PAUSED_AFTER_STEPS = 8  # this many plain steps in a row in adaptive mode = "paused"
+# A stored reply's footer reads this many plain steps in a row in adaptive mode as
+# "paused"; the live panel says "paused" only with the policy's verdict (``with_pause``).
+PAUSED_AFTER_STEPS = 8
 EPS_S = 1e-9  # float slack when comparing measured intervals with the thresholds
 DASH = "—"
 PAUSED_TEXT = "drafting paused: it is slower than plain on this machine"
@@ -139,6 +141,12 @@ def figures(stats: GenerationStats) -> LiveFigures:
         mode=stats.mode,
         paused=paused,
     )
+
+
+def with_pause(f: LiveFigures, paused: bool) -> LiveFigures:
+    """``f`` saying drafting is paused exactly when the adaptive policy's verdict says so
+    (what the chat header shows), not as a run of plain steps suggests."""
+    return f if f.paused == paused else replace(f, paused=paused)
 
 
 def figures_from_dict(d: dict[str, object]) -> LiveFigures:

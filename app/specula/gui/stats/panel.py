@@ -16,6 +16,7 @@ from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QVBoxLayout, QWidget
 
 from specula.core.engine.stats import GenerationStats
+from specula.core.engine.verdict import PolicyVerdict
 from specula.gui.engine_worker import ReplyBatch
 from specula.gui.stats import live_stats as ls
 from specula.gui.stats.chart import RateChart
@@ -74,6 +75,7 @@ class StatsPanel(QFrame):
         self.live = ls.LiveStats()
         self.stats: GenerationStats | None = None
         self.figures: ls.LiveFigures | None = None
+        self.paused = False  # the adaptive verdict the chat header shows says "paused"
         self.backend = ""
         self.n_threads = 0
         self._dirty = False
@@ -87,6 +89,11 @@ class StatsPanel(QFrame):
     def set_engine(self, backend: str, n_threads: int) -> None:
         self.backend, self.n_threads = backend, n_threads
         self._dirty = True
+
+    def set_pause(self, verdict: PolicyVerdict | None) -> None:
+        """The header's verdict (None: it states no pause); the note says the same."""
+        self.paused = verdict is not None and verdict.paused
+        self.refresh()
 
     def start_reply(self) -> None:
         self.live.clear()
@@ -120,7 +127,8 @@ class StatsPanel(QFrame):
         v["backend"].setText(self.backend or ls.DASH)
         v["threads"].setText(str(self.n_threads) if self.n_threads else ls.DASH)
         self.chart.set_points(self.live.chart)
-        f = self.figures = self.live.figures(self.stats)
+        f = self.live.figures(self.stats)
+        f = self.figures = ls.with_pause(f, self.paused) if f is not None else None
         if f is None:
             self.big.setText(ls.DASH)
             self.sub.setText("tokens per second")

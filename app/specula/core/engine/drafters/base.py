@@ -9,16 +9,19 @@ talks to this protocol: it never asks what a drafter is.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from specula.core.engine.drafters.proposal import DraftRequest, DraftSource, Proposal
+from specula.core.engine.drafters.proposal import DraftRequest, Proposal
+from specula.core.engine.events import TokenOrigin
+from specula.core.engine.grammar.compile import GrammarError
+from specula.core.engine.grammar.state import GrammarState
 from specula.core.engine.sampling import topk
 from specula.core.engine.sampling.rules import F32, AcceptanceRule
 
 
 class Drafter(Protocol):
-    source: DraftSource
+    source: TokenOrigin
 
     @property
     def available(self) -> bool:
@@ -59,6 +62,28 @@ def keep_short_draft(n_drafted: int, draft_min: int, rule: AcceptanceRule) -> bo
     if n_drafted == 0 or n_drafted >= draft_min:
         return True
     return rule is AcceptanceRule.REJECTION  # sample-and-match, like coupled, ignores q
+
+
+ChainStep = Callable[[Proposal, DraftRequest, int, GrammarState | None], None]
+
+
+def draft_chain_under_grammar(prop: Proposal, req: DraftRequest, k: int,
+                              draft_chain: ChainStep) -> Proposal:
+    """Run a chain drafter's ``draft_chain(prop, req, k, grammar)`` along its own clone of
+    the reply's grammar (closed on every exit), then keep the chain only if it is long
+    enough to pay (``keep_short_draft``, looked up here at call time). A drafter that
+    finds no token the grammar admits proposes what it has."""
+    g = req.grammar.clone() if req.grammar is not None else None
+    try:
+        draft_chain(prop, req, k, g)
+    except GrammarError:
+        pass
+    finally:
+        if g is not None:
+            g.close()
+    if not keep_short_draft(len(prop), req.draft_min, req.params.acceptance_rule):
+        prop.truncate(0)
+    return prop
 
 
 def softmax_stats(logits: F32, *, shared: bool = False) -> tuple[int, float, float]:

@@ -7,10 +7,11 @@ good guess, and verifying them costs one target batch. The prompt holds every
 earlier turn of the chat, so this covers the whole conversation. Where it finds
 nothing better than a single-token match, the target's persistent n-gram cache
 (``ngram_cache.py``) is asked, as llama.cpp's lookup falls back from its context
-cache to its dynamic one. Both are one source (``DraftSource.LOOKUP``), weighed by
+cache to its dynamic one. Both are one source (``TokenOrigin.LOOKUP``), weighed by
 the same cost model; the match length a proposal reports tells them apart
 (``CACHE_MATCH + n`` for the cache), so the adaptive policy learns their
-acceptance separately.
+acceptance separately, and the tokens the cache made are ``TokenOrigin.NGRAM_CACHE``
+(``Proposal.token_source``).
 """
 
 from __future__ import annotations
@@ -23,16 +24,16 @@ from specula.core.engine.drafters.proposal import (
     CACHE_MATCH,
     EXTENT_BUCKETS,
     DraftRequest,
-    DraftSource,
     Proposal,
 )
+from specula.core.engine.events import TokenOrigin
 
 
 class LookupDrafter:
     """n-gram prompt lookup (llama.cpp's ngram-simple) over the conversation, then the
     target's n-gram cache (llama.cpp's ngram-cache, dynamic level); a deterministic proposal."""
 
-    source = DraftSource.LOOKUP
+    source = TokenOrigin.LOOKUP
     available = True
     stopped = ""
 

@@ -18,10 +18,12 @@ import numpy as np
 
 from specula.core.engine.drafters import base  # patch points, looked up at call time
 from specula.core.engine.drafters.base import softmax_stats
-from specula.core.engine.drafters.proposal import DraftRequest, DraftSource, Proposal
+from specula.core.engine.drafters.proposal import DraftRequest, Proposal
+from specula.core.engine.events import TokenOrigin
 from specula.core.engine.grammar import state as grammar
-from specula.core.engine.native.kv import ANCHOR, CutFailed, KVCache
-from specula.core.engine.native.llama import Context, ContextFull, DecodeError
+from specula.core.engine.native.context import Context
+from specula.core.engine.native.kv import ANCHOR, CutFailed, KVCache, KVHolder
+from specula.core.engine.native.llama import ContextFull, DecodeError
 from specula.core.engine.sampling import rules as sampling
 from specula.core.engine.sampling import topk
 
@@ -32,7 +34,7 @@ from specula.core.engine.sampling import topk
 STEP_FEED = 2
 
 
-class DraftModel:
+class DraftModel(KVHolder):
     """A draft model's context, mirrored, shared by the chain and the tree drafters."""
 
     def __init__(self, ctx: Context, n_target_vocab: int) -> None:
@@ -42,14 +44,6 @@ class DraftModel:
         self.n_target_vocab = n_target_vocab
         self.stopped = ""
         self._owed = STEP_FEED  # what the draft's own last step left it to feed
-
-    @property
-    def ctx(self) -> Context:
-        return self.kv.ctx
-
-    @property
-    def cache(self) -> list[int]:
-        return self.kv.tokens
 
     def reset(self) -> None:
         self.kv.clear()
@@ -137,7 +131,7 @@ class ModelDrafter:
     """What the drafters over one draft model share: its state and the bookkeeping
     after a step. Subclasses implement ``propose``."""
 
-    source = DraftSource.NONE
+    source = TokenOrigin.TARGET
 
     def __init__(self, model: DraftModel) -> None:
         self.model = model
@@ -180,7 +174,7 @@ class ModelDrafter:
 class ChainDrafter(ModelDrafter):
     """The draft model proposes a chain, token by token."""
 
-    source = DraftSource.CHAIN
+    source = TokenOrigin.CHAIN
 
     def propose(self, req: DraftRequest) -> Proposal:
         prop = Proposal(source=self.source)
@@ -189,17 +183,7 @@ class ChainDrafter(ModelDrafter):
         k = min(req.k, dm.kv.n_ctx - len(committed) + 1)  # the draft's own window
         if not self._start_step(prop, committed, k):
             return prop
-        g = req.grammar.clone() if req.grammar is not None else None  # along the proposal
-        try:
-            self._draft_chain(prop, req, k, g)
-        except grammar.GrammarError:
-            pass  # the draft found no token the grammar admits: propose what it has
-        finally:
-            if g is not None:
-                g.close()
-        if not base.keep_short_draft(len(prop), req.draft_min, req.params.acceptance_rule):
-            prop.truncate(0)
-        return prop
+        return base.draft_chain_under_grammar(prop, req, k, self._draft_chain)
 
     def _draft_chain(self, prop: Proposal, req: DraftRequest, k: int,
                      g: grammar.GrammarState | None) -> None:

@@ -34,12 +34,13 @@ import numpy as np
 
 from specula.core.engine.drafters import base  # patch points, looked up at call time
 from specula.core.engine.drafters.model import ChainDrafter, DraftModel
-from specula.core.engine.drafters.proposal import DraftRequest, DraftSource, Proposal
-from specula.core.engine.grammar import state as grammar
+from specula.core.engine.drafters.proposal import DraftRequest, Proposal
+from specula.core.engine.events import TokenOrigin
 from specula.core.engine.native import mtp as mtp_native
 from specula.core.engine.native.batch import Batch
-from specula.core.engine.native.kv import common_prefix
-from specula.core.engine.native.llama import Context, ContextFull, DecodeError, Model
+from specula.core.engine.native.context import Context
+from specula.core.engine.native.llama import ContextFull, DecodeError, Model
+from specula.core.engine.native.prefix import common_prefix
 
 F32 = mtp_native.F32
 # Target rows waiting to be fed are fed at once past this many (a prompt, a run of plain
@@ -272,7 +273,7 @@ class MTPHead(DraftModel):
 class MTPDrafter(ChainDrafter):
     """A chain from the target's MTP head; verified like any draft."""
 
-    source = DraftSource.MTP
+    source = TokenOrigin.MTP
 
     def __init__(self, head: MTPHead) -> None:
         super().__init__(head)
@@ -290,17 +291,7 @@ class MTPDrafter(ChainDrafter):
         prop.n_decodes = 1
         if not self.available or fed == 0:
             return prop
-        g = req.grammar.clone() if req.grammar is not None else None
-        try:
-            self._draft_chain(prop, req, k, g)
-        except grammar.GrammarError:
-            pass
-        finally:
-            if g is not None:
-                g.close()
-        if not base.keep_short_draft(len(prop), req.draft_min, req.params.acceptance_rule):
-            prop.truncate(0)
-        return prop
+        return base.draft_chain_under_grammar(prop, req, k, self._draft_chain)
 
     def accept(self, committed: Sequence[int], n_accepted: int) -> None:
         self.head.drop_rejected(committed)

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from specula.core.engine.events import Source
+from specula.core.engine.events import TokenOrigin
 from specula.core.engine.sampling.rules import F32, AcceptanceRule, SamplingParams
 from specula.core.engine.stats import StepShape
 
@@ -38,50 +37,10 @@ def long_copy(code: int, ngram_max: int = 4) -> bool:
     return ngram_max < code < CACHE_MATCH
 
 
-class DraftSource(str, Enum):
-    """Where a step's proposal comes from (what a policy plans, what a drafter is).
-
-    The engine's three words for "where from", and how they map (this enum is the one
-    place that maps them):
-
-    ==============  ====================  =====================  ==================
-    ``DraftSource``  ``token_source``      ``Proposal.shape``     saved / on the wire
-    (a step's plan)  (an emitted token:    (what a step           (values unchanged)
-                     ``events.Source``)    verified: ``StepShape``)
-    ==============  ====================  =====================  ==================
-    ``NONE``         ``TARGET``            ``PLAIN``              ``"none"``
-    ``CHAIN``        ``DRAFT``             ``CHAIN``              ``"draft"``
-    ``TREE``         ``DRAFT``             ``TREE``               ``"tree"``
-    ``LOOKUP``       ``LOOKUP``            ``CHAIN``              ``"lookup"``
-    ``MTP``          ``MTP``               ``CHAIN``              ``"mtp"``
-    ==============  ====================  =====================  ==================
-
-    A drafted token the target rejects is replaced by the target's own (``Source.TARGET``);
-    an empty proposal verifies as ``PLAIN`` whatever its source. ``DraftSource`` values
-    key the adaptive policy's saved acceptance tables and ``StepRecord.source``;
-    ``Source`` values reach the GUI's token colours (``gui/chat/render.py``) and the CLI's. A
-    relaxed (lossy) acceptance keeps the proposal's ``Source`` and is flagged apart.
-    """
-
-    NONE = "none"  # a plain target step
-    CHAIN = "draft"  # the draft model, a chain
-    TREE = "tree"  # the draft model, a token tree
-    LOOKUP = "lookup"  # prompt lookup, then the target's n-gram cache (no model)
-    MTP = "mtp"  # the target's own MTP (NextN) layers, a chain
-
-    @property
-    def token_source(self) -> Source:
-        """The ``Source`` of a token accepted from a proposal of this kind."""
-        return _TOKEN_SOURCE[self]
-
-
-_TOKEN_SOURCE = {
-    DraftSource.NONE: Source.TARGET,
-    DraftSource.CHAIN: Source.DRAFT,
-    DraftSource.TREE: Source.DRAFT,
-    DraftSource.LOOKUP: Source.LOOKUP,
-    DraftSource.MTP: Source.MTP,
-}
+# The drafter a plan asks for and a proposal comes from: the same enum as a token's
+# origin (its docstring says which members a plan uses). This second name is kept for
+# the policies that still spell it so.
+DraftSource = TokenOrigin
 
 
 KeepRule = Callable[[int, float, float], tuple[bool, bool]]
@@ -121,7 +80,7 @@ class Proposal:
     entropies: list[float] = field(default_factory=list)
     draft_s: float = 0.0  # time in the draft's llama_decode
     host_s: float = 0.0  # the drafter's time outside llama_decode (set by the generator)
-    source: DraftSource = DraftSource.NONE
+    source: TokenOrigin = TokenOrigin.TARGET  # the drafter asked (TARGET: none)
     match_len: int = 0  # lookup: length of the matched n-gram
     n_decodes: int = 0  # draft llama_decode calls this step
     catchup: int = 0  # tokens the draft had to catch up on before drafting
@@ -132,13 +91,16 @@ class Proposal:
         return len(self.tokens)
 
     @property
-    def token_source(self) -> Source:
-        """The ``Source`` of an accepted token of this proposal (see :class:`DraftSource`)."""
-        return self.source.token_source
+    def token_source(self) -> TokenOrigin:
+        """The origin of an accepted token of this proposal: its drafter's, but for a
+        lookup the n-gram cache made (its match code says so)."""
+        if self.source is TokenOrigin.LOOKUP and self.match_len >= CACHE_MATCH:
+            return TokenOrigin.NGRAM_CACHE
+        return self.source
 
     @property
     def shape(self) -> StepShape:
-        """What verifying this proposal is (see :class:`DraftSource`)."""
+        """What verifying this proposal is: a plain step, a chain or a tree."""
         if not self.tokens:
             return StepShape.PLAIN
         return StepShape.TREE if self.tree is not None else StepShape.CHAIN

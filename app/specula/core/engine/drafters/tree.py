@@ -24,11 +24,11 @@ import numpy as np
 from specula.core.engine.drafters.model import DraftModel, ModelDrafter
 from specula.core.engine.drafters.proposal import (
     DraftRequest,
-    DraftSource,
     Proposal,
     TokenTree,
     TreeNode,
 )
+from specula.core.engine.events import TokenOrigin
 from specula.core.engine.grammar import state as grammar
 from specula.core.engine.native.batch import Batch
 from specula.core.engine.native.llama import ContextFull, DecodeError
@@ -65,7 +65,7 @@ def _top_allowed(logits: np.ndarray, width: int,
 class TreeDrafter(ModelDrafter):
     """The draft model proposes a token tree."""
 
-    source = DraftSource.TREE
+    source = TokenOrigin.TREE
     min_cum = 0.01  # nodes less likely than this (along their path) are not worth a cell
 
     def __init__(self, model: DraftModel) -> None:

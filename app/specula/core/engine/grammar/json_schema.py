@@ -27,6 +27,22 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from specula.core.engine.grammar.json_schema_keywords import (
+    ALWAYS_OK,
+    ANNOTATIONS,
+    ARRAY_KW,
+    BASE_RULES,
+    COMBINATORS,
+    EMPTY,
+    FIXED_EXPANSION,
+    OBJECT_KW,
+    STRING_KW,
+    SUPPORTED,
+    TYPES,
+    json_type_of,
+    natural,
+    pointer,
+)
 from specula.core.engine.grammar.json_schema_limits import (
     MAX_ALTERNATIVES,
     MAX_ENUM,
@@ -38,104 +54,17 @@ from specula.core.engine.grammar.json_schema_limits import (
 )
 from specula.core.engine.grammar.json_schema_pattern import PatternCompiler, gbnf_literal
 
-# One JSON string character: raw where JSON allows it (no control character, DEL,
-# surrogate, or code point llama.cpp decodes past U+10FFFF), or an escape whose \u is
-# not a surrogate (a pair would count as one character, a lone one is not text).
-# llama.cpp judges an unfinished UTF-8 sequence by the span of code points it could
-# still become, and a negated class refuses it when any excluded code point lies in
-# that span: so U+D000-U+D7FF (lead byte ED, like the surrogates) and plane 16 (lead
-# byte F4, like U+110000 on) are admitted by positive classes of their own. Then a lone
-# lead byte is admitted exactly when a token starting with it can be, which the
-# full-vocabulary prefilter (grammar_prefilter.py) relies on.
-_RULES = {
-    "space": '| " " | "\\n" [ \\t]{0,20}',
-    "char": ('[^"\\\\\\x7F\\x00-\\x1F\\uD000-\\uDFFF\\U00100000-\\U003FFFFF] '
-             '| [\\uD000-\\uD7FF] | [\\U00100000-\\U0010FFFF] | "\\\\" (["\\\\/bfnrt] | "u" hex4)'),
-    "hex4": "[0-9a-cA-CefEF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2}",
-    "string": '"\\"" char* "\\"" space',
-    "integral-part": "[0] | [1-9] [0-9]{0,15}",
-    "integer": '"-"? integral-part space',
-    "number": '"-"? integral-part ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,16})? space',
-    "boolean": '("true" | "false") space',
-    "null": '"null" space',
-    "value": "object | array | string | number | boolean | null",
-    "object": ('"{" space (string ":" space value ("," space string ":" space value)*)? '
-               '"}" space'),
-    "array": '"[" space (value ("," space value)*)? "]" space',
-}
-EMPTY = '""'  # the empty sequence
-_FIXED_EXPANSION = 20 + 3 + 2 + 15 + 32  # the {m,n} of the rules above
-
-TYPES = ("string", "number", "integer", "boolean", "null", "object", "array")
-ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$schema",
-                         "$comment", "deprecated", "readOnly", "writeOnly"})
-_STRING_KW = ("minLength", "maxLength", "pattern")
-_OBJECT_KW = ("properties", "required", "additionalProperties")
-_ARRAY_KW = ("items", "prefixItems", "minItems", "maxItems")
-_COMBINATORS = ("anyOf", "oneOf", "allOf")
-SUPPORTED = frozenset({"type", "enum", "const", "$ref", "$defs", "definitions",
-                       *_STRING_KW, *_OBJECT_KW, *_ARRAY_KW, *_COMBINATORS})
-_ALWAYS_OK = ANNOTATIONS | {"$defs", "definitions"}
-
-
-def json_type_of(value: Any) -> set[str]:
-    """The JSON Schema types ``value`` is an instance of (as the validators decide)."""
-    if value is None:
-        return {"null"}
-    if isinstance(value, bool):
-        return {"boolean"}
-    if isinstance(value, int):
-        return {"integer", "number"}
-    if isinstance(value, float):
-        return {"integer", "number"} if value.is_integer() else {"number"}
-    if isinstance(value, str):
-        return {"string"}
-    if isinstance(value, list):
-        return {"array"}
-    return {"object"}
-
-
-def _natural(schema: dict[str, Any], key: str, where: str) -> int | None:
-    value = schema.get(key)
-    if value is None:
-        return None
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise SchemaError(key, where, f"must be a non-negative integer, not {value!r}")
-    return value
-
-
-def _pointer(root: Any, ref: str, where: str) -> Any:
-    if not ref.startswith("#"):
-        raise SchemaError("$ref", where, f"only references inside the schema ('#...') are "
-                          f"supported, not {ref!r}")
-    node = root
-    if ref in ("#", "#/"):
-        return node
-    if not ref.startswith("#/"):
-        raise SchemaError("$ref", where, f"{ref!r} is not a JSON pointer ('#/$defs/name')")
-    for part in ref[2:].split("/"):
-        part = part.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            raise SchemaError("$ref", where, f"{ref!r} points at nothing in the schema")
-    return node
-
 
 class _Converter:
     def __init__(self, root: Any) -> None:
         self.root = root
-        self.rules: dict[str, str] = dict(_RULES)
-        self._names: dict[str, str] = {body: name for name, body in _RULES.items()}
+        self.rules: dict[str, str] = dict(BASE_RULES)
+        self._names: dict[str, str] = {body: name for name, body in BASE_RULES.items()}
         self._refs: dict[str, str] = {}
         self._n = 0
         self._chars = 0
         self.budget = Budget()
-        self.budget.used = _FIXED_EXPANSION
+        self.budget.used = FIXED_EXPANSION
         self.patterns = PatternCompiler(self.add, self.budget, "char")
 
     # -- rules -------------------------------------------------------------------------
@@ -178,10 +107,10 @@ class _Converter:
             if key not in SUPPORTED and key not in ANNOTATIONS and not (key == "$id" and where == "#"):
                 raise SchemaError(key, where, "this keyword is not supported by constrained "
                                   "decoding; remove it or enforce it after generation")
-        structural = [k for k in schema if k not in _ALWAYS_OK]
+        structural = [k for k in schema if k not in ALWAYS_OK]
         if "$ref" in schema:
             return self._ref(schema, structural, where, depth)
-        for key in _COMBINATORS:
+        for key in COMBINATORS:
             if key in schema:
                 return self._combinator(schema, key, structural, where, depth)
         if "enum" in schema or "const" in schema:
@@ -201,7 +130,7 @@ class _Converter:
             raise SchemaError("$ref", where, "must be a string")
         name = self._refs.get(ref)
         if name is None:
-            target = _pointer(self.root, ref, where)
+            target = pointer(self.root, ref, where)
             self._n += 1
             name = self._refs[ref] = f"ref-{self._n}"
             self.rules[name] = "value"  # a placeholder while the target is converted
@@ -244,7 +173,7 @@ class _Converter:
             return set(TYPES) if schema is not False else set()
         if isinstance(schema.get("$ref"), str):
             try:
-                return self._types(_pointer(self.root, schema["$ref"], ""), depth + 1)
+                return self._types(pointer(self.root, schema["$ref"], ""), depth + 1)
             except SchemaError:
                 return set(TYPES)
         if "const" in schema:
@@ -302,8 +231,8 @@ class _Converter:
         if "type" in schema:
             types = self._type_list(schema, where)
         else:  # no type: the family its keywords name (a subset of "any"), else any value
-            families = [t for t, kws in (("string", _STRING_KW), ("object", _OBJECT_KW),
-                                         ("array", _ARRAY_KW)) if any(k in schema for k in kws)]
+            families = [t for t, kws in (("string", STRING_KW), ("object", OBJECT_KW),
+                                         ("array", ARRAY_KW)) if any(k in schema for k in kws)]
             if len(families) != 1:
                 families = list(TYPES)
             types = families
@@ -324,8 +253,8 @@ class _Converter:
         return t  # number, integer, boolean, null: fixed rules
 
     def _string(self, schema: dict[str, Any], where: str) -> str:
-        lo = _natural(schema, "minLength", where)
-        hi = _natural(schema, "maxLength", where)
+        lo = natural(schema, "minLength", where)
+        hi = natural(schema, "maxLength", where)
         pattern = schema.get("pattern")
         if pattern is not None:
             if not isinstance(pattern, str):
@@ -401,8 +330,8 @@ class _Converter:
         if isinstance(items, list):
             raise SchemaError("items", where, "a list of schemas is draft-07's tuple form; use "
                               "'prefixItems'")
-        lo = _natural(schema, "minItems", where) or 0
-        hi = _natural(schema, "maxItems", where)
+        lo = natural(schema, "minItems", where) or 0
+        hi = natural(schema, "maxItems", where)
         if hi is not None and hi < lo:
             raise SchemaError("maxItems", where, f"{hi} is below minItems {lo}: no array meets both")
         for key, bound in (("minItems", lo), ("maxItems", hi)):

@@ -16,7 +16,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from specula.core.engine.native.llama import LoadError, ensure_backend
+from specula.core.engine.native.backend import ensure_backend
+from specula.core.engine.native.llama import LoadError
 
 # enum ggml_backend_dev_type
 DEVICE_TYPES = {0: "cpu", 1: "gpu", 2: "igpu", 3: "accel", 4: "meta"}

@@ -39,74 +39,19 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
 from typing import NoReturn
 
 from specula.core.cancel import Cancelled
 from specula.core.engine.native.batch import Batch
-from specula.core.engine.native.llama import Context, ContextFull
+from specula.core.engine.native.checkpoints import Checkpoint, KVCosts
+from specula.core.engine.native.context import Context
+from specula.core.engine.native.llama import ContextFull
+from specula.core.engine.native.prefix import common_prefix, span
 
 
 class CutFailed(RuntimeError):
     """The KV cache could not be cut back exactly: continuing would decode on a state
     the mirror does not describe, so the reply stops with this message."""
-
-
-def common_prefix(a: Sequence[int], b: Sequence[int], start: int = 0) -> int:
-    """Length of the longest common prefix, given that the first ``start`` items agree
-    (they are not compared again). The rest is compared as slices at C speed (one
-    comparison, then chunks of 64 and the first unequal chunk item by item when they
-    differ): the work is proportional to ``len - start``, not to the whole sequence."""
-    n = min(len(a), len(b))
-    i = min(max(start, 0), n)
-    if _span(a, i, n) == _span(b, i, n):
-        return n
-    while i + 64 <= n and _span(a, i, i + 64) == _span(b, i, i + 64):
-        i += 64
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
-
-
-def _span(x: Sequence[int], i: int, j: int) -> list[int]:
-    """``x[i:j]`` as a list (a list's slice already is one; a tuple's or an array's is not
-    equal to a list however alike)."""
-    part = x[i:j]
-    return part if isinstance(part, list) else list(part)
-
-
-@dataclass
-class KVCosts:
-    """What keeping a recurrent or hybrid cache exact cost, over the mirror's life (all 0
-    on attention memory). Subtract two copies for a reply's share."""
-
-    checkpoints: int = 0  # states saved
-    checkpoint_bytes: int = 0  # bytes copied into them, all together
-    checkpoint_s: float = 0.0  # seconds copying them (host time)
-    restores: int = 0  # states put back by a cut
-    restore_s: float = 0.0
-    # Tokens the cache held and decodes again: replayed by a cut (replay_s: those decodes),
-    # or dropped by a rewind to a checkpoint for the caller's next feed (timed there).
-    replayed: int = 0
-    replay_s: float = 0.0
-    from_scratch: int = 0  # cuts that found no checkpoint and replayed from position 0
-
-    def copy(self) -> KVCosts:
-        return KVCosts(**{f.name: getattr(self, f.name) for f in fields(self)})
-
-    def since(self, before: KVCosts) -> KVCosts:
-        return KVCosts(**{f.name: getattr(self, f.name) - getattr(before, f.name)
-                          for f in fields(self)})
-
-
-class _Checkpoint:
-    """Sequence 0's recurrent state after its first ``n`` tokens, in a buffer reused
-    from one save to the next (the state's size does not change)."""
-
-    def __init__(self) -> None:
-        self.n = -1  # -1: holds nothing
-        self.size = 0
-        self.buf: ctypes.Array[ctypes.c_uint8] | None = None
 
 
 ANCHOR, STEP = "anchor", "step"
@@ -124,7 +69,7 @@ class KVCache:
         self._ref: Sequence[int] | None = None
         self._agreed = 0
         self.exact_cut = ctx.memory.cuts_exactly
-        self._ckpts = {ANCHOR: _Checkpoint(), STEP: _Checkpoint()}
+        self._ckpts = {ANCHOR: Checkpoint(), STEP: Checkpoint()}
         self.costs = KVCosts()
 
     def __len__(self) -> int:
@@ -334,7 +279,7 @@ class KVCache:
 
     def _still_agrees(self, start: int, tokens: Sequence[int]) -> None:
         if self._ref is not None and self._agreed == start \
-                and _span(self._ref, start, start + len(tokens)) == _span(tokens, 0, len(tokens)):
+                and span(self._ref, start, start + len(tokens)) == span(tokens, 0, len(tokens)):
             self._agreed += len(tokens)  # fed from the sequence it agreed with: still agrees
 
     def _decode_chunks(self, tokens: Sequence[int], outputs: str, cancel: threading.Event | None) -> float:
@@ -449,3 +394,19 @@ class KVCache:
 
     def close(self) -> None:
         self._batch.close()
+
+
+class KVHolder:
+    """Something that owns one KV mirror (``kv``: the target's generator, the draft
+    model): its context and the tokens its cache holds, read through the mirror."""
+
+    kv: KVCache
+
+    @property
+    def ctx(self) -> Context:
+        return self.kv.ctx
+
+    @property
+    def cache(self) -> list[int]:
+        """The tokens the cache holds (sequence 0)."""
+        return self.kv.tokens

@@ -24,15 +24,9 @@ import llama_cpp as L
 import numpy as np
 import numpy.typing as npt
 
+from specula.core.engine.native.context import Context
 from specula.core.engine.native.handle import NativeHandle
-from specula.core.engine.native.llama import (
-    Context,
-    ContextFull,
-    DecodeError,
-    LoadError,
-    MemoryKind,
-    Model,
-)
+from specula.core.engine.native.llama import ContextFull, DecodeError, LoadError, MemoryKind, Model
 from specula.core.gguf.memory_kind import MTP_ARCHS
 
 F32 = npt.NDArray[np.float32]

@@ -86,8 +86,9 @@ class AdaptivePolicy:
                  allow_draft: bool = True) -> None:
         self.cfg = cfg
         self.allow_draft = allow_draft
-        # MTP is the target's own head: mtp_choice.py puts it in the draft's place
-        self.wants = frozenset(DraftSource) - {DraftSource.NONE, DraftSource.MTP}
+        # the drafters it plans with (MTP is the target's own head: mtp_choice.py puts it
+        # in the draft's place; the n-gram cache answers through lookup)
+        self.wants = frozenset({DraftSource.CHAIN, DraftSource.TREE, DraftSource.LOOKUP})
         if not allow_draft:
             self.name = "lookup"  # prompt lookup alone, with the same cost model
             self.wants = frozenset({DraftSource.LOOKUP})

@@ -21,15 +21,15 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from specula.core.engine.config import SpecConfig
-from specula.core.engine.drafters.proposal import DraftSource
+from specula.core.engine.events import TokenOrigin
 from specula.core.engine.stats import StepRecord
 
-DRAFT_MODEL_SOURCES = frozenset({DraftSource.CHAIN, DraftSource.TREE})
+DRAFT_MODEL_SOURCES = frozenset({TokenOrigin.CHAIN, TokenOrigin.TREE})
 
 
 @dataclass
 class Plan:
-    source: DraftSource  # NONE: a plain step
+    source: TokenOrigin  # NONE: a plain step
     k: int  # at most this many tokens (a tree: its node budget)
     lookup_tokens: list[int] | None = None
 
@@ -37,21 +37,21 @@ class Plan:
 @dataclass
 class PlanInput:
     room: int  # tokens that may still be drafted (context and max_tokens)
-    available: frozenset[DraftSource]  # the drafters that can propose now
+    available: frozenset[TokenOrigin]  # the drafters that can propose now
     lookup_tokens: list[int] = field(default_factory=list)  # what lookup would propose
     lookup_match: int = 0  # its n-gram length
     draft_lag: int = 1  # tokens the draft must be fed before it can propose
 
     @property
     def has_draft(self) -> bool:
-        return DraftSource.CHAIN in self.available
+        return TokenOrigin.CHAIN in self.available
 
 
 @dataclass
 class Outcome:
     """What a step taught: per drafted token its confidence and whether it was accepted."""
 
-    source: DraftSource
+    source: TokenOrigin
     top_probs: list[float]
     entropies: list[float]
     n_accepted: int
@@ -61,7 +61,7 @@ class Outcome:
 
 class DraftPolicy(Protocol):
     name: str  # the mode's name, for the statistics
-    wants: frozenset[DraftSource]  # the drafters this policy may plan with
+    wants: frozenset[TokenOrigin]  # the drafters this policy may plan with
 
     @property
     def reads_confidence(self) -> bool:
@@ -89,7 +89,7 @@ class StaticPolicy:
     """A policy that learns nothing: the fixed modes share these defaults."""
 
     name = "static"
-    wants: frozenset[DraftSource] = frozenset()
+    wants: frozenset[TokenOrigin] = frozenset()
     sync_at_prefill = False
 
     def __init__(self, cfg: SpecConfig | None = None) -> None:
@@ -100,7 +100,7 @@ class StaticPolicy:
         return False  # keep_drafting keeps everything; observe learns nothing
 
     def plan(self, inp: PlanInput) -> Plan:
-        return Plan(DraftSource.NONE, 0)
+        return Plan(TokenOrigin.TARGET, 0)
 
     def keep_drafting(self, i: int, p_top: float, entropy: float) -> tuple[bool, bool]:
         return True, True
@@ -125,12 +125,12 @@ class ChainPolicy(StaticPolicy):
     """Always draft ``draft_max`` tokens with the draft model, cut short below ``p_min``."""
 
     name = "chain"
-    wants = frozenset({DraftSource.CHAIN})
+    wants = frozenset({TokenOrigin.CHAIN})
     sync_at_prefill = True
 
     def plan(self, inp: PlanInput) -> Plan:
         k = min(self.cfg.draft_max, inp.room)
-        return Plan(DraftSource.CHAIN, k) if k > 0 and inp.has_draft else Plan(DraftSource.NONE, 0)
+        return Plan(TokenOrigin.CHAIN, k) if k > 0 and inp.has_draft else Plan(TokenOrigin.TARGET, 0)
 
     @property
     def reads_confidence(self) -> bool:
@@ -146,10 +146,10 @@ class TreePolicy(StaticPolicy):
     """Always draft a token tree of ``tree_budget`` nodes, ``tree_width`` children per node."""
 
     name = "tree"
-    wants = frozenset({DraftSource.TREE})
+    wants = frozenset({TokenOrigin.TREE})
     sync_at_prefill = True
 
     def plan(self, inp: PlanInput) -> Plan:
-        if inp.room <= 0 or DraftSource.TREE not in inp.available:
-            return Plan(DraftSource.NONE, 0)
-        return Plan(DraftSource.TREE, self.cfg.tree_budget)
+        if inp.room <= 0 or TokenOrigin.TREE not in inp.available:
+            return Plan(TokenOrigin.TARGET, 0)
+        return Plan(TokenOrigin.TREE, self.cfg.tree_budget)

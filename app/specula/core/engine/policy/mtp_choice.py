@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from specula.core.engine.config import SpecConfig
-from specula.core.engine.drafters.proposal import DraftSource
+from specula.core.engine.events import TokenOrigin
 from specula.core.engine.policy.fixed import ChainPolicy, DraftPolicy, Outcome, Plan, PlanInput
 
 # An MTP head is trained to predict one token ahead; chained on its own rows its
@@ -32,13 +32,13 @@ class MTPPolicy(ChainPolicy):
     """Mode ``mtp``: draft up to ``min(draft_max, MTP_DRAFT_MAX)`` tokens with the head."""
 
     name = "mtp"
-    wants = frozenset({DraftSource.MTP})
+    wants = frozenset({TokenOrigin.MTP})
 
     def plan(self, inp: PlanInput) -> Plan:
         k = min(self.cfg.draft_max, MTP_DRAFT_MAX, inp.room)
-        if k > 0 and DraftSource.MTP in inp.available:
-            return Plan(DraftSource.MTP, k)
-        return Plan(DraftSource.NONE, 0)
+        if k > 0 and TokenOrigin.MTP in inp.available:
+            return Plan(TokenOrigin.MTP, k)
+        return Plan(TokenOrigin.TARGET, 0)
 
 
 class MTPAsDraft:
@@ -47,7 +47,7 @@ class MTPAsDraft:
     def __init__(self, inner: DraftPolicy) -> None:
         self.inner = inner
         self.name = inner.name
-        self.wants = frozenset({DraftSource.MTP}) | (inner.wants & {DraftSource.LOOKUP})
+        self.wants = frozenset({TokenOrigin.MTP}) | (inner.wants & {TokenOrigin.LOOKUP})
 
     @property
     def cfg(self) -> SpecConfig:
@@ -63,20 +63,20 @@ class MTPAsDraft:
         return self.inner.reads_confidence
 
     def plan(self, inp: PlanInput) -> Plan:
-        avail = set(inp.available) - {DraftSource.CHAIN, DraftSource.TREE, DraftSource.MTP}
-        if DraftSource.MTP in inp.available:
-            avail.add(DraftSource.CHAIN)  # the inner policy's draft is the head (chains only)
+        avail = set(inp.available) - {TokenOrigin.CHAIN, TokenOrigin.TREE, TokenOrigin.MTP}
+        if TokenOrigin.MTP in inp.available:
+            avail.add(TokenOrigin.CHAIN)  # the inner policy's draft is the head (chains only)
         plan = self.inner.plan(replace(inp, available=frozenset(avail)))
-        if plan.source is DraftSource.CHAIN:
-            return Plan(DraftSource.MTP, min(plan.k, MTP_DRAFT_MAX))
+        if plan.source is TokenOrigin.CHAIN:
+            return Plan(TokenOrigin.MTP, min(plan.k, MTP_DRAFT_MAX))
         return plan
 
     def keep_drafting(self, i: int, p_top: float, entropy: float) -> tuple[bool, bool]:
         return self.inner.keep_drafting(i, p_top, entropy)
 
     def observe(self, outcome: Outcome) -> None:
-        if outcome.source is DraftSource.MTP:
-            outcome = replace(outcome, source=DraftSource.CHAIN)
+        if outcome.source is TokenOrigin.MTP:
+            outcome = replace(outcome, source=TokenOrigin.CHAIN)
         self.inner.observe(outcome)
 
     def sync_draft_at_prefill(self) -> bool:
@@ -95,7 +95,7 @@ class RateChooser:
         self.arms = arms
         self.rate: dict[str, float] = {}  # tokens per second of each arm's replies (EWMA)
         self.current = next(iter(arms))
-        self.wants: frozenset[DraftSource] = frozenset()  # the current arm's (per reply)
+        self.wants: frozenset[TokenOrigin] = frozenset()  # the current arm's (per reply)
         self.replies = 0
         self._tokens = 0
         self._seconds = 0.0

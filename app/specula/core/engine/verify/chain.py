@@ -12,22 +12,22 @@ import numpy as np
 
 from specula.core.engine.config import SpecConfig
 from specula.core.engine.drafters.proposal import Proposal
-from specula.core.engine.events import Source
-from specula.core.engine.native.llama import Context
+from specula.core.engine.events import TokenOrigin
+from specula.core.engine.native.context import Context
 from specula.core.engine.sampling import rules as sampling
 from specula.core.engine.sampling import topk
-from specula.core.engine.verify.reply import Reply
+from specula.core.engine.verify.reply import ReplySampling
 from specula.core.engine.verify.result import NewToken, TokenLogprobs, VerifyResult
 
 _REJECTION = sampling.AcceptanceRule.REJECTION
 
 
 def accept_chain(
-    ctx: Context, prop: Proposal, committed: list[int], reply: Reply,
+    ctx: Context, prop: Proposal, committed: list[int], reply: ReplySampling,
     gaps: list[float] | None = None, first: int = 0,
 ) -> VerifyResult:
     """Walk the verified chain: the new tokens with their logprobs, the accepted draft
-    tokens m, of which relaxed.
+    tokens m (a relaxed acceptance's origin is ``RELAXED``).
 
     ``ctx`` holds the verify decode's outputs: row i the target's logits after the
     pending token and the first i drafted tokens. New tokens are the accepted proposals
@@ -35,13 +35,12 @@ def accept_chain(
     bonus after the last). ``gaps``: when a list, the target's top-2 logit gap at every
     position walked is appended (the benchmark explains greedy divergences with it).
     ``first``: the batch index of the pending token (kept tokens decoded again may
-    come before it on recurrent memory, see Generator._verify_chain).
+    come before it on recurrent memory, see loop/target_verify.py).
     """
     new: list[NewToken] = []
     lps: list[TokenLogprobs | None] = []
     src = prop.token_source
     spec, params, rule = reply.spec, reply.params, reply.rule
-    n_relaxed = 0
     history = sampling.penalty_window(committed, params)  # the penalty's window, not the chat
     for i, d in enumerate(prop.tokens):
         logits = ctx.logits(first + i)
@@ -57,21 +56,20 @@ def accept_chain(
             ok = y == d
         if ok:
             lps.append(reply.took(logits, d))
-            new.append((d, src, prop.token_probs[i], False))
+            new.append((d, src, prop.token_probs[i]))
             if history:
                 history.append(d)
             continue
         if (spec.lossy and (reply.grammar is None or reply.grammar.allows(d))
                 and relaxed_accepts(logits, d, prop.token_probs[i], spec)):
             lps.append(reply.took(logits, d))
-            new.append((d, src, prop.token_probs[i], True))
-            n_relaxed += 1
+            new.append((d, TokenOrigin.RELAXED, prop.token_probs[i]))
             if history:
                 history.append(d)
             continue
         lps.append(reply.took(logits, y))
-        new.append((y, Source.TARGET, None, False))
-        return VerifyResult(tuple(new), tuple(lps), rule, len(new) - 1, n_relaxed)
+        new.append((y, TokenOrigin.TARGET, None))
+        return VerifyResult(tuple(new), tuple(lps), rule, len(new) - 1)
     logits = ctx.logits(first + len(prop))
     if gaps is not None:
         gaps.append(topk.top2_gap(logits))
@@ -81,8 +79,8 @@ def accept_chain(
     else:
         y = reply.choose(logits, history, len(committed) + len(prop))
     lps.append(reply.took(logits, y))
-    new.append((y, Source.TARGET, None, False))
-    return VerifyResult(tuple(new), tuple(lps), rule, len(new) - 1, n_relaxed)
+    new.append((y, TokenOrigin.TARGET, None))
+    return VerifyResult(tuple(new), tuple(lps), rule, len(new) - 1)
 
 
 def relaxed_accepts(logits: np.ndarray, token: int, draft_prob: float | None, spec: SpecConfig) -> bool:

@@ -20,8 +20,9 @@ from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.engine.verify.result import TokenLogprobs
 
 
-class Reply:
-    """What one reply's choices depend on: the settings and the resolved seed."""
+class ReplySampling:
+    """One reply's sampling state: its settings, resolved seed, random generator and
+    grammar, from which the target's own token and its distribution p are decided."""
 
     def __init__(self, params: SamplingParams, spec: SpecConfig, seed: int) -> None:
         self.params = params

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specula.core.engine.events import Source
+from specula.core.engine.events import TokenOrigin
 from specula.core.engine.sampling.rules import AcceptanceRule
 
-NewToken = tuple[int, Source, float | None, bool]  # token, source, draft probability, relaxed
+NewToken = tuple[int, TokenOrigin, float | None]  # token, where it came from, draft probability
 TokenLogprobs = tuple[float, list[tuple[int, float]]]  # the token's logprob, the n best
 
 
@@ -26,23 +26,28 @@ class VerifyResult:
     ``logprobs``: one per token, same order; ``None`` entries when the request asked for
     none. ``rule``: the rule that judged the draft tokens (a tree under rejection sampling
     is walked by sample-and-match). ``accepted``: draft tokens kept, ``relaxed`` of them
-    by the lossy rules.
+    by the lossy rules (their origin says ``RELAXED``).
     """
 
     tokens: tuple[NewToken, ...]
     logprobs: tuple[TokenLogprobs | None, ...]
     rule: AcceptanceRule
     accepted: int
-    relaxed: int = 0
 
     def __post_init__(self) -> None:
         if not self.tokens:
             raise ValueError("a verification emits at least the target's own token")
         if len(self.logprobs) != len(self.tokens):
             raise ValueError(f"{len(self.logprobs)} logprobs for {len(self.tokens)} tokens")
-        if self.accepted != len(self.tokens) - 1 or not 0 <= self.relaxed <= self.accepted:
-            raise ValueError(f"accepted={self.accepted}, relaxed={self.relaxed} "
-                             f"do not fit {len(self.tokens)} tokens")
+        if self.accepted != len(self.tokens) - 1:
+            raise ValueError(f"accepted={self.accepted} does not fit {len(self.tokens)} tokens")
+        if self.tokens[-1][1] is not TokenOrigin.TARGET:
+            raise ValueError("a verification ends with a token of the target's own")
+
+    @property
+    def relaxed(self) -> int:
+        """Draft tokens kept only by the lossy relaxed rule."""
+        return sum(1 for _t, origin, _p in self.tokens if origin is TokenOrigin.RELAXED)
 
     @property
     def bonus(self) -> int:

@@ -11,18 +11,18 @@ cannot decode a tree at all (the generator gives it chains).
 
 from __future__ import annotations
 
-from specula.core.engine.drafters.proposal import DraftSource, TokenTree
-from specula.core.engine.events import Source
+from specula.core.engine.drafters.proposal import TokenTree
+from specula.core.engine.events import TokenOrigin
 from specula.core.engine.native.batch import Batch
 from specula.core.engine.native.kv import CutFailed, KVCache
 from specula.core.engine.sampling import rules as sampling
 from specula.core.engine.sampling import topk
-from specula.core.engine.verify.reply import Reply
+from specula.core.engine.verify.reply import ReplySampling
 from specula.core.engine.verify.result import NewToken, TokenLogprobs, VerifyResult
 
 
 def verify_tree(
-    kv: KVCache, batch: Batch, tree: TokenTree, committed: list[int], reply: Reply,
+    kv: KVCache, batch: Batch, tree: TokenTree, committed: list[int], reply: ReplySampling,
     gaps: list[float] | None = None,
 ) -> tuple[float, VerifyResult]:
     """(verify seconds, the walk's result: new tokens, their logprobs, accepted tree
@@ -65,9 +65,9 @@ def verify_tree(
             child = next((c for c in tree.children_of(cur) if tree.nodes[c].token == y), None)
             lps.append(reply.took(logits, y))
             if child is None:
-                new.append((y, Source.TARGET, None, False))
+                new.append((y, TokenOrigin.TARGET, None))
                 break
-            new.append((y, DraftSource.TREE.token_source, tree.nodes[child].prob, False))
+            new.append((y, TokenOrigin.TREE, tree.nodes[child].prob))
             if history:
                 history.append(y)
             path.append(child)

@@ -1,0 +1,57 @@
+"""What a finished reply stores, worked out without Qt (gui/chat/finished_reply.py)."""
+
+from __future__ import annotations
+
+import copy
+
+from specula.core.chat.conversations import Message
+from specula.gui.chat.finished_reply import finish, shown_version, stored_meta
+
+
+def stored(content: str, meta: dict[str, object]) -> Message:
+    return Message(id=7, conversation_id=1, position=3, role="assistant", content=content,
+                   created=0.0, meta=meta)
+
+
+def test_a_continued_reply_is_one_reply_its_parts_added_up() -> None:
+    first = stored("Once upon", {"stats": {"tokens": 2, "total_s": 1.0, "ttft_s": 0.5},
+                                 "stop_reason": "length", "token_ids": [11, 12]})
+    reply = finish(" a time", [13, 14, 15], {"tokens": 3, "total_s": 2.0, "ttft_s": 0.25},
+                   "eos", continuing=first)
+    assert reply.text == "Once upon a time"
+    assert reply.token_ids == [11, 12, 13, 14, 15]
+    assert reply.stats["tokens"] == 5 and reply.stats["total_s"] == 3.0
+    assert reply.stats["ttft_s"] == 0.5  # the reply began with its first part
+    assert "5 tokens" in reply.footer and not reply.can_continue  # it ended at eos
+
+
+def test_a_cut_reply_may_go_on_and_its_message_follows_the_footer() -> None:
+    reply = finish("abc", [1, 2], {"tokens": 2}, "length", message="Context full soon.")
+    assert reply.can_continue
+    assert reply.footer.endswith("\nContext full soon.")
+    assert not finish("abc", [], {"tokens": 0}, "length").can_continue  # no ids to go on from
+
+
+def test_a_regenerated_reply_is_shown_after_the_earlier_versions() -> None:
+    earlier = [{"content": "one"}, {"content": "two"}]
+    reply = finish("three", [3], {"tokens": 1}, "eos")
+    meta = stored_meta(reply, [["three", "target", 0]], earlier=earlier)
+    assert [v["content"] for v in meta["versions"]] == ["one", "two", "three"]
+    assert shown_version(meta) == (2, 3)
+    assert meta["token_ids"] == [3] and meta["tokens"] == [["three", "target", 0]]
+
+
+def test_continuing_rewrites_the_shown_version_and_leaves_the_stored_message_alone() -> None:
+    old_meta = {"versions": [{"content": "a"}, {"content": "b"}], "version": 0,
+                "stats": {"tokens": 1}, "stop_reason": "length", "token_ids": [1]}
+    old = stored("a", old_meta)
+    before = copy.deepcopy(old.meta)
+    reply = finish("+", [2], {"tokens": 1}, "eos", continuing=old)
+    meta = stored_meta(reply, [], continuing=old)
+    assert [v["content"] for v in meta["versions"]] == ["a+", "b"]
+    assert shown_version(meta) == (0, 2)
+    assert old.meta == before
+
+
+def test_a_reply_never_regenerated_is_version_one_of_one() -> None:
+    assert shown_version({}) == (0, 1)
