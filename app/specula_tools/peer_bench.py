@@ -4,9 +4,14 @@
         --target T.gguf --draft D.gguf --threads 1 --max-tokens 96 --repeat 3 \\
         --modes plain,adaptive,chain:3 --peer-draft-max 3,8 [--prompts FILE] [--limit 4]
 
+    python -m specula_tools.peer_bench --llama-server PATH/llama-server \\
+        --target T-with-MTP.gguf --modes plain,mtp,adaptive --peer-draft-max "" --peer-mtp-max 1,3
+
 Starts llama-server without a draft, llama-server with the draft once per
 ``--peer-draft-max`` (``-md D --spec-type draft-simple --spec-draft-n-max K``:
-``-md`` alone loads the draft but enables no drafter), and one ``specula serve``
+``-md`` alone loads the draft but enables no drafter), llama-server drafting with
+the target's own MTP layers once per ``--peer-mtp-max`` (``--spec-type draft-mtp``),
+and one ``specula serve``
 whose mode is chosen per request. Every server answers the same streamed chat
 request for each prompt, sides rotating from prompt to prompt (greedy; each timed
 request follows an untimed one-token request with another prompt, so no side
@@ -137,13 +142,18 @@ def _specula_modes(text: str) -> list[tuple[str, dict[str, object]]]:
     out = []
     for item in [m.strip() for m in text.split(",") if m.strip()]:
         mode, _, k = item.partition(":")
-        if mode not in ("plain", "adaptive", "chain", "tree", "lookup"):
+        if mode not in ("plain", "adaptive", "chain", "tree", "lookup", "mtp"):
             raise ValueError(f"unknown Specula mode {mode!r}")
         field: dict[str, object] = {"mode": mode}
         if k:
             field["draft_max"] = int(k)
         out.append((f"specula {item}", {"specula": field}))
     return out
+
+
+def _ints(text: str) -> list[int]:
+    """'3,8' -> [3, 8]; '' -> []."""
+    return [int(x) for x in text.split(",") if x.strip()]
 
 
 def build_sides(a: argparse.Namespace, log_dir: Path) -> tuple[list[Side], list[Server]]:
@@ -157,11 +167,18 @@ def build_sides(a: argparse.Namespace, log_dir: Path) -> tuple[list[Side], list[
     peer = Server(PEER_PLAIN, [a.llama_server, *common], log_dir=log_dir)
     servers.append(peer)
     sides.append(Side(PEER_PLAIN, peer, {"cache_prompt": True}))
-    for k in [int(x) for x in a.peer_draft_max.split(",") if x.strip()]:
+    for k in _ints(a.peer_draft_max) if a.draft else []:
         name = f"llama-server draft:{k}"
         srv = Server(name, [a.llama_server, *common, "-md", a.draft, "--spec-type", "draft-simple",
                             "--spec-draft-n-max", str(k), "-ngld", str(a.draft_gpu_layers),
                             "-td", threads], log_dir=log_dir)
+        servers.append(srv)
+        sides.append(Side(name, srv, {"cache_prompt": True}))
+    for k in _ints(a.peer_mtp_max):
+        # the target's own MTP (NextN) layers as the draft: no -md
+        name = f"llama-server mtp:{k}"
+        srv = Server(name, [a.llama_server, *common, "--spec-type", "draft-mtp",
+                            "--spec-draft-n-max", str(k)], log_dir=log_dir)
         servers.append(srv)
         sides.append(Side(name, srv, {"cache_prompt": True}))
     env = {"SPECULA_HOME": a.specula_home or tempfile.mkdtemp(prefix="specula-peer-")}
@@ -175,8 +192,8 @@ def build_sides(a: argparse.Namespace, log_dir: Path) -> tuple[list[Side], list[
         boot = ("from specula.core.engine.drafters.ngram_store import NgramStore; "
                 "NgramStore.learn_reply = lambda self, tokens: None; " + boot)
     spec = Server("specula", [sys.executable, "-c", boot,
-                              "serve", "--model", a.target, "--draft", a.draft, "--threads", threads,
-                              "--ctx", str(a.ctx), "--gpu-layers", str(a.gpu_layers),
+                              "serve", "--model", a.target, *(["--draft", a.draft] if a.draft else []),
+                              "--threads", threads, "--ctx", str(a.ctx), "--gpu-layers", str(a.gpu_layers),
                               "--draft-gpu-layers", str(a.draft_gpu_layers)], env=env, log_dir=log_dir)
     servers.append(spec)
     for name, extra in _specula_modes(a.modes):
@@ -188,13 +205,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--llama-server", required=True, help="path to llama.cpp's llama-server binary")
     ap.add_argument("--target", required=True)
-    ap.add_argument("--draft", required=True)
+    ap.add_argument("--draft", help="the draft model (none: only the target's MTP layers can draft)")
     ap.add_argument("--prompts", help="JSONL prompts (default: the packaged suite)")
     ap.add_argument("--ids", help="only these prompt ids (comma-separated)")
     ap.add_argument("--limit", type=int, help="only the first N prompts")
     ap.add_argument("--modes", default="plain,adaptive,chain:3", help="Specula's sides")
     ap.add_argument("--peer-draft-max", default="3,8",
                     help="llama-server draft settings (--spec-draft-n-max), one server each")
+    ap.add_argument("--peer-mtp-max", default="",
+                    help="llama-server MTP settings (--spec-type draft-mtp --spec-draft-n-max K), "
+                         "one server each; needs a target with MTP (NextN) layers")
     ap.add_argument("--max-tokens", type=int, default=96)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
@@ -211,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--logs", help="folder for the servers' logs (default: a temporary one)")
     a = ap.parse_args(argv)
     for path in (a.llama_server, a.target, a.draft):
-        if not Path(path).exists():
+        if path is not None and not Path(path).exists():
             ap.error(f"{path} does not exist")
     try:
         prompts = load_prompts(a.prompts)

@@ -37,6 +37,7 @@ def test_a_specula_stream_gives_its_specula_statistics() -> None:
                                                            "drafted": 10, "accepted": 9}})
     run = read_stream(lines, 0.0, iter([0.5, 1.0, 1.1]), "specula adaptive", "p", 0)
     assert (run.tokens, run.decode_tok_s, run.drafted, run.accepted) == (50, 20.0, 10, 9)
+    assert run.detail == {"tokens": 50, "tokens_per_s": 20.0, "drafted": 10, "accepted": 9}
 
 
 def test_a_stream_without_timings_is_refused() -> None:
@@ -58,13 +59,31 @@ def test_the_table_takes_medians_over_repeats_and_ratios_per_prompt() -> None:
     ]
     (row,) = rows(runs)
     assert row.decode[PEER_PLAIN] == 11.0  # median of 10, 12, 11
-    assert row.ratio("specula adaptive") == pytest.approx(19.8 / 11.0)
+    assert row.ratio("specula adaptive") == pytest.approx(19.8 / 10.0)  # within repeat 0, its only one
     assert row.best("llama-server draft") == ("llama-server draft:8", 18.0)
     assert row.identical == {PEER_PLAIN: True, "llama-server draft:3": True, "llama-server draft:8": True,
                              "specula chain:3": True, "specula chain:6": True, "specula plain": True,
                              "specula adaptive": False}
     text = format_table([row], [PEER_PLAIN, "specula adaptive"])
-    assert "1.80x)" in text and "*" in text  # 19.8 / 11, and the differing text marked
+    assert "1.98x)" in text and "*" in text  # 19.8 / 10 (repeat 0), and the differing text marked
     assert "adaptive / llama-server's best draft setting: median 1.10x" in text  # 19.8 / 18
     assert "adaptive / the best fixed chain: median 0.90x" in text  # 19.8 / 22
     assert "adaptive / specula plain: median 1.98x" in text
+
+
+def test_ratios_pair_the_runs_of_one_repeat() -> None:
+    """A busy minute slows every side of a repeat: ratios are taken within each repeat,
+    then their median; a ratio of medians would mix repeats (here 0.96x, a loss only
+    one repeat showed)."""
+    rates = {  # repeat -> (adaptive, chain:3): adaptive ahead in every repeat
+        0: (6.0, 5.5), 1: (8.0, 7.5), 2: (7.2, 9.0 * 7.2 / 8.4),
+    }
+    runs = [PeerRun(PEER_PLAIN, "p", r, "t", 96, 5.0, 0.1, 5.0) for r in rates]
+    for r, (a, c) in rates.items():
+        runs += [PeerRun("specula adaptive", "p", r, "t", 96, a, 0.1, 5.0, 10, 8),
+                 PeerRun("specula chain:3", "p", r, "t", 96, c, 0.1, 5.0, 10, 8)]
+    (row,) = rows(runs)
+    by_hand = sorted([6.0 / 5.5, 8.0 / 7.5, 8.4 / 9.0])[1]  # the median of the three ratios
+    assert row.ratio("specula adaptive", "specula chain:3") == pytest.approx(by_hand)
+    assert by_hand > 1.0 > 7.2 / 7.5  # ... where the ratio of the medians says it trails
+    assert f"adaptive / the best fixed chain: median {by_hand:.2f}x" in format_table([row], [PEER_PLAIN])

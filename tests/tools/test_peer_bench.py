@@ -42,3 +42,29 @@ def test_every_side_answers_and_the_table_has_the_ratios(
     plain = {r["text"] for r in data["runs"] if r["side"] == "specula plain"}
     assert {r["text"] for r in spec} == plain  # greedy: Specula's modes give plain's text
     assert "adaptive / llama-server's best draft setting" in table
+
+
+def test_mtp_sides_run_without_a_draft_model(
+        families: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A target with MTP layers and no draft model: llama-server drafts with
+    ``--spec-type draft-mtp`` (no ``-md``: the stand-in refuses one), Specula's mtp mode
+    gives plain's text, and the table compares the two MTP sides."""
+    server = tmp_path / "llama-server"
+    server.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE} \"$@\"\n")
+    server.chmod(0o755)
+    out = tmp_path / "peer.json"
+    assert peer_bench.main([
+        "--llama-server", str(server), "--target", str(families["qwen35-mtp"]),
+        "--limit", "1", "--repeat", "1", "--max-tokens", "8", "--threads", "1",
+        "--modes", "plain,mtp", "--peer-mtp-max", "2", "--json", str(out),
+        "--logs", str(tmp_path / "logs")]) == 0
+    table = capsys.readouterr().out
+    data = json.loads(out.read_text())
+    assert {r["side"] for r in data["runs"]} == {"llama-server", "llama-server mtp:2",
+                                                 "specula plain", "specula mtp"}
+    (row,) = data["rows"]
+    assert row["decode"]["llama-server mtp:2"] == 12.0  # the stand-in: 10 + k when drafting
+    runs = {r["side"]: r for r in data["runs"]}
+    assert runs["specula mtp"]["text"] == runs["specula plain"]["text"]
+    assert runs["specula mtp"]["drafted"] > 0  # the MTP layers did draft
+    assert "specula mtp / llama-server's best mtp setting" in table

@@ -71,12 +71,32 @@ class Machine:
 # The real F16 pair (the 1.5B F16 target, the 0.5B Q4_K_M draft, one thread on this kind of
 # machine): seconds per verify of n tokens as its calibration at load measured them, and the
 # draft's agreement with the target on the 7 packaged code prompts, recorded by
-# docs/bench/adaptive/real_traces_collect.py (greedy; per position of plain's reply: whether
+# specula_tools.agreement_trace (greedy; per position of plain's reply: whether
 # the draft's token is the target's, the draft's top probability and entropy there).
 F16_VERIFY = {1: .119, 2: .192, 3: .189, 4: .208, 5: .220, 6: .246, 7: .265, 8: .333, 9: .356}
 F16 = Machine(verify=lambda n: F16_VERIFY.get(n, .356 + .03 * (n - 9)), draft=0.025,
               catchup_per_token=0.012, prompt=50, prompt_s=0.33)
 F16_TRACES = Path(__file__).resolve().parents[3] / "docs" / "bench" / "adaptive" / "real-traces-f16-code.json"
+
+
+# The same pair with llama.cpp's weight repacking off (as the peer benchmark runs it,
+# docs/peer-benchmark.md): the engine's calibration at load, pinned to one core with one
+# thread (specula_tools.adaptive_trace's first line, docs/lab/2026-12-02-peer-repeat3.md):
+# one big jump from 1 to 2 tokens, then nearly flat; the draft's catch-up of a 78-token
+# prompt took 0.67 s. The draft's agreement on the peer prompts (96 tokens of the target's
+# greedy reply each) recorded by specula_tools.agreement_trace.
+F16_NOREPACK_VERIFY = {1: .141, 2: .261, 3: .287, 4: .287, 5: .333, 6: .319, 7: .413, 8: .438,
+                       9: .441, 13: .595}
+F16_NOREPACK = Machine(
+    verify=lambda n: F16_NOREPACK_VERIFY.get(n, .441 + .0385 * (n - 9)),
+    draft=0.0356, catchup_per_token=0.0158, prompt=78, prompt_s=0.67)
+UNSEEN_TRACES = F16_TRACES.with_name("real-traces-f16-unseen.json")
+
+
+def unseen_traces() -> dict[str, dict[str, Any]]:
+    """prompt id -> {"ok": [...], "p_top": [...], "entropy": [...]} on the peer prompts."""
+    out: dict[str, dict[str, Any]] = json.loads(UNSEEN_TRACES.read_text())
+    return out
 
 
 def f16_traces() -> dict[str, dict[str, Any]]:

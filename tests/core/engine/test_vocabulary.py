@@ -12,8 +12,9 @@ import pytest
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.drafters.proposal import DraftSource, Proposal, TokenTree
 from specula.core.engine.events import TokenEvent, TokenOrigin
-from specula.core.engine.policy.adaptive import AdaptivePolicy, LookupPolicy
+from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.policy.fixed import ChainPolicy, PlainPolicy, TreePolicy
+from specula.core.engine.policy.lookup import LookupPolicy
 from specula.core.engine.policy.mtp_choice import MTPPolicy
 from specula.core.engine.sampling.rules import AcceptanceRule, Rule, SamplingParams
 from specula.core.engine.stats import StepShape

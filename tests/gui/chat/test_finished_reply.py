@@ -55,3 +55,20 @@ def test_continuing_rewrites_the_shown_version_and_leaves_the_stored_message_alo
 
 def test_a_reply_never_regenerated_is_version_one_of_one() -> None:
     assert shown_version({}) == (0, 1)
+
+
+def test_the_footer_says_paused_exactly_when_the_verdict_did() -> None:
+    """An adaptive reply that ended on 10 plain steps: the header states the policy's
+    verdict, and the footer (now, and reopened from the store) says the same; a message
+    stored before the verdict was kept still infers it from its last steps."""
+    from specula.gui.stats.footer import footer_text
+    from specula.gui.stats.live_stats import PAUSED_TEXT
+
+    stats = {"mode": "adaptive", "tokens": 40, "total_s": 4.0, "ttft_s": 0.5, "steps": 30,
+             "drafted": 30, "accepted": 25, "drafting_steps": 20, "plain_run": 10}
+    drafting = finish("x", [1], stats, "eos", paused=False)
+    assert PAUSED_TEXT not in drafting.footer  # a plain stretch, not a verdict
+    assert PAUSED_TEXT not in footer_text(stored_meta(drafting, [])["stats"])
+    paused = finish("x", [1], stats, "eos", paused=True)
+    assert PAUSED_TEXT in paused.footer and PAUSED_TEXT in footer_text(stored_meta(paused, [])["stats"])
+    assert PAUSED_TEXT in footer_text(stats)  # stored without a verdict: 10 plain steps at the end

@@ -4,8 +4,10 @@ per-prompt table with its ratios (``specula_tools.peer_bench`` runs the servers)
 Every side is a server answering the same streamed chat request, so decode speed
 is each server's own figure with one definition: tokens after the first over
 the time after the first (llama-server's ``timings.predicted_per_second``,
-Specula's ``specula.tokens_per_s``). TTFT and wall time are the client's. Ratios
-are taken per prompt within one run, then their median over repeats and prompts.
+Specula's ``specula.tokens_per_s``). TTFT and wall time are the client's. A ratio
+of two sides is taken within each repeat (the sides of a repeat run back to back),
+then its median over repeats; the best setting of a kind (llama-server's draft
+lengths, Specula's chains) is the one with the highest median rate.
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ class PeerRun:
     wall_s: float  # the client's: request sent -> stream closed
     drafted: int = 0
     accepted: int = 0
+    # the server's own statistics as it sent them (Specula's ``specula`` block: steps,
+    # drafting steps, per-position counters, draft and verify time; llama-server's
+    # ``timings``): kept in the JSON to tell afterwards how a side spent its time
+    detail: dict[str, object] = field(default_factory=dict)
 
     @property
     def acceptance(self) -> float | None:
@@ -78,6 +84,7 @@ def _num(d: object, key: str) -> float:
 
 def _run(side: str, prompt_id: str, repeat: int, text: str, stats: dict[str, object],
          sent: float, first: float | None, last: float) -> PeerRun:
+    detail = stats.get("specula", stats.get("timings"))
     if "specula" in stats:
         s = stats["specula"]
         tokens, rate = int(_num(s, "tokens")), _num(s, "tokens_per_s")
@@ -89,7 +96,8 @@ def _run(side: str, prompt_id: str, repeat: int, text: str, stats: dict[str, obj
     else:
         raise ValueError(f"{side}: the stream carried no timings (is this llama-server or specula serve?)")
     return PeerRun(side, prompt_id, repeat, text, tokens, rate,
-                   (first if first is not None else last) - sent, last - sent, drafted, accepted)
+                   (first if first is not None else last) - sent, last - sent, drafted, accepted,
+                   dict(detail) if isinstance(detail, dict) else {})
 
 
 @dataclass
@@ -102,8 +110,16 @@ class PeerRow:
     wall: dict[str, float] = field(default_factory=dict)
     acceptance: dict[str, float | None] = field(default_factory=dict)
     identical: dict[str, bool] = field(default_factory=dict)  # side -> same text as the reference
+    by_repeat: dict[str, dict[int, float]] = field(default_factory=dict)  # side -> repeat -> tok/s
 
     def ratio(self, side: str, over: str = PEER_PLAIN) -> float:
+        """``side``'s decode rate over ``over``'s: the median of the ratios within each
+        repeat both ran (a repeat's sides run back to back, so a slow minute of a busy
+        machine slows both sides of a ratio), else the ratio of the medians."""
+        mine, theirs = self.by_repeat.get(side, {}), self.by_repeat.get(over, {})
+        paired = [mine[r] / theirs[r] for r in mine.keys() & theirs.keys() if theirs[r] > 0]
+        if paired:
+            return float(statistics.median(paired))
         base = self.decode.get(over, 0.0)
         return self.decode.get(side, 0.0) / base if base > 0 else 0.0
 
@@ -131,6 +147,7 @@ def rows(runs: Sequence[PeerRun], reference: str = PEER_PLAIN) -> list[PeerRow]:
     for (pid, side), rs in by.items():
         row = out[pid]
         row.decode[side] = statistics.median(r.decode_tok_s for r in rs)
+        row.by_repeat[side] = {r.repeat: r.decode_tok_s for r in rs}
         row.ttft[side] = statistics.median(r.ttft_s for r in rs)
         row.wall[side] = statistics.median(r.wall_s for r in rs)
         drafted = sum(r.drafted for r in rs)
@@ -180,25 +197,25 @@ def verdict_lines(table: Sequence[PeerRow]) -> list[str]:
     for row in table:
         if "specula adaptive" not in row.decode:
             continue
-        a = row.decode["specula adaptive"]
         bits = []
-        peer = row.best("llama-server draft")
-        if peer:
-            cols["peer_draft"].append(a / peer[1])
-            bits.append(f"{a / peer[1]:.2f}x {peer[0]}")
-        chain = row.best("specula chain")
-        if chain:
-            cols["best_chain"].append(a / chain[1])
-            bits.append(f"{a / chain[1]:.2f}x {chain[0]}")
-        if row.decode.get("specula plain"):
-            cols["plain"].append(a / row.decode["specula plain"])
-            bits.append(f"{a / row.decode['specula plain']:.2f}x specula plain")
+        for key, other in (("peer_draft", row.best("llama-server draft")),
+                           ("best_chain", row.best("specula chain")),
+                           ("plain", ("specula plain", 0.0) if "specula plain" in row.decode else None)):
+            if other:
+                x = row.ratio("specula adaptive", other[0])
+                cols[key].append(x)
+                bits.append(f"{x:.2f}x {other[0]}")
         lines.append(f"  adaptive on {row.prompt_id}: " + ", ".join(bits))
     names = {"peer_draft": "llama-server's best draft setting", "best_chain": "the best fixed chain",
              "plain": "specula plain"}
     for key, xs in cols.items():
         if xs:
             lines.append(f"  adaptive / {names[key]}: median {_median(xs):.2f}x, min {min(xs):.2f}x")
+    mtp = [row.ratio("specula mtp", peer[0]) for row in table
+           if "specula mtp" in row.decode and (peer := row.best("llama-server mtp"))]
+    if mtp:
+        lines.append(f"  specula mtp / llama-server's best mtp setting: median {_median(mtp):.2f}x, "
+                     f"min {min(mtp):.2f}x")
     return lines
 
 

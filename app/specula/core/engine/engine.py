@@ -32,7 +32,7 @@ from specula.core.engine.native.context import Context
 from specula.core.engine.native.devices import add_rpc_servers, local_gpu_handles
 from specula.core.engine.native.llama import LoadError, Model
 from specula.core.engine.native.mtp import has_mtp_graph
-from specula.core.engine.policy.adaptive import AdaptivePolicy, LookupPolicy
+from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.policy.calibration import Calibration, measure
 from specula.core.engine.policy.fixed import (
     ChainPolicy,
@@ -40,6 +40,7 @@ from specula.core.engine.policy.fixed import (
     PlainPolicy,
     TreePolicy,
 )
+from specula.core.engine.policy.lookup import LookupPolicy
 from specula.core.engine.policy.mtp_choice import MTPAsDraft, MTPPolicy, RateChooser
 from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.engine.verdict import PolicyVerdict

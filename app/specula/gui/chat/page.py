@@ -311,7 +311,7 @@ class ChatPage(QWidget):
         widget, self.reply, self.reply_widget = self.reply_widget, None, None
         old = self._continuing
         reply = finish(done.text, done.token_ids, done.stats.to_dict(), done.stop_reason.value,
-                       done.message, old)
+                       done.message, old, paused=done.verdict is not None and done.verdict.paused)
         if widget is not None:
             widget.set_text(reply.text)
             widget.set_footer(reply.footer)

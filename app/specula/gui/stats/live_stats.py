@@ -150,7 +150,9 @@ def with_pause(f: LiveFigures, paused: bool) -> LiveFigures:
 
 
 def figures_from_dict(d: dict[str, object]) -> LiveFigures:
-    """Figures from a stored message's meta (``GenerationStats.to_dict``)."""
+    """Figures from a stored message's meta (``GenerationStats.to_dict``, with the adaptive
+    policy's verdict as ``"paused"``; a message stored without it infers the pause from
+    its last steps)."""
 
     def num(key: str) -> float:
         v = d.get(key, 0)
@@ -163,7 +165,8 @@ def figures_from_dict(d: dict[str, object]) -> LiveFigures:
         # a message stored before the count existed: every step counted as drafting
         drafting_steps=int(num("drafting_steps")) if "drafting_steps" in d else int(num("steps")),
     )
-    return figures(stats)
+    f = figures(stats)
+    return with_pause(f, d["paused"]) if isinstance(d.get("paused"), bool) else f
 
 
 # -- formatting shared by the panel and the footer -----------------------------

@@ -33,8 +33,6 @@ good. :meth:`AdaptivePolicy.verdict` states it; :meth:`clear_verdict` forgets it
 from __future__ import annotations
 
 import copy
-import statistics
-from collections import deque
 from pathlib import Path
 
 from specula.core.engine.config import SpecConfig
@@ -44,6 +42,8 @@ from specula.core.engine.policy.acceptance_model import AcceptanceModel
 from specula.core.engine.policy.calibration import Calibration
 from specula.core.engine.policy.cost_model import MEASURED, SHORT_FEED, CostModel, expected_tokens
 from specula.core.engine.policy.fixed import Outcome, Plan, PlanInput
+from specula.core.engine.policy.hindsight import Hindsight
+from specula.core.engine.policy.shapes import ShapeRates
 from specula.core.engine.stats import StepRecord
 from specula.core.engine.verdict import PolicyVerdict
 
@@ -57,9 +57,6 @@ MARGIN = 0.02  # expected gain over plain decoding needed before drafting (noisy
 COULD_PAY_MARGIN = 0.05  # gain at 100% acceptance a draft must offer before it is ever probed
 REFRESH_PLAIN = 128  # steps between plain steps that re-measure one-token decodes
 EXPLORE_SHARE = 0.05  # in a plain stretch, a draft probe may cost this share of its time
-TREE_TRIES = 2  # tree trials per session while its rate is unmeasured
-TREE_AFTER = 32  # chain steps in a session before a tree is tried (never in a first reply)
-TREE_RETRY = 64  # draft steps between re-trials of a tree measured slower than the chain
 # The share of steps prompt lookup serves (an edit that repeats the conversation: most),
 # followed over the session (COVER_FADE per step); a new session assumes COVER_PRIOR. A
 # one-time catch-up of the draft pays only over the steps it would then draft.
@@ -72,16 +69,6 @@ SUNK_SHARE = 0.1
 # conversation, or what lookup and plain steps emitted) plain steps run until what they lost against drafting reaches WAIT_SHARE
 # of its cost (ski rental): lookup may take over meanwhile, and then nothing is paid.
 WAIT_SHARE = 0.1
-# Hindsight: after each draft-model chain step, the tokens and seconds every chain length
-# j would have had on it (min(accepted, j) + 1 tokens; a step that accepted all it drafted
-# says j + 1 for longer j, optimistically), faded by HINDSIGHT_FADE per step (about the
-# last 1 / (1 - HINDSIGHT_FADE) steps weigh). A chain is capped one token past the length
-# that led over those steps: where the learnt depth rates promise more than this text
-# gives (a prompt harder than the ones before it), a long proposal stops costing more
-# than the short chain would have within a few steps, and a run of full acceptances
-# lifts the cap as fast.
-HINDSIGHT_FADE = 0.9
-HINDSIGHT_MAX = 16
 # Probes of lookup match lengths not judged yet are paid from a budget: what they lost
 # against plain decoding (their step time less a plain step per token they yielded) may
 # reach LOOKUP_EXPLORE of the session's step time, plus half a plain step to start with.
@@ -89,7 +76,6 @@ HINDSIGHT_MAX = 16
 # n-gram cache guessing) it loses its turn after a probe or two instead of one probe per
 # match length (the first reply of a compute-bound pair ran at 0.76x of plain that way).
 LOOKUP_EXPLORE = 0.01
-SHAPE_WINDOW = 5  # draft-model steps per shape whose median rate is the shape's rate
 
 
 class AdaptivePolicy:
@@ -100,8 +86,9 @@ class AdaptivePolicy:
                  allow_draft: bool = True) -> None:
         self.cfg = cfg
         self.allow_draft = allow_draft
-        # MTP is the target's own head: mtp_choice.py puts it in the draft's place
-        self.wants = frozenset(DraftSource) - {DraftSource.NONE, DraftSource.MTP}
+        # the drafters it plans with (MTP is the target's own head: mtp_choice.py puts it
+        # in the draft's place; the n-gram cache answers through lookup)
+        self.wants = frozenset({DraftSource.CHAIN, DraftSource.TREE, DraftSource.LOOKUP})
         if not allow_draft:
             self.name = "lookup"  # prompt lookup alone, with the same cost model
             self.wants = frozenset({DraftSource.LOOKUP})
@@ -111,7 +98,6 @@ class AdaptivePolicy:
         self.probe_every = PROBE_FIRST
         self.replies_since_probe = 0
         self.since_plain = 0
-        self.tree_tries = 0
         self._probe_left = 0
         self._lag = 1  # tokens the draft must be fed before it can draft
         self._room = 1  # tokens the reply may still draft (the plan's room)
@@ -120,16 +106,12 @@ class AdaptivePolicy:
         self.lookup_cover = COVER_PRIOR  # share of recent steps lookup served
         self._waited = 0.0  # seconds plain steps lost while a catch-up waited
         self._fresh = False  # the draft has not been fed this reply's prompt yet
-        # Measured tokens/s of draft-model steps by shape (chain "draft", "tree").
-        self.shape_rate: dict[str, float] = {}
-        self._shape_window: dict[str, deque[float]] = {}  # this session's step rates by shape
-        self.draft_steps = 0
+        self.shapes = ShapeRates()  # measured tokens/s of draft-model steps by shape (shapes.py)
         self._step: dict[str, float] = {}
         self.paused = False  # the last reply's judgement: drafting does not pay here
-        self.hind_tokens = [0.0] * (HINDSIGHT_MAX + 1)  # by chain length j (index 0 unused)
+        self.hindsight = Hindsight()  # what each chain length would have had on recent steps
         self._lookup_loss = 0.0  # seconds lookup probes lost against plain this session
         self._spent = 0.0  # seconds of every step this session
-        self.hind_s = [0.0] * (HINDSIGHT_MAX + 1)
         self._recheck_now = False  # the next reply probes whatever the costs say
         if state_path is not None:
             self.load(state_path)
@@ -201,6 +183,15 @@ class AdaptivePolicy:
                 best, best_k = rate, k
         return best, best_k
 
+    def _draft_pays_rate(self, k_max: int) -> float:
+        """The draft chain's rate that decides between drafting and not: the expected one,
+        or while the pair's acceptance rests on little evidence the rate at one standard
+        error above it (``AcceptanceModel.optimistic_rate``), so a few unlucky probe steps
+        do not stop drafting for the reply and the replies after it."""
+        rate, _ = self._draft_rate(k_max)
+        a = self.acc.optimistic_rate()
+        return rate if a is None else max(rate, self._draft_rate(k_max, a=a)[0])
+
     def _lookup_rate(self, inp: PlanInput, k_max: int, a: float | None = None) -> tuple[float, int]:
         """Best expected tokens/s of a lookup chain (and its length) at acceptance ``a``
         (default: what this match length has earned)."""
@@ -233,7 +224,7 @@ class AdaptivePolicy:
             if in_sync and (self.cost.draft is None or self._probe_left > 0):
                 self._probe_left = max(self._probe_left - 1, 0)
                 return self._decide(Plan(DraftSource.CHAIN, self._probe_k(k_max)), probe=True)
-            d_rate, _ = self._draft_rate(k_max)
+            d_rate = self._draft_pays_rate(k_max)
             k_new = self._unmeasured_k(k_max)
             if in_sync and k_new and d_rate > 0.6 * plain:
                 return self._decide(Plan(DraftSource.CHAIN, k_new), probe=True)
@@ -306,47 +297,37 @@ class AdaptivePolicy:
         return 0
 
     def _shape(self, inp: PlanInput, k_max: int, plain: float) -> Plan:
-        """Chain or tree: a tree only while its measured rate beats the chain's and plain
-        decoding's; it is tried (twice per session once the chain has run TREE_AFTER steps,
-        then every TREE_RETRY draft steps) only where its best case could beat them."""
+        """Chain or tree (``shapes.py``): a tree only while its measured rate beats the
+        chain's and plain decoding's, tried only where its best case could beat them."""
         chain = Plan(DraftSource.CHAIN, self.hindsight_cap(k_max))
         if self.cfg.tree_budget <= 1 or DraftSource.TREE not in inp.available:
             return chain
-        self.draft_steps += 1
-        c_rate, t_rate = self.shape_rate.get("draft"), self.shape_rate.get("tree")
-        if c_rate is None:
-            return chain
-        tree = Plan(DraftSource.TREE, self.cfg.tree_budget)
-        if t_rate is not None and t_rate > max(c_rate, plain) * (1.0 + MARGIN):
-            return tree
-        if self._tree_best_case(k_max) <= max(c_rate, plain):
-            return chain
-        if self.draft_steps < TREE_AFTER:
-            return chain
-        untried = t_rate is None and self.tree_tries < TREE_TRIES
-        if untried or (t_rate is not None and self.draft_steps % TREE_RETRY == 0):
-            self.tree_tries += 1
-            return tree
+        if self.shapes.wants_tree(plain, MARGIN, lambda: self._tree_best_case(k_max)):
+            return Plan(DraftSource.TREE, self.cfg.tree_budget)
         return chain
+
+    @property
+    def shape_rate(self) -> dict[str, float]:
+        """Measured tokens/s of draft-model steps by shape (``DraftSource`` values)."""
+        return self.shapes.rate
+
+    @shape_rate.setter
+    def shape_rate(self, rates: dict[str, float]) -> None:
+        self.shapes.rate = rates
+
+    @property
+    def draft_steps(self) -> int:
+        """Draft-model steps planned this session (trees wait for the chain to run a while)."""
+        return self.shapes.draft_steps
+
+    @draft_steps.setter
+    def draft_steps(self, n: int) -> None:
+        self.shapes.draft_steps = n
 
     def hindsight_cap(self, k_max: int) -> int:
         """At most one token past the chain length that would have done best over the
-        recent draft steps (k_max until a step has been seen)."""
-        best, best_j = 0.0, 0
-        for j in range(1, min(k_max, HINDSIGHT_MAX) + 1):
-            if self.hind_s[j] > 0:
-                rate = self.hind_tokens[j] / self.hind_s[j]
-                if rate > best:
-                    best, best_j = rate, j
-        return k_max if best_j == 0 else min(k_max, best_j + 1)
-
-    def _hindsight(self, drafted: int, accepted: int) -> None:
-        """Add one chain step to what each length would have had on it."""
-        t_d = self.cost.draft or 0.0
-        for j in range(1, HINDSIGHT_MAX + 1):
-            tokens = j + 1 if accepted >= drafted and j > drafted else min(accepted, j) + 1
-            self.hind_tokens[j] = HINDSIGHT_FADE * self.hind_tokens[j] + tokens
-            self.hind_s[j] = HINDSIGHT_FADE * self.hind_s[j] + j * t_d + self._v(j + 1)
+        recent draft steps (``hindsight.py``; k_max until a step has been seen)."""
+        return self.hindsight.cap(k_max)
 
     def _tree_best_case(self, depth: int) -> float:
         """Tokens/s of a tree were every level accepted: depth + 1 tokens for at least one
@@ -460,11 +441,11 @@ class AdaptivePolicy:
             self.since_plain = 0
         if outcome.source == DraftSource.CHAIN and rec.drafted:
             self.cost.observe_draft(rec.draft_decodes, rec.catchup, rec.draft_s)
-            self._hindsight(rec.drafted, outcome.n_accepted)
+            self.hindsight.observe(rec.drafted, outcome.n_accepted, self.cost.draft or 0.0, self._v)
             self.acc.observe(outcome.top_probs, outcome.entropies, outcome.n_accepted)
             if self._probe and self._probe_left == 0:
                 # the probe's last step: back off further if drafting still does not pay
-                d_rate, _ = self._draft_rate(self.cfg.draft_max)
+                d_rate = self._draft_pays_rate(self.cfg.draft_max)
                 v1 = self.cost.verify_time(1)
                 pays = v1 is not None and d_rate > 1.0 / v1
                 self.paused = self.paused and not pays
@@ -473,14 +454,8 @@ class AdaptivePolicy:
             self.acc.observe_lookup(outcome.lookup_match, rec.drafted, outcome.n_accepted)
 
     def _observe_shape(self, key: str, rate: float) -> None:
-        """A shape's rate is the median of its recent steps (the saved rate one vote among
-        them): one lucky tree step cannot make trees the default, and a tree that proposes
-        badly loses its turn after a step or two instead of a running average's ten."""
-        win = self._shape_window.setdefault(key, deque(maxlen=SHAPE_WINDOW))
-        if not win and key in self.shape_rate:
-            win.append(self.shape_rate[key])
-        win.append(rate)
-        self.shape_rate[key] = float(statistics.median(win))
+        """One draft-model step's rate (``shapes.py``: the median of its recent steps)."""
+        self.shapes.observe(key, rate)
 
     def sync_draft_at_prefill(self) -> bool:
         """Feed the prompt to the draft for this reply only to probe it.
@@ -508,7 +483,7 @@ class AdaptivePolicy:
             self.replies_since_probe = 0
             self._probe_left = PROBE_STEPS
             return True
-        if self._draft_rate(self.cfg.draft_max)[0] > (1.0 + MARGIN) / v1:
+        if self._draft_pays_rate(self.cfg.draft_max) > (1.0 + MARGIN) / v1:
             self.paused = False
             self._fresh = True  # drafting pays: the plan catches the draft up when it drafts
             return False
@@ -554,8 +529,7 @@ class AdaptivePolicy:
         self.cost = CostModel()
         if calibration is not None:
             calibration.seed(self.cost)
-        self.shape_rate = {}
-        self._shape_window = {}
+        self.shapes.forget()
         self._saved_cost, self._saved_shapes = copy.deepcopy(self.cost), {}
         self.paused = False
         self.probe_every = PROBE_FIRST
@@ -581,12 +555,3 @@ class AdaptivePolicy:
     def save(self) -> None:
         if self.state_path is not None:
             policy_state.save(self.state_path, self.to_dict())
-
-
-class LookupPolicy(AdaptivePolicy):
-    """The "lookup" mode: the adaptive policy's cost model and acceptance tables, with
-    prompt lookup (then the n-gram cache) as its only source, so it proposes only where
-    proposing pays and never costs much more than plain decoding."""
-
-    def __init__(self, cfg: SpecConfig, state_path: Path | None = None) -> None:
-        super().__init__(cfg, state_path, allow_draft=False)

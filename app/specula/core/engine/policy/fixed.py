@@ -10,9 +10,9 @@ keep it and whether to draft another, and finally reports the step back with
 cut-off); :class:`TreePolicy` always drafts a tree. Each policy is named after the
 ``Mode`` it serves (``name`` is the mode's value): ``PlainPolicy`` "plain",
 ``ChainPolicy`` "chain", ``TreePolicy`` "tree" here, ``MTPPolicy`` "mtp" in
-:mod:`~specula.core.engine.policy.mtp_choice`, ``AdaptivePolicy`` "adaptive" and
-``LookupPolicy`` "lookup" (the adaptive cost model restricted to prompt lookup) in
-:mod:`specula.core.engine.policy.adaptive`.
+:mod:`~specula.core.engine.policy.mtp_choice`, ``AdaptivePolicy`` "adaptive" in
+:mod:`~specula.core.engine.policy.adaptive` and ``LookupPolicy`` "lookup" (the adaptive
+cost model restricted to prompt lookup) in :mod:`~specula.core.engine.policy.lookup`.
 """
 
 from __future__ import annotations

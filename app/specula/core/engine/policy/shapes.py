@@ -1,0 +1,65 @@
+"""Chain or tree: the measured rate of each shape of draft-model step, and the choice.
+
+A tree verifies more tokens per step than a chain for a better chance that one path
+is long; whether that pays depends on the machine's verify curve and on the text, so
+each shape's rate (tokens/s of its steps, everything in the step counted) is measured
+and the faster one drafts. A shape's rate is the median of its last WINDOW steps (the
+saved rate one vote among them): one lucky tree step cannot make trees the default,
+and a tree that proposes badly loses its turn after a step or two.
+
+A tree is tried only where its best case (every level accepted) could beat the
+chain and plain decoding, never in a first reply (AFTER chain steps first), TRIES
+times per session while its rate is unmeasured, then every RETRY draft steps.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import deque
+from collections.abc import Callable
+
+TRIES = 2  # tree trials per session while its rate is unmeasured
+AFTER = 32  # chain steps in a session before a tree is tried (never in a first reply)
+RETRY = 64  # draft steps between re-trials of a tree measured slower than the chain
+WINDOW = 5  # draft-model steps per shape whose median rate is the shape's rate
+CHAIN, TREE = "draft", "tree"  # the keys: DraftSource values (saved with the policy's state)
+
+
+class ShapeRates:
+    """Measured tokens/s of draft-model steps by shape, and which shape drafts next."""
+
+    def __init__(self) -> None:
+        self.rate: dict[str, float] = {}  # shape -> tokens/s (saved between sessions)
+        self._window: dict[str, deque[float]] = {}  # this session's step rates by shape
+        self.draft_steps = 0  # draft-model steps planned this session
+        self.tree_tries = 0
+
+    def observe(self, shape: str, rate: float) -> None:
+        """One step's rate: the shape's rate becomes the median of its recent steps."""
+        win = self._window.setdefault(shape, deque(maxlen=WINDOW))
+        if not win and shape in self.rate:
+            win.append(self.rate[shape])
+        win.append(rate)
+        self.rate[shape] = float(statistics.median(win))
+
+    def forget(self) -> None:
+        """Drop the measured rates (the costs they were measured under are stale)."""
+        self.rate = {}
+        self._window = {}
+
+    def wants_tree(self, plain: float, margin: float, tree_best_case: Callable[[], float]) -> bool:
+        """Whether the next draft-model step is a tree (else a chain); ``plain`` is plain
+        decoding's tokens/s, ``tree_best_case`` a tree's tokens/s were every level right."""
+        self.draft_steps += 1
+        c_rate, t_rate = self.rate.get(CHAIN), self.rate.get(TREE)
+        if c_rate is None:
+            return False
+        if t_rate is not None and t_rate > max(c_rate, plain) * (1.0 + margin):
+            return True
+        if tree_best_case() <= max(c_rate, plain) or self.draft_steps < AFTER:
+            return False
+        untried = t_rate is None and self.tree_tries < TRIES
+        if untried or (t_rate is not None and self.draft_steps % RETRY == 0):
+            self.tree_tries += 1
+            return True
+        return False

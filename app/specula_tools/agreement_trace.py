@@ -1,0 +1,96 @@
+"""Where the draft agrees with the target, token by token: the traces the adaptive
+policy's replay tests run on (``tests/core/engine/adaptive_sim.py``).
+
+    python -m specula_tools.agreement_trace --target T.gguf --draft D.gguf \\
+        --prompts-file docs/lab/peer-prompts.jsonl --max-tokens 96 --out traces.json
+
+For each prompt the target's greedy reply (plain decoding, the engine's chat
+template), then the draft fed the prompt and that reply in one batch: at each
+reply position, whether the draft's greedy token given the true prefix is the
+target's, and the draft's top probability and entropy there. Writes
+``{prompt id: {"ok": [...], "p_top": [...], "entropy": [...]}}``. No timing is
+taken, so it may run on a busy machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from specula.core.bench import load_prompts
+from specula.core.engine.config import Mode, SpecConfig
+from specula.core.engine.engine import Engine, EngineOptions
+from specula.core.engine.events import Done
+from specula.core.engine.native.batch import Batch
+from specula.core.engine.native.llama import Context, Model
+from specula.core.engine.sampling.rules import SamplingParams
+
+
+def agreement(draft: Model, prompt: list[int], reply: list[int], threads: int | None) -> dict[str, list[object]]:
+    """Per reply position: the draft right (greedy, true prefix), its top probability, its entropy."""
+    seq = [*prompt, *reply[:-1]]
+    ctx = Context(draft, n_ctx=len(seq) + 8, n_threads=threads or os.cpu_count() or 1,
+                  n_batch=max(512, len(seq)), n_outputs_max=len(seq))
+    try:
+        batch = Batch(len(seq), 1)
+        batch.fill(seq, 0, outputs="all")
+        ctx.decode(batch)
+        ok: list[object] = []
+        p_top: list[object] = []
+        entropy: list[object] = []
+        for j, tok in enumerate(reply):
+            row = np.asarray(ctx.logits(len(prompt) - 1 + j), dtype=np.float64)
+            p = np.exp(row - row.max())
+            p /= p.sum()
+            best = int(row.argmax())
+            ok.append(best == tok)
+            p_top.append(float(p[best]))
+            entropy.append(float(-(p * np.log(np.maximum(p, 1e-300))).sum()))
+    finally:
+        ctx.close()
+    return {"ok": ok, "p_top": p_top, "entropy": entropy}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--target", required=True)
+    ap.add_argument("--draft", required=True)
+    ap.add_argument("--prompts-file", help="JSONL prompts (default: the packaged suite)")
+    ap.add_argument("--prompts", help="only these prompt ids (comma-separated)")
+    ap.add_argument("--max-tokens", type=int, default=96)
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args(argv)
+    prompts = load_prompts(a.prompts_file)
+    if a.prompts:
+        wanted = a.prompts.split(",")
+        prompts = [p for p in prompts if p.id in wanted]
+    eng = Engine(EngineOptions(n_ctx=4096, n_threads=a.threads, calibrate=False))
+    eng.load_target(a.target)
+    draft = Model(a.draft)
+    out: dict[str, dict[str, list[object]]] = {}
+    try:
+        for p in prompts:
+            done = None
+            for ev in eng.chat(p.messages, SamplingParams(temperature=0.0, max_tokens=a.max_tokens),
+                               SpecConfig(mode=Mode.PLAIN)):
+                if isinstance(ev, Done):
+                    done = ev
+            assert done is not None
+            out[p.id] = agreement(draft, list(done.prompt_token_ids), list(done.token_ids), a.threads)
+            right = sum(bool(x) for x in out[p.id]["ok"]) / max(len(done.token_ids), 1)
+            print(f"{p.id}: {len(done.token_ids)} tokens, draft right {right:.2f}", file=sys.stderr)
+    finally:
+        eng.close()
+    Path(a.out).write_text(json.dumps(out), "utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
