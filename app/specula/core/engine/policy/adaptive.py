@@ -43,6 +43,7 @@ from specula.core.engine.policy.calibration import Calibration
 from specula.core.engine.policy.cost_model import MEASURED, SHORT_FEED, CostModel, expected_tokens
 from specula.core.engine.policy.fixed import Outcome, Plan, PlanInput
 from specula.core.engine.policy.hindsight import Hindsight
+from specula.core.engine.policy.rates import COULD_PAY_MARGIN, ExpectedRates
 from specula.core.engine.policy.shapes import ShapeRates
 from specula.core.engine.stats import StepRecord
 from specula.core.engine.verdict import PolicyVerdict
@@ -54,17 +55,12 @@ PROBE_FIRST, PROBE_MAX = 2, RECHECK_EVERY  # replies between probes of a draft t
 PROBE_STEPS = 3  # draft steps a probe makes
 PROBE_RATE = 0.9  # the acceptance a probe's draft length is chosen for (it asks: could it pay?)
 MARGIN = 0.02  # expected gain over plain decoding needed before drafting (noisy estimates)
-COULD_PAY_MARGIN = 0.05  # gain at 100% acceptance a draft must offer before it is ever probed
 REFRESH_PLAIN = 128  # steps between plain steps that re-measure one-token decodes
 EXPLORE_SHARE = 0.05  # in a plain stretch, a draft probe may cost this share of its time
 # The share of steps prompt lookup serves (an edit that repeats the conversation: most),
 # followed over the session (COVER_FADE per step); a new session assumes COVER_PRIOR. A
 # one-time catch-up of the draft pays only over the steps it would then draft.
 COVER_PRIOR, COVER_FADE = 0.0, 0.1
-# The draft's first catch-up in a reply (the conversation) is paid as an exploration cost,
-# as feeding it at prefill did, while it is at most SUNK_SHARE of the reply's plain time; a
-# longer one is weighed like any other one-time catch-up.
-SUNK_SHARE = 0.1
 # Before a long one-time catch-up (more than SHORT_FEED tokens: the draft fed the
 # conversation, or what lookup and plain steps emitted) plain steps run until what they lost against drafting reaches WAIT_SHARE
 # of its cost (ski rental): lookup may take over meanwhile, and then nothing is paid.
@@ -78,7 +74,7 @@ WAIT_SHARE = 0.1
 LOOKUP_EXPLORE = 0.01
 
 
-class AdaptivePolicy:
+class AdaptivePolicy(ExpectedRates):
     name = "adaptive"
     reads_confidence = True  # its stop rule and acceptance model are built on it
 
@@ -120,90 +116,6 @@ class AdaptivePolicy:
         self._saved_shapes = dict(self.shape_rate)
 
     # -- planning ------------------------------------------------------------
-
-    def _v(self, n: int) -> float:
-        """Verify seconds for n tokens (callers check that something was measured)."""
-        v = self.cost.verify_time(n)
-        if v:
-            return v
-        v1 = self.cost.verify_time(1) or 0.0
-        return v1 * (1 + 0.5 * (n - 1))
-
-    def _catch_share(self, e: float) -> float:
-        """The catch-up this step pays. A lag of 1-2 tokens recurs every step (the bonus
-        token, and the last drafted one the draft never fed) and is paid in full; a longer
-        one (the conversation, which the draft is fed only once drafting pays, or what
-        lookup and plain steps emitted) is paid once and then serves the draft steps left:
-        the steps left less the share lookup is expected to serve, so that a conversation
-        lookup copies from never pays the draft's prefill for a few draft steps."""
-        return self._share_of(self._catch_terms(), e)
-
-    def _catch_terms(self) -> tuple[float, float, float] | None:
-        """(recurring, one-time, draft room) of this step's catch-up; None when it is sunk
-        (as if the draft had been fed the prompt at prefill). The same for every length a
-        plan weighs, so worked out once per plan."""
-        if self._sunk(self._lag):
-            return None
-        recurring = self.cost.catchup_time(min(self._lag, 2))
-        return recurring, self._once(self._lag), self._room * (1.0 - self.lookup_cover)
-
-    @staticmethod
-    def _share_of(terms: tuple[float, float, float] | None, e: float) -> float:
-        if terms is None:
-            return 0.0
-        recurring, once, draft_room = terms
-        return recurring + once * min(1.0, e / max(draft_room, 1.0))
-
-    def _once(self, lag: int) -> float:
-        """The one-time part of a catch-up of ``lag`` tokens (0 when paid as exploration)."""
-        if self._sunk(lag):
-            return 0.0
-        return self.cost.catchup_time(lag) - self.cost.catchup_time(min(lag, 2))
-
-    def _sunk(self, lag: int) -> bool:
-        """Whether this catch-up is the reply's first (the prompt) and short against the
-        reply (SUNK_SHARE, less the share lookup has been serving): paid as exploration,
-        as feeding the draft at prefill did."""
-        v1 = self.cost.verify_time(1) or 0.0
-        budget = SUNK_SHARE * self._room * v1 * (1.0 - self.lookup_cover)
-        return self._fresh and self.cost.catchup_time(lag) <= budget
-
-    def _draft_rate(self, k_max: int, a: float | None = None) -> tuple[float, int]:
-        """Best expected tokens/s of a draft chain (and its length) at per-token acceptance
-        ``a`` (default: what the pair's chains measured, depth by depth)."""
-        if self.cost.draft is None or self.cost.verify_time(1) is None:
-            return 0.0, 0
-        best, best_k = 0.0, 0
-        pooled = self.acc.expected_upto(k_max) if a is None else []
-        terms = self._catch_terms()
-        for k in range(1, k_max + 1):
-            e = pooled[k - 1] if a is None else expected_tokens(a, k)
-            rate = e / (self._share_of(terms, e) + k * self.cost.draft + self._v(k + 1) + self._rollback())
-            if rate > best:
-                best, best_k = rate, k
-        return best, best_k
-
-    def _draft_pays_rate(self, k_max: int) -> float:
-        """The draft chain's rate that decides between drafting and not: the expected one,
-        or while the pair's acceptance rests on little evidence the rate at one standard
-        error above it (``AcceptanceModel.optimistic_rate``), so a few unlucky probe steps
-        do not stop drafting for the reply and the replies after it."""
-        rate, _ = self._draft_rate(k_max)
-        a = self.acc.optimistic_rate()
-        return rate if a is None else max(rate, self._draft_rate(k_max, a=a)[0])
-
-    def _lookup_rate(self, inp: PlanInput, k_max: int, a: float | None = None) -> tuple[float, int]:
-        """Best expected tokens/s of a lookup chain (and its length) at acceptance ``a``
-        (default: what this match length has earned)."""
-        if not inp.lookup_tokens or self.cost.verify_time(1) is None:
-            return 0.0, 0
-        a = self.acc.predict_lookup(inp.lookup_match) if a is None else a
-        best, best_k = 0.0, 0
-        for k in range(1, min(k_max, len(inp.lookup_tokens)) + 1):
-            rate = expected_tokens(a, k) / (self._v(k + 1) + self._rollback())
-            if rate > best:
-                best, best_k = rate, k
-        return best, best_k
 
     def plan(self, inp: PlanInput) -> Plan:
         k_max = min(self.cfg.draft_max, inp.room)
@@ -329,20 +241,6 @@ class AdaptivePolicy:
         recent draft steps (``hindsight.py``; k_max until a step has been seen)."""
         return self.hindsight.cap(k_max)
 
-    def _tree_best_case(self, depth: int) -> float:
-        """Tokens/s of a tree were every level accepted: depth + 1 tokens for at least one
-        draft decode per level and a verify of every node (a tree fills its budget)."""
-        w = max(self.cfg.tree_width, 1)
-        nodes = min(self.cfg.tree_budget, sum(w ** d for d in range(1, depth + 1)))
-        t = (self._catch_share(depth + 1) + depth * (self.cost.draft or 0.0) + self._v(nodes + 1)
-             + self._rollback())
-        return (depth + 1) / t if t > 0 else 0.0
-
-    def _rollback(self) -> float:
-        """Seconds a drafted step spends keeping a recurrent or hybrid target exact
-        (checkpoint, restore, replay: kv.py); 0 on attention targets."""
-        return self.cost.rollback_time()
-
     def _observe_rollback(self, rec: StepRecord) -> None:
         self.cost.observe_rollback(rec.checkpoint_s + rec.replay_s)
 
@@ -463,7 +361,7 @@ class AdaptivePolicy:
         While drafting pays, the draft is not fed at prefill: the first draft step the
         plan chooses catches it up (the same batched feed, after the first token as
         before), and the plan weighs that catch-up against lookup and plain steps
-        (paid as exploration when short, see SUNK_SHARE), so a long conversation that
+        (paid as exploration when short, see rates.SUNK_SHARE), so a long conversation that
         lookup copies from does not pay the draft's prefill (1.5 s for 600 tokens
         with the 0.5B draft on one core, a quarter of a 64-token reply). Probing happens at the start of a reply, when the draft
         has just seen the prompt: later in a reply, catching the draft up on
@@ -500,16 +398,6 @@ class AdaptivePolicy:
             self.replies_since_probe = 0
             self._probe_left = PROBE_STEPS
             return True
-        return False
-
-    def _could_pay(self, v1: float) -> bool:
-        """Whether some chain length would beat plain decoding were every draft token
-        accepted (the measured costs alone decide: on a compute-bound target the
-        draft can cost more than it could ever save, and probing it is pure loss)."""
-        d = self.cost.draft or 0.0
-        for k in range(1, self.cfg.draft_max + 1):
-            if (k + 1) / (k * d + self._v(k + 1) + self._rollback()) > (1.0 + COULD_PAY_MARGIN) / v1:
-                return True
         return False
 
     def finish(self) -> None:

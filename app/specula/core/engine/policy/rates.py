@@ -1,0 +1,143 @@
+"""What each kind of step is expected to yield per second, from the measured costs and
+the learnt acceptance: the arithmetic the adaptive policy plans with.
+
+A step's time is the draft's catch-up share, its draft decodes, the target's verify of
+the proposal and the pending token, and on a recurrent or hybrid target the rollback
+that keeps it exact; its tokens are what the acceptance model expects a chain of that
+length to yield. The policy (``adaptive.py``) sets the reply's state these read (the
+draft's lag, the room left, whether the prompt catch-up is the reply's first, the
+share of steps lookup serves) and chooses by these rates.
+"""
+
+from __future__ import annotations
+
+from specula.core.engine.config import SpecConfig
+from specula.core.engine.policy.acceptance_model import AcceptanceModel
+from specula.core.engine.policy.cost_model import CostModel, expected_tokens
+from specula.core.engine.policy.fixed import PlanInput
+
+COULD_PAY_MARGIN = 0.05  # gain at 100% acceptance a draft must offer before it is ever probed
+# The draft's first catch-up in a reply (the conversation) is paid as an exploration cost,
+# as feeding it at prefill did, while it is at most SUNK_SHARE of the reply's plain time; a
+# longer one is weighed like any other one-time catch-up.
+SUNK_SHARE = 0.1
+
+
+class ExpectedRates:
+    """Expected tokens/s of plain, draft-chain, lookup and tree steps (the policy's base)."""
+
+    cfg: SpecConfig
+    cost: CostModel
+    acc: AcceptanceModel
+    _lag: int  # tokens the draft must be fed before it can draft
+    _room: int  # tokens the reply may still draft
+    _fresh: bool  # the draft has not been fed this reply's prompt yet
+    lookup_cover: float  # share of recent steps lookup served
+
+    def _v(self, n: int) -> float:
+        """Verify seconds for n tokens (callers check that something was measured)."""
+        v = self.cost.verify_time(n)
+        if v:
+            return v
+        v1 = self.cost.verify_time(1) or 0.0
+        return v1 * (1 + 0.5 * (n - 1))
+
+    def _catch_share(self, e: float) -> float:
+        """The catch-up this step pays. A lag of 1-2 tokens recurs every step (the bonus
+        token, and the last drafted one the draft never fed) and is paid in full; a longer
+        one (the conversation, which the draft is fed only once drafting pays, or what
+        lookup and plain steps emitted) is paid once and then serves the draft steps left:
+        the steps left less the share lookup is expected to serve, so that a conversation
+        lookup copies from never pays the draft's prefill for a few draft steps."""
+        return self._share_of(self._catch_terms(), e)
+
+    def _catch_terms(self) -> tuple[float, float, float] | None:
+        """(recurring, one-time, draft room) of this step's catch-up; None when it is sunk
+        (as if the draft had been fed the prompt at prefill). The same for every length a
+        plan weighs, so worked out once per plan."""
+        if self._sunk(self._lag):
+            return None
+        recurring = self.cost.catchup_time(min(self._lag, 2))
+        return recurring, self._once(self._lag), self._room * (1.0 - self.lookup_cover)
+
+    @staticmethod
+    def _share_of(terms: tuple[float, float, float] | None, e: float) -> float:
+        if terms is None:
+            return 0.0
+        recurring, once, draft_room = terms
+        return recurring + once * min(1.0, e / max(draft_room, 1.0))
+
+    def _once(self, lag: int) -> float:
+        """The one-time part of a catch-up of ``lag`` tokens (0 when paid as exploration)."""
+        if self._sunk(lag):
+            return 0.0
+        return self.cost.catchup_time(lag) - self.cost.catchup_time(min(lag, 2))
+
+    def _sunk(self, lag: int) -> bool:
+        """Whether this catch-up is the reply's first (the prompt) and short against the
+        reply (SUNK_SHARE, less the share lookup has been serving): paid as exploration,
+        as feeding the draft at prefill did."""
+        v1 = self.cost.verify_time(1) or 0.0
+        budget = SUNK_SHARE * self._room * v1 * (1.0 - self.lookup_cover)
+        return self._fresh and self.cost.catchup_time(lag) <= budget
+
+    def _draft_rate(self, k_max: int, a: float | None = None) -> tuple[float, int]:
+        """Best expected tokens/s of a draft chain (and its length) at per-token acceptance
+        ``a`` (default: what the pair's chains measured, depth by depth)."""
+        if self.cost.draft is None or self.cost.verify_time(1) is None:
+            return 0.0, 0
+        best, best_k = 0.0, 0
+        pooled = self.acc.expected_upto(k_max) if a is None else []
+        terms = self._catch_terms()
+        for k in range(1, k_max + 1):
+            e = pooled[k - 1] if a is None else expected_tokens(a, k)
+            rate = e / (self._share_of(terms, e) + k * self.cost.draft + self._v(k + 1) + self._rollback())
+            if rate > best:
+                best, best_k = rate, k
+        return best, best_k
+
+    def _draft_pays_rate(self, k_max: int) -> float:
+        """The draft chain's rate that decides between drafting and not: the expected one,
+        or while the pair's acceptance rests on little evidence the rate at one standard
+        error above it (``AcceptanceModel.optimistic_rate``), so a few unlucky probe steps
+        do not stop drafting for the reply and the replies after it."""
+        rate, _ = self._draft_rate(k_max)
+        a = self.acc.optimistic_rate()
+        return rate if a is None else max(rate, self._draft_rate(k_max, a=a)[0])
+
+    def _lookup_rate(self, inp: PlanInput, k_max: int, a: float | None = None) -> tuple[float, int]:
+        """Best expected tokens/s of a lookup chain (and its length) at acceptance ``a``
+        (default: what this match length has earned)."""
+        if not inp.lookup_tokens or self.cost.verify_time(1) is None:
+            return 0.0, 0
+        a = self.acc.predict_lookup(inp.lookup_match) if a is None else a
+        best, best_k = 0.0, 0
+        for k in range(1, min(k_max, len(inp.lookup_tokens)) + 1):
+            rate = expected_tokens(a, k) / (self._v(k + 1) + self._rollback())
+            if rate > best:
+                best, best_k = rate, k
+        return best, best_k
+
+    def _tree_best_case(self, depth: int) -> float:
+        """Tokens/s of a tree were every level accepted: depth + 1 tokens for at least one
+        draft decode per level and a verify of every node (a tree fills its budget)."""
+        w = max(self.cfg.tree_width, 1)
+        nodes = min(self.cfg.tree_budget, sum(w ** d for d in range(1, depth + 1)))
+        t = (self._catch_share(depth + 1) + depth * (self.cost.draft or 0.0) + self._v(nodes + 1)
+             + self._rollback())
+        return (depth + 1) / t if t > 0 else 0.0
+
+    def _rollback(self) -> float:
+        """Seconds a drafted step spends keeping a recurrent or hybrid target exact
+        (checkpoint, restore, replay: kv.py); 0 on attention targets."""
+        return self.cost.rollback_time()
+
+    def _could_pay(self, v1: float) -> bool:
+        """Whether some chain length would beat plain decoding were every draft token
+        accepted (the measured costs alone decide: on a compute-bound target the
+        draft can cost more than it could ever save, and probing it is pure loss)."""
+        d = self.cost.draft or 0.0
+        for k in range(1, self.cfg.draft_max + 1):
+            if (k + 1) / (k * d + self._v(k + 1) + self._rollback()) > (1.0 + COULD_PAY_MARGIN) / v1:
+                return True
+        return False
