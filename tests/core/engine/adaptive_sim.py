@@ -19,13 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from specula.core.engine.drafters.proposal import DraftSource
+from specula.core.engine.events import TokenOrigin
 from specula.core.engine.policy.calibration import Calibration, timed_passes
 from specula.core.engine.policy.cost_model import SHORT_FEED
 from specula.core.engine.policy.fixed import DraftPolicy, Outcome, PlanInput
 from specula.core.engine.stats import StepRecord
 
-ALL = frozenset({DraftSource.CHAIN, DraftSource.TREE, DraftSource.LOOKUP})
+ALL = frozenset({TokenOrigin.CHAIN, TokenOrigin.TREE, TokenOrigin.LOOKUP})
 TREE_DEPTH = 4  # a simulated tree's depth (its top branch: the draft's own chain)
 
 
@@ -171,7 +171,7 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
     ``entropy``: the draft's entropy per position (a recorded trace); without it a
     confident position (p_top > 0.9) reads 0.3 nats and any other 1.5."""
     out = Reply()
-    available = ALL if lookup is not None else ALL - {DraftSource.LOOKUP}
+    available = ALL if lookup is not None else ALL - {TokenOrigin.LOOKUP}
     synced = policy.sync_draft_at_prefill()
     pos = 1  # the first token is the target's alone (its time is TTFT, not counted)
     lag = m.prompt + 1
@@ -188,10 +188,10 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
         plan = policy.plan(PlanInput(room, available, look, code if look else 0, lag))
         drafted, draft_s, decodes = 0, 0.0, 0
         right = ok
-        if plan.source == DraftSource.LOOKUP and lookup is not None and plan.k > 0 and room > 0:
+        if plan.source == TokenOrigin.LOOKUP and lookup is not None and plan.k > 0 and room > 0:
             drafted = min(plan.k, room, len(look))
             right = lookup[1]
-        elif plan.source == DraftSource.CHAIN and plan.k > 0 and room > 0:
+        elif plan.source == TokenOrigin.CHAIN and plan.k > 0 and room > 0:
             draft_s = m.timed(m.feed(lag))  # the catch-up feed
             decodes = 1
             for i in range(min(plan.k, room)):
@@ -205,7 +205,7 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
                     break
                 draft_s += m.timed(m.draft)
                 decodes += 1
-        elif plan.source == DraftSource.TREE and plan.k > 0 and room > 0:
+        elif plan.source == TokenOrigin.TREE and plan.k > 0 and room > 0:
             # a tree as a chain of its top branch (TREE_DEPTH deep: one draft decode per
             # level) with side nodes that are never right, verified all at once
             depth = min(TREE_DEPTH, room, plan.k)
@@ -213,7 +213,7 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
             decodes, drafted = depth, plan.k
             right = ok
         accepted = 0
-        limit = min(drafted, TREE_DEPTH) if plan.source == DraftSource.TREE else drafted
+        limit = min(drafted, TREE_DEPTH) if plan.source == TokenOrigin.TREE else drafted
         while accepted < limit and right[min(pos + accepted, len(right) - 1)]:
             accepted += 1
         verify_s = m.timed(m.verify(drafted + 1))
@@ -221,8 +221,8 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
         rec = StepRecord(len(out.steps), drafted, accepted, emitted, draft_s, verify_s, 0.0,
                          draft_decodes=decodes, catchup=lag if decodes else 0)
         j = min(pos, len(p_top) - 1)
-        source = plan.source if drafted else DraftSource.NONE
-        if source == DraftSource.LOOKUP:
+        source = plan.source if drafted else TokenOrigin.TARGET
+        if source == TokenOrigin.LOOKUP:
             policy.observe(Outcome(source, [], [], accepted, code, rec))
         else:
             ent = entropy[j:j + drafted] if entropy is not None else [0.3] * drafted
@@ -230,9 +230,9 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
         out.seconds += draft_s + verify_s
         out.steps.append((source.value, drafted, accepted))
         pos += emitted
-        if source == DraftSource.TREE:
+        if source == TokenOrigin.TREE:
             lag = 1
-        elif source == DraftSource.CHAIN:
+        elif source == TokenOrigin.CHAIN:
             lag = 2 if accepted == drafted else 1
         else:
             lag += emitted

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.drafters.proposal import DraftSource
+from specula.core.engine.events import TokenOrigin
 from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.policy.fixed import ChainPolicy, PlainPolicy, Plan, PlanInput
 from tests.core.engine.adaptive_sim import Machine, Reply, run_reply, script
@@ -133,7 +133,7 @@ def _tree_plans(m: Machine, rate: float, replies: int = 3) -> list[int]:
     """Tree plans per reply over a session."""
     pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=6, tree_budget=12, tree_width=2))
     m.calibration().seed(pol.cost)
-    plans: list[DraftSource] = []
+    plans: list[TokenOrigin] = []
     plan = pol.plan
 
     def spy(inp: PlanInput) -> Plan:
@@ -146,7 +146,7 @@ def _tree_plans(m: Machine, rate: float, replies: int = 3) -> list[int]:
     for s in range(replies):
         plans.clear()
         run_reply(pol, m, *script(rate, 200, s, bursty=True))
-        counts.append(plans.count(DraftSource.TREE))
+        counts.append(plans.count(TokenOrigin.TREE))
     return counts
 
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.drafters.proposal import DraftSource
+from specula.core.engine.events import TokenOrigin
 from specula.core.engine.policy.adaptive import PROBE_STEPS, RECHECK_EVERY, AdaptivePolicy
 from specula.core.engine.policy.calibration import Calibration
 from specula.core.engine.policy.fixed import PlanInput
@@ -76,7 +76,7 @@ def test_a_prompt_long_catch_up_after_the_first_token_does_not_stop_drafting() -
 def _lookup_plan(v: dict[int, float]) -> str:
     pol = AdaptivePolicy(SpecConfig(mode=Mode.LOOKUP, draft_max=8), allow_draft=False)
     Calibration(verify=v, draft=None).seed(pol.cost)
-    inp = PlanInput(room=30, available=frozenset({DraftSource.LOOKUP}),
+    inp = PlanInput(room=30, available=frozenset({TokenOrigin.LOOKUP}),
                     lookup_tokens=[5, 6, 7, 8, 9, 10, 11, 12], lookup_match=3)
     return pol.plan(inp).source.value
 
@@ -130,7 +130,7 @@ def test_a_chain_is_capped_one_past_the_length_that_did_best_in_hindsight() -> N
 
     def step(pol: AdaptivePolicy, accepted: int) -> None:
         rec = StepRecord(0, 8, accepted, accepted + 1, 8 * 0.020, 0.180, 0.0, draft_decodes=8, catchup=1)
-        pol.observe(Outcome(DraftSource.CHAIN, [0.9] * 8, [0.3] * 8, accepted, 0, rec))
+        pol.observe(Outcome(TokenOrigin.CHAIN, [0.9] * 8, [0.3] * 8, accepted, 0, rec))
 
     low, high = policy(), policy()
     assert low.hindsight_cap(8) == 8  # nothing seen yet
@@ -153,10 +153,10 @@ def test_a_token_is_kept_where_drafting_on_past_a_verify_jump_pays() -> None:
     Calibration(verify={1: 0.174, **{n: 0.321 + 0.020 * (n - 2) for n in range(2, 10)}},
                 draft=0.043).seed(pol.cost)
     assert pol.acc.predict(0.6, 0.5) == pytest.approx(0.6) and pol.acc.hazard(1) == pytest.approx(0.8)
-    pol._decide(Plan(DraftSource.CHAIN, 8))
+    pol._decide(Plan(TokenOrigin.CHAIN, 8))
     assert pol.keep_drafting(0, 0.6, 0.5) == (True, True)
     blind = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=8, tree_budget=0))
     Calibration(verify=dict(pol.cost.verify), draft=0.043).seed(blind.cost)
-    blind._decide(Plan(DraftSource.CHAIN, 8))
+    blind._decide(Plan(TokenOrigin.CHAIN, 8))
     blind._best_ahead = lambda i, e, run, d: 0.0  # type: ignore[method-assign]  # one token's look
     assert blind.keep_drafting(0, 0.6, 0.5) == (False, False)

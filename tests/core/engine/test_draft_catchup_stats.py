@@ -17,9 +17,8 @@ import pytest
 
 from specula.core.bench.results import RunResult
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.drafters import DraftSource
 from specula.core.engine.engine import Engine
-from specula.core.engine.events import Done, StepEvent
+from specula.core.engine.events import Done, StepEvent, TokenOrigin
 from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.policy.fixed import DraftPolicy, Plan, PlanInput, StaticPolicy
 from specula.core.engine.sampling.rules import SamplingParams
@@ -44,7 +43,7 @@ class _SitsOut(StaticPolicy):
     not fed at prefill, as adaptive while drafting pays."""
 
     name = "sits-out"
-    wants = frozenset({DraftSource.CHAIN})
+    wants = frozenset({TokenOrigin.CHAIN})
 
     def __init__(self, plain: set[int]) -> None:
         super().__init__(SpecConfig(mode=Mode.CHAIN, draft_max=3))
@@ -53,9 +52,9 @@ class _SitsOut(StaticPolicy):
 
     def plan(self, inp: PlanInput) -> Plan:
         self.step += 1  # the first step (0) is the target's alone and never plans
-        if self.step in self.plain or DraftSource.CHAIN not in inp.available:
-            return Plan(DraftSource.NONE, 0)
-        return Plan(DraftSource.CHAIN, min(3, inp.room))
+        if self.step in self.plain or TokenOrigin.CHAIN not in inp.available:
+            return Plan(TokenOrigin.TARGET, 0)
+        return Plan(TokenOrigin.CHAIN, min(3, inp.room))
 
 
 def _reply(eng: Engine, policy: DraftPolicy, spec: SpecConfig, monkeypatch: pytest.MonkeyPatch,

@@ -12,7 +12,7 @@ the rollback eats the gain. Expected figures are worked out by hand below.
 from __future__ import annotations
 
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.drafters.proposal import DraftSource
+from specula.core.engine.events import TokenOrigin
 from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.policy.calibration import Calibration
 from specula.core.engine.policy.cost_model import CostModel
@@ -26,7 +26,7 @@ INP = PlanInput(room=8, available=ALL, lookup_tokens=[], lookup_match=0)
 def _drafted_step(rollback_s: float) -> Outcome:
     rec = StepRecord(0, 4, 2, 3, 0.160, 0.218, 0.0, draft_decodes=4, catchup=1,
                      checkpoint_s=0.002, replay_s=rollback_s - 0.002)
-    return Outcome(DraftSource.CHAIN, [0.9] * 4, [0.3] * 4, 2, 0, rec)
+    return Outcome(TokenOrigin.CHAIN, [0.9] * 4, [0.3] * 4, 2, 0, rec)
 
 
 def _trained(rollback_s: float | None) -> AdaptivePolicy:

@@ -10,7 +10,7 @@ import pytest
 
 from specula.core import paths
 from specula.core.engine.config import DEFAULT_MODE, Mode, SpecConfig
-from specula.core.engine.drafters import DraftSource, LookupDrafter
+from specula.core.engine.drafters import LookupDrafter
 from specula.core.engine.events import Done, TokenEvent, TokenOrigin
 from specula.core.engine.policy.adaptive import PROBE_STEPS, RECHECK_EVERY, AdaptivePolicy
 from specula.core.engine.policy.fixed import Outcome, Plan, PlanInput, StaticPolicy
@@ -19,7 +19,7 @@ from specula.core.engine.stats import StepRecord
 from tests.core.engine.conftest import PLAIN, make_engine, run
 
 GREEDY = SamplingParams(max_tokens=64)
-ALL = frozenset({DraftSource.CHAIN, DraftSource.TREE, DraftSource.LOOKUP})
+ALL = frozenset({TokenOrigin.CHAIN, TokenOrigin.TREE, TokenOrigin.LOOKUP})
 PROMPTS = ["hello world", "the code and the model and the code and the model", "def print self"]
 
 
@@ -50,12 +50,12 @@ class _AlwaysLookup(StaticPolicy):
     """Propose every lookup match: what the drafter predicts, with no timing deciding."""
 
     name = "lookup"
-    wants = frozenset({DraftSource.LOOKUP})
+    wants = frozenset({TokenOrigin.LOOKUP})
 
     def plan(self, inp: PlanInput) -> Plan:
         if not inp.lookup_tokens:
-            return Plan(DraftSource.NONE, 0)
-        return Plan(DraftSource.LOOKUP, len(inp.lookup_tokens), lookup_tokens=inp.lookup_tokens)
+            return Plan(TokenOrigin.TARGET, 0)
+        return Plan(TokenOrigin.LOOKUP, len(inp.lookup_tokens), lookup_tokens=inp.lookup_tokens)
 
 
 def test_lookup_predicts_a_loop(tiny: dict[str, Path]) -> None:
@@ -84,7 +84,7 @@ def _outcome(source: str, drafted: int, accepted: int, verify_s: float, draft_s:
              p_top: float = 0.9) -> Outcome:
     rec = StepRecord(0, drafted, accepted, accepted + 1, draft_s, verify_s, 0.0,
                      draft_decodes=max(drafted, 1) if source == "draft" else 0, catchup=1)
-    return Outcome(DraftSource(source), [p_top] * drafted, [0.3] * drafted, accepted, 0, rec)
+    return Outcome(TokenOrigin(source), [p_top] * drafted, [0.3] * drafted, accepted, 0, rec)
 
 
 def _train(pol: AdaptivePolicy, v1: float, per_token_verify: float, t_draft: float, accept: float) -> None:
@@ -156,7 +156,7 @@ def test_adaptive_prefers_long_lookup_matches() -> None:
     _train(pol, v1=0.170, per_token_verify=0.012, t_draft=0.040, accept=0.6)
     for _ in range(20):
         rec = StepRecord(0, 4, 4, 5, 0.0, 0.2, 0.0)
-        pol.observe(Outcome(DraftSource.LOOKUP, [1.0] * 4, [0.0] * 4, 4, 3, rec))
+        pol.observe(Outcome(TokenOrigin.LOOKUP, [1.0] * 4, [0.0] * 4, 4, 3, rec))
     plan = pol.plan(PlanInput(room=8, available=ALL, lookup_tokens=[5, 6, 7, 8], lookup_match=3))
     assert plan.source == "lookup" and plan.lookup_tokens == [5, 6, 7, 8]
 

@@ -25,7 +25,6 @@ from llama_cpp import llama_cpp_ext as X
 
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.drafters.mtp import MTPHead
-from specula.core.engine.drafters.proposal import DraftSource
 from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import StopReason, TokenOrigin
 from specula.core.engine.native import mtp as mtp_native
@@ -72,7 +71,7 @@ def test_a_target_with_nextn_has_a_head(eng: Engine) -> None:
     # chain and tree without a draft model draft with the head
     assert isinstance(eng.policy_for(SpecConfig(mode=Mode.CHAIN)), MTPPolicy)
     adaptive = eng.policy_for(SpecConfig(mode=Mode.ADAPTIVE))
-    assert isinstance(adaptive, MTPAsDraft) and DraftSource.MTP in adaptive.wants
+    assert isinstance(adaptive, MTPAsDraft) and TokenOrigin.MTP in adaptive.wants
 
 
 def test_no_nextn_no_head_and_no_mtp_context(models: dict[str, Path], tiny: dict[str, Path],

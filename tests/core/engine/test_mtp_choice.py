@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from specula.core.engine.config import SpecConfig
-from specula.core.engine.drafters.proposal import DraftSource
+from specula.core.engine.events import TokenOrigin
 from specula.core.engine.policy.fixed import Outcome, Plan, PlanInput
 from specula.core.engine.policy.mtp_choice import (
     MTP_DRAFT_MAX,
@@ -17,16 +17,16 @@ from specula.core.engine.policy.mtp_choice import (
 )
 from specula.core.engine.stats import StepRecord
 
-ALL = frozenset({DraftSource.MTP, DraftSource.LOOKUP})
+ALL = frozenset({TokenOrigin.MTP, TokenOrigin.LOOKUP})
 
 
 def test_fixed_mtp_plans_short_chains_from_the_head() -> None:
     pol = MTPPolicy(SpecConfig(draft_max=8))
-    assert pol.plan(PlanInput(room=10, available=ALL)) == Plan(DraftSource.MTP, MTP_DRAFT_MAX)
-    assert pol.plan(PlanInput(room=2, available=ALL)) == Plan(DraftSource.MTP, 2)
+    assert pol.plan(PlanInput(room=10, available=ALL)) == Plan(TokenOrigin.MTP, MTP_DRAFT_MAX)
+    assert pol.plan(PlanInput(room=2, available=ALL)) == Plan(TokenOrigin.MTP, 2)
     assert MTPPolicy(SpecConfig(draft_max=1)).plan(PlanInput(room=10, available=ALL)).k == 1
     # the head stopped for this reply: plain steps
-    assert pol.plan(PlanInput(room=10, available=frozenset())).source is DraftSource.NONE
+    assert pol.plan(PlanInput(room=10, available=frozenset())).source is TokenOrigin.TARGET
 
 
 @dataclass
@@ -35,7 +35,7 @@ class Recorder:
 
     answer: Plan
     name: str = "adaptive"
-    wants: frozenset[DraftSource] = frozenset({DraftSource.CHAIN, DraftSource.TREE, DraftSource.LOOKUP})
+    wants: frozenset[TokenOrigin] = frozenset({TokenOrigin.CHAIN, TokenOrigin.TREE, TokenOrigin.LOOKUP})
     reads_confidence: bool = True
     seen: list[PlanInput] = field(default_factory=list)
     outcomes: list[Outcome] = field(default_factory=list)
@@ -59,42 +59,42 @@ class Recorder:
         self.finished += 1
 
 
-def outcome(source: DraftSource, emitted: int, seconds: float) -> Outcome:
+def outcome(source: TokenOrigin, emitted: int, seconds: float) -> Outcome:
     rec = StepRecord(step=0, drafted=1, accepted=emitted - 1, emitted=emitted, draft_s=0.0,
                      verify_s=0.0, overhead_s=0.0, step_s=seconds, source=source.value)
     return Outcome(source, [0.9], [0.1], emitted - 1, 0, rec)
 
 
 def test_the_head_takes_the_draft_models_place() -> None:
-    inner = Recorder(Plan(DraftSource.CHAIN, 6))
+    inner = Recorder(Plan(TokenOrigin.CHAIN, 6))
     pol = MTPAsDraft(inner)
-    assert pol.wants == {DraftSource.MTP, DraftSource.LOOKUP}
+    assert pol.wants == {TokenOrigin.MTP, TokenOrigin.LOOKUP}
     plan = pol.plan(PlanInput(room=10, available=ALL))
     # the inner policy saw a draft (the head), no tree; its draft plan drafts with the head
-    assert inner.seen[-1].available == {DraftSource.CHAIN, DraftSource.LOOKUP}
-    assert plan == Plan(DraftSource.MTP, MTP_DRAFT_MAX)
-    assert pol.plan(PlanInput(room=10, available=frozenset({DraftSource.LOOKUP})))  # no head
-    assert inner.seen[-1].available == {DraftSource.LOOKUP}
+    assert inner.seen[-1].available == {TokenOrigin.CHAIN, TokenOrigin.LOOKUP}
+    assert plan == Plan(TokenOrigin.MTP, MTP_DRAFT_MAX)
+    assert pol.plan(PlanInput(room=10, available=frozenset({TokenOrigin.LOOKUP})))  # no head
+    assert inner.seen[-1].available == {TokenOrigin.LOOKUP}
     # what the head did is learnt as the draft's
-    pol.observe(outcome(DraftSource.MTP, 2, 0.01))
-    assert inner.outcomes[-1].source is DraftSource.CHAIN
-    inner.answer = Plan(DraftSource.LOOKUP, 3, [1, 2, 3])
-    assert pol.plan(PlanInput(room=10, available=ALL)).source is DraftSource.LOOKUP
+    pol.observe(outcome(TokenOrigin.MTP, 2, 0.01))
+    assert inner.outcomes[-1].source is TokenOrigin.CHAIN
+    inner.answer = Plan(TokenOrigin.LOOKUP, 3, [1, 2, 3])
+    assert pol.plan(PlanInput(room=10, available=ALL)).source is TokenOrigin.LOOKUP
 
 
 def _reply(ch: RateChooser, tokens_per_s: dict[str, float]) -> str:
     arm = ch.current
-    src = DraftSource.MTP if arm == "mtp" else DraftSource.CHAIN
+    src = TokenOrigin.MTP if arm == "mtp" else TokenOrigin.CHAIN
     ch.observe(outcome(src, 10, 10 / tokens_per_s[arm]))
     ch.finish()
     return arm
 
 
 def test_the_faster_of_head_and_draft_model_by_measured_rate() -> None:
-    mtp, draft = Recorder(Plan(DraftSource.MTP, 2)), Recorder(Plan(DraftSource.CHAIN, 4))
-    mtp.wants = frozenset({DraftSource.MTP})
+    mtp, draft = Recorder(Plan(TokenOrigin.MTP, 2)), Recorder(Plan(TokenOrigin.CHAIN, 4))
+    mtp.wants = frozenset({TokenOrigin.MTP})
     ch = RateChooser({"mtp": mtp, "draft": draft})
-    assert ch.wants == {DraftSource.MTP}
+    assert ch.wants == {TokenOrigin.MTP}
     speed = {"mtp": 30.0, "draft": 20.0}
     arms = [_reply(ch, speed) for _ in range(2 * RETRY_EVERY)]
     assert arms[:2] == ["mtp", "draft"]  # each measured once, then the faster

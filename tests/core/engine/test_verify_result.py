@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from specula.core.engine.config import SpecConfig
-from specula.core.engine.drafters.proposal import DraftSource, Proposal
+from specula.core.engine.drafters.proposal import Proposal
 from specula.core.engine.events import TokenOrigin
 from specula.core.engine.sampling.rules import AcceptanceRule, Rule, SamplingParams
 from specula.core.engine.verify.chain import accept_chain
@@ -44,7 +44,7 @@ def rows(n: int, seed: int) -> np.ndarray:
 
 
 def chain_of(tokens: list[int]) -> Proposal:
-    prop = Proposal(source=DraftSource.CHAIN)
+    prop = Proposal(source=TokenOrigin.CHAIN)
     for t in tokens:
         prop.append(t, None, 0.5, 0.5, 0.0)
     return prop

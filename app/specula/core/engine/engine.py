@@ -193,12 +193,11 @@ class Engine:
         self.unload()
         self._target, self.target_info = model, info
         self._template = template
-        self._gen = Generator(model, ctx)
+        self.ngrams = NgramStore(self._ngram_path(info), Path(info.source).name)
+        self._gen = Generator(model, ctx, ngram_cache=self.ngrams.cache)
         self._mtp = head
         self._gen.set_mtp(head)
         self._policies = {}
-        self.ngrams = NgramStore(self._ngram_path(info), Path(info.source).name)
-        self._gen.lookup.cache = self.ngrams.cache
         return info
 
     def load_draft(self, path: str | Path, progress: Progress | None = None,

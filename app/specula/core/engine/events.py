@@ -40,9 +40,8 @@ class TokenOrigin(str, Enum):
 
     The values are saved and on the wire: the adaptive policy's state file keys on
     ``"draft"`` and ``"tree"``, ``StepRecord.source`` holds a plan's value, the GUI maps
-    values to colours (``gui/chat/render.py``). ``NONE`` is the name the policies plan a
-    plain step with; a value written before plain steps were ``"target"`` (``"none"``)
-    still reads as ``TARGET``.
+    values to colours (``gui/chat/render.py``). A plan for a plain step is ``TARGET``; a
+    value written before plain steps were ``"target"`` (``"none"``) still reads as ``TARGET``.
     """
 
     TARGET = "target"
@@ -52,7 +51,6 @@ class TokenOrigin(str, Enum):
     NGRAM_CACHE = "ngram-cache"
     MTP = "mtp"
     RELAXED = "relaxed"
-    NONE = "target"  # an alias of TARGET: a plan that asks no drafter
 
     @classmethod
     def _missing_(cls, value: object) -> TokenOrigin | None:

@@ -10,7 +10,7 @@ from specula.core.engine.drafters.base import (
 )
 from specula.core.engine.drafters.lookup import LookupDrafter
 from specula.core.engine.drafters.model import ChainDrafter, DraftModel
-from specula.core.engine.drafters.proposal import DraftRequest, DraftSource, Proposal, TokenTree
+from specula.core.engine.drafters.proposal import DraftRequest, Proposal, TokenTree
 from specula.core.engine.drafters.tree import MAX_TREE_SEQS, TreeDrafter
 
 __all__ = [
@@ -18,7 +18,6 @@ __all__ = [
     "ChainDrafter",
     "DraftModel",
     "DraftRequest",
-    "DraftSource",
     "Drafter",
     "LookupDrafter",
     "Proposal",

@@ -40,7 +40,7 @@ class LookupDrafter:
     def __init__(self, ngram_max: int = 4, ngram_min: int = 1, cache: NgramCache | None = None) -> None:
         self.ngram_max = ngram_max
         self.ngram_min = ngram_min
-        self.cache = cache  # the engine attaches the target's persistent cache
+        self.cache = cache  # the target's persistent cache (the engine passes it to the Generator)
         self._preview: tuple[int, list[int], int] = (-1, [], 0)  # (at length, tokens, match code)
         self._index = NgramIndex(ngram_min, ngram_max)  # the conversation's n-grams
 

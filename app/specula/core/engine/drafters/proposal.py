@@ -37,12 +37,6 @@ def long_copy(code: int, ngram_max: int = 4) -> bool:
     return ngram_max < code < CACHE_MATCH
 
 
-# The drafter a plan asks for and a proposal comes from: the same enum as a token's
-# origin (its docstring says which members a plan uses). This second name is kept for
-# the policies that still spell it so.
-DraftSource = TokenOrigin
-
-
 KeepRule = Callable[[int, float, float], tuple[bool, bool]]
 
 

@@ -32,6 +32,7 @@ from specula.core.engine.drafters import (
     TreeDrafter,
 )
 from specula.core.engine.drafters.mtp import MTPDrafter, MTPHead
+from specula.core.engine.drafters.ngram_cache import NgramCache
 from specula.core.engine.drafters.tree import MAX_TREE_SEQS
 from specula.core.engine.events import Event, StepEvent, StopReason, TokenEvent, TokenOrigin
 from specula.core.engine.grammar.compile import GrammarError
@@ -58,13 +59,16 @@ MEMORY_EVERY = 128  # steps between two reads of the process's RSS (~0.1 ms each
 class Generator(KVHolder):
     """Runs replies over one target context and optional drafters."""
 
-    def __init__(self, model: Model, target: Context, draft_model: DraftModel | None = None) -> None:
+    def __init__(self, model: Model, target: Context, draft_model: DraftModel | None = None,
+                 ngram_cache: NgramCache | None = None) -> None:
+        """``ngram_cache``: the target's persistent n-gram cache, which prompt lookup
+        falls back to (the engine's ``NgramStore`` owns it and teaches it each reply)."""
         self.model = model
         self.kv = KVCache(target)
         # When a list, the target's top-2 logit gap of every emitted token is appended
         # (the benchmark explains greedy divergences at near-ties with it).
         self.gaps: list[float] | None = None
-        self.lookup = LookupDrafter()
+        self.lookup = LookupDrafter(cache=ngram_cache)
         self._target = TargetVerifier(self.kv)
         self.draft_model: DraftModel | None = None
         self.mtp: MTPHead | None = None

@@ -36,7 +36,8 @@ import copy
 from pathlib import Path
 
 from specula.core.engine.config import SpecConfig
-from specula.core.engine.drafters.proposal import DraftSource, long_copy
+from specula.core.engine.drafters.proposal import long_copy
+from specula.core.engine.events import TokenOrigin
 from specula.core.engine.policy import state as policy_state
 from specula.core.engine.policy.acceptance_model import AcceptanceModel
 from specula.core.engine.policy.calibration import Calibration
@@ -84,10 +85,10 @@ class AdaptivePolicy(ExpectedRates):
         self.allow_draft = allow_draft
         # the drafters it plans with (MTP is the target's own head: mtp_choice.py puts it
         # in the draft's place; the n-gram cache answers through lookup)
-        self.wants = frozenset({DraftSource.CHAIN, DraftSource.TREE, DraftSource.LOOKUP})
+        self.wants = frozenset({TokenOrigin.CHAIN, TokenOrigin.TREE, TokenOrigin.LOOKUP})
         if not allow_draft:
             self.name = "lookup"  # prompt lookup alone, with the same cost model
-            self.wants = frozenset({DraftSource.LOOKUP})
+            self.wants = frozenset({TokenOrigin.LOOKUP})
         self.cost = CostModel()
         self.acc = AcceptanceModel()
         self.state_path = state_path
@@ -127,7 +128,7 @@ class AdaptivePolicy(ExpectedRates):
             # measure a plain step first, and now and then again: drafting is judged
             # against it, and it is rarely measured while drafting wins
             self.since_plain = 0
-            return self._decide(Plan(DraftSource.NONE, 0))
+            return self._decide(Plan(TokenOrigin.TARGET, 0))
         plain = 1.0 / v1
         l_rate, l_k = self._lookup_rate(inp, k_max)
         d_rate = 0.0
@@ -135,11 +136,11 @@ class AdaptivePolicy(ExpectedRates):
             in_sync = inp.draft_lag <= 2
             if in_sync and (self.cost.draft is None or self._probe_left > 0):
                 self._probe_left = max(self._probe_left - 1, 0)
-                return self._decide(Plan(DraftSource.CHAIN, self._probe_k(k_max)), probe=True)
+                return self._decide(Plan(TokenOrigin.CHAIN, self._probe_k(k_max)), probe=True)
             d_rate = self._draft_pays_rate(k_max)
             k_new = self._unmeasured_k(k_max)
             if in_sync and k_new and d_rate > 0.6 * plain:
-                return self._decide(Plan(DraftSource.CHAIN, k_new), probe=True)
+                return self._decide(Plan(TokenOrigin.CHAIN, k_new), probe=True)
         if self._lookup_untried(inp) and self._lookup_budget(v1):
             # a match length not judged yet: probe it where it would pay clearly were it
             # right (on a flat verify curve several tokens; where each verified token costs
@@ -155,20 +156,20 @@ class AdaptivePolicy(ExpectedRates):
             draft_pays = inp.draft_lag <= 2 and d_rate > plain * (1.0 + MARGIN)
             if (o_rate > max(plain * (1.0 + COULD_PAY_MARGIN), d_rate)
                     and (not draft_pays or long_copy(inp.lookup_match))):
-                return self._decide(Plan(DraftSource.LOOKUP, o_k, inp.lookup_tokens[:o_k]), probe=True)
+                return self._decide(Plan(TokenOrigin.LOOKUP, o_k, inp.lookup_tokens[:o_k]), probe=True)
         bar = plain * (1.0 + MARGIN)
         if l_rate > max(bar, d_rate):
-            return self._decide(Plan(DraftSource.LOOKUP, l_k, inp.lookup_tokens[:l_k]))
+            return self._decide(Plan(TokenOrigin.LOOKUP, l_k, inp.lookup_tokens[:l_k]))
         if d_rate > bar:
             once = self._once(inp.draft_lag)
             if inp.draft_lag > SHORT_FEED and self._waited < WAIT_SHARE * once:
                 self._waited += v1 - 1.0 / d_rate  # this plain step's loss per token
-                return self._decide(Plan(DraftSource.NONE, 0))
+                return self._decide(Plan(TokenOrigin.TARGET, 0))
             self._waited = 0.0
             return self._decide(self._shape(inp, k_max, plain))
         if inp.has_draft and self.allow_draft and self._explore_pays(inp, k_max, v1):
-            return self._decide(Plan(DraftSource.CHAIN, k_max))
-        return self._decide(Plan(DraftSource.NONE, 0))
+            return self._decide(Plan(TokenOrigin.CHAIN, k_max))
+        return self._decide(Plan(TokenOrigin.TARGET, 0))
 
     def _explore_pays(self, inp: PlanInput, k_max: int, v1: float) -> bool:
         """In a plain stretch: one draft step, once what it is expected to lose against plain
@@ -211,16 +212,16 @@ class AdaptivePolicy(ExpectedRates):
     def _shape(self, inp: PlanInput, k_max: int, plain: float) -> Plan:
         """Chain or tree (``shapes.py``): a tree only while its measured rate beats the
         chain's and plain decoding's, tried only where its best case could beat them."""
-        chain = Plan(DraftSource.CHAIN, self.hindsight_cap(k_max))
-        if self.cfg.tree_budget <= 1 or DraftSource.TREE not in inp.available:
+        chain = Plan(TokenOrigin.CHAIN, self.hindsight_cap(k_max))
+        if self.cfg.tree_budget <= 1 or TokenOrigin.TREE not in inp.available:
             return chain
         if self.shapes.wants_tree(plain, MARGIN, lambda: self._tree_best_case(k_max)):
-            return Plan(DraftSource.TREE, self.cfg.tree_budget)
+            return Plan(TokenOrigin.TREE, self.cfg.tree_budget)
         return chain
 
     @property
     def shape_rate(self) -> dict[str, float]:
-        """Measured tokens/s of draft-model steps by shape (``DraftSource`` values)."""
+        """Measured tokens/s of draft-model steps by shape (``TokenOrigin`` values)."""
         return self.shapes.rate
 
     @shape_rate.setter
@@ -257,11 +258,11 @@ class AdaptivePolicy(ExpectedRates):
 
     def _decide(self, plan: Plan, probe: bool = False) -> Plan:
         self._probe = probe
-        served = 1.0 if plan.source == DraftSource.LOOKUP else 0.0
+        served = 1.0 if plan.source == TokenOrigin.LOOKUP else 0.0
         self.lookup_cover += COVER_FADE * (served - self.lookup_cover)
-        if plan.source != DraftSource.NONE:
+        if plan.source != TokenOrigin.TARGET:
             self._plain_streak = 0
-        if plan.source == DraftSource.CHAIN:
+        if plan.source == TokenOrigin.CHAIN:
             self._fresh = False
             t_d = self.cost.draft or 0.0
             self._step = {"E": 1.0, "P": 1.0, "k": float(plan.k),
@@ -324,20 +325,20 @@ class AdaptivePolicy(ExpectedRates):
         rec = outcome.record
         self._spent += rec.draft_s + rec.verify_s + rec.overhead_s
         v1 = self.cost.verify_time(1)
-        if outcome.source == DraftSource.LOOKUP and self._probe and v1 is not None:
+        if outcome.source == TokenOrigin.LOOKUP and self._probe and v1 is not None:
             self._lookup_loss += rec.draft_s + rec.verify_s + rec.overhead_s - rec.emitted * v1
-        if outcome.source in (DraftSource.CHAIN, DraftSource.TREE) and rec.drafted:
+        if outcome.source in (TokenOrigin.CHAIN, TokenOrigin.TREE) and rec.drafted:
             rate = rec.emitted / max(rec.draft_s + rec.verify_s + rec.overhead_s + rec.replay_s, 1e-9)
-            key = DraftSource(outcome.source).value
+            key = TokenOrigin(outcome.source).value
             self._observe_shape(key, rate)
         if rec.drafted:
             self._observe_rollback(rec)
-        if outcome.source == DraftSource.TREE:
+        if outcome.source == TokenOrigin.TREE:
             return
         self.cost.observe_verify(rec.drafted + 1, rec.verify_s)
         if rec.drafted == 0:
             self.since_plain = 0
-        if outcome.source == DraftSource.CHAIN and rec.drafted:
+        if outcome.source == TokenOrigin.CHAIN and rec.drafted:
             self.cost.observe_draft(rec.draft_decodes, rec.catchup, rec.draft_s)
             self.hindsight.observe(rec.drafted, outcome.n_accepted, self.cost.draft or 0.0, self._v)
             self.acc.observe(outcome.top_probs, outcome.entropies, outcome.n_accepted)
@@ -348,7 +349,7 @@ class AdaptivePolicy(ExpectedRates):
                 pays = v1 is not None and d_rate > 1.0 / v1
                 self.paused = self.paused and not pays
                 self.probe_every = PROBE_FIRST if pays else min(self.probe_every * 2, PROBE_MAX)
-        elif outcome.source == DraftSource.LOOKUP and rec.drafted:
+        elif outcome.source == TokenOrigin.LOOKUP and rec.drafted:
             self.acc.observe_lookup(outcome.lookup_match, rec.drafted, outcome.n_accepted)
 
     def _observe_shape(self, key: str, rate: float) -> None:

@@ -22,7 +22,7 @@ TRIES = 2  # tree trials per session while its rate is unmeasured
 AFTER = 32  # chain steps in a session before a tree is tried (never in a first reply)
 RETRY = 64  # draft steps between re-trials of a tree measured slower than the chain
 WINDOW = 5  # draft-model steps per shape whose median rate is the shape's rate
-CHAIN, TREE = "draft", "tree"  # the keys: DraftSource values (saved with the policy's state)
+CHAIN, TREE = "draft", "tree"  # the keys: TokenOrigin values (saved with the policy's state)
 
 
 class ShapeRates:
