@@ -82,22 +82,23 @@ def _num(d: object, key: str) -> float:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
 
 
+# Where each server puts its statistics, and its names for (tokens, tok/s, drafted, accepted).
+_STATS_FIELDS = {
+    "specula": ("tokens", "tokens_per_s", "drafted", "accepted"),
+    "timings": ("predicted_n", "predicted_per_second", "draft_n", "draft_n_accepted"),
+}
+
+
 def _run(side: str, prompt_id: str, repeat: int, text: str, stats: dict[str, object],
          sent: float, first: float | None, last: float) -> PeerRun:
-    detail = stats.get("specula", stats.get("timings"))
-    if "specula" in stats:
-        s = stats["specula"]
-        tokens, rate = int(_num(s, "tokens")), _num(s, "tokens_per_s")
-        drafted, accepted = int(_num(s, "drafted")), int(_num(s, "accepted"))
-    elif "timings" in stats:
-        t = stats["timings"]
-        tokens, rate = int(_num(t, "predicted_n")), _num(t, "predicted_per_second")
-        drafted, accepted = int(_num(t, "draft_n")), int(_num(t, "draft_n_accepted"))
-    else:
+    key = next((k for k in _STATS_FIELDS if k in stats), None)
+    if key is None:
         raise ValueError(f"{side}: the stream carried no timings (is this llama-server or specula serve?)")
-    return PeerRun(side, prompt_id, repeat, text, tokens, rate,
-                   (first if first is not None else last) - sent, last - sent, drafted, accepted,
-                   dict(detail) if isinstance(detail, dict) else {})
+    s = stats[key]
+    n, r, d, a = _STATS_FIELDS[key]
+    return PeerRun(side, prompt_id, repeat, text, int(_num(s, n)), _num(s, r),
+                   (first if first is not None else last) - sent, last - sent,
+                   int(_num(s, d)), int(_num(s, a)), dict(s) if isinstance(s, dict) else {})
 
 
 @dataclass
@@ -200,7 +201,7 @@ def verdict_lines(table: Sequence[PeerRow]) -> list[str]:
         bits = []
         for key, other in (("peer_draft", row.best("llama-server draft")),
                            ("best_chain", row.best("specula chain")),
-                           ("plain", ("specula plain", 0.0) if "specula plain" in row.decode else None)):
+                           ("plain", row.best("specula plain"))):
             if other:
                 x = row.ratio("specula adaptive", other[0])
                 cols[key].append(x)
