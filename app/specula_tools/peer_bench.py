@@ -127,10 +127,21 @@ def ask(side: Side, messages: list[dict[str, str]], max_tokens: int, prompt_id: 
         return read_stream(resp, sent, _clock(), side.name, prompt_id, repeat)
 
 
-def _reset(side: Side) -> None:
-    """An untimed one-token reply to another prompt: the timed one then prefills in full."""
+# What a Specula side's flush asks: a fixed chain, so that the draft is fed the flush's
+# prompt too (a plain or paused reply never feeds it, and a one-token reply ends before
+# the draft's catch-up, which comes after the first token).
+FLUSH_SPECULA = {"specula": {"mode": "chain", "draft_max": 1}}
+
+
+def flush(side: Side) -> None:
+    """An untimed short reply to another prompt, so that the timed one finds neither the
+    target's cache nor the draft's holding it (each side starts as a new question does).
+    Specula's sides share one server: without this, a side asked right after another
+    drafting side found the draft already fed the prompt, and its catch-up (0.6 s of an
+    11 s F16 reply) was free where the other side's was not."""
+    extra = FLUSH_SPECULA if "specula" in side.extra else side.extra
     body = {"model": side.server.model, "messages": [{"role": "user", "content": "ok"}],
-            "max_tokens": 1, "temperature": 0.0, **side.extra}
+            "max_tokens": 3, "temperature": 0.0, **extra}
     req = urllib.request.Request(side.server.url + "/v1/chat/completions", json.dumps(body).encode(),
                                  {"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=600) as resp:
@@ -254,19 +265,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"servers ready (logs in {log_dir}); {len(prompts)} prompts x {len(sides)} sides x "
               f"{a.repeat}, max {a.max_tokens} tokens, greedy", file=sys.stderr)
         for side in sides:  # warm-up: threads, allocations, the first decode of each shape
-            _reset(side)
+            flush(side)
             ask(side, prompts[0].messages, 8, "warm-up", -1)
         for r in range(a.repeat):
             for i, prompt in enumerate(prompts):
                 shift = (i + r) % len(sides)
                 for side in [*sides[shift:], *sides[:shift]]:
-                    _reset(side)
+                    flush(side)
                     run = ask(side, prompt.messages, a.max_tokens, prompt.id, r)
                     runs.append(run)
                     acc = f"{run.acceptance:.0%}" if run.acceptance is not None else "-"
+                    fed = run.detail.get("draft_catchup_tokens")
                     print(f"  {prompt.id:<20} {side.name:<26} {run.decode_tok_s:6.2f} tok/s "
-                          f"ttft {run.ttft_s * 1000:5.0f} ms  wall {run.wall_s:5.1f} s  accept {acc}",
-                          file=sys.stderr)
+                          f"ttft {run.ttft_s * 1000:5.0f} ms  wall {run.wall_s:5.1f} s  accept {acc}"
+                          + (f"  draft fed {fed}" if fed else ""), file=sys.stderr)
     finally:
         for srv in servers:
             with contextlib.suppress(Exception):

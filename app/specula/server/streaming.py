@@ -60,6 +60,12 @@ def spec_stats(done: Done, draft: str | None) -> dict[str, Any]:
         "steps": s.steps, "tokens": s.tokens,
         "tokens_per_s": round(s.tokens_per_s, 2), "ttft_s": round(s.ttft_s, 4),
         "total_s": round(s.total_s, 4), "stop_reason": done.stop_reason.value,
+        # what this reply fed that no cache held: the target's prompt (its time is TTFT)
+        # and the draft's catch-up on tokens it had not seen (after the first token, so
+        # inside tokens_per_s): a reply whose prompt the caches already held is faster
+        "prefill_tokens": s.prefill_tokens,
+        "draft_catchup_tokens": s.draft_catchup_tokens,
+        "draft_catchup_s": round(s.draft_catchup_s, 4),
     }
     if s.memory != "attention":  # what keeping a recurrent target exact cost (kv.py)
         out["memory"] = {
