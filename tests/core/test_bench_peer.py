@@ -87,3 +87,20 @@ def test_ratios_pair_the_runs_of_one_repeat() -> None:
     assert row.ratio("specula adaptive", "specula chain:3") == pytest.approx(by_hand)
     assert by_hand > 1.0 > 7.2 / 7.5  # ... where the ratio of the medians says it trails
     assert f"adaptive / the best fixed chain: median {by_hand:.2f}x" in format_table([row], [PEER_PLAIN])
+
+
+def test_whole_replies_are_compared_by_wall_time_within_each_repeat() -> None:
+    """The whole-reply line: llama-server's best draft setting's wall time over adaptive's,
+    per repeat, then the median (the draft's prompt is in one side's TTFT and in the
+    other's decode time: the wall time holds both)."""
+    walls = {0: (10.0, 12.0), 1: (11.0, 12.1), 2: (9.0, 9.9)}  # repeat -> (adaptive, draft:3)
+    runs = []
+    for r, (a, d) in walls.items():
+        runs += [PeerRun(PEER_PLAIN, "p", r, "t", 96, 5.0, 0.1, 15.0),
+                 PeerRun("llama-server draft:3", "p", r, "t", 96, 6.0, 0.1, d, 10, 8),
+                 PeerRun("specula adaptive", "p", r, "t", 96, 7.0, 0.1, a, 10, 8)]
+    (row,) = rows(runs)
+    by_hand = sorted([12.0 / 10.0, 12.1 / 11.0, 9.9 / 9.0])[1]  # 1.2, 1.1, 1.1 -> 1.1
+    assert row.wall_ratio("specula adaptive", "llama-server draft:3") == pytest.approx(by_hand)
+    assert ("adaptive / llama-server's best draft setting, whole reply (wall time): median 1.10x, "
+            "min 1.10x") in format_table([row], [PEER_PLAIN])

@@ -112,6 +112,7 @@ class PeerRow:
     acceptance: dict[str, float | None] = field(default_factory=dict)
     identical: dict[str, bool] = field(default_factory=dict)  # side -> same text as the reference
     by_repeat: dict[str, dict[int, float]] = field(default_factory=dict)  # side -> repeat -> tok/s
+    wall_by_repeat: dict[str, dict[int, float]] = field(default_factory=dict)  # side -> repeat -> s
 
     def ratio(self, side: str, over: str = PEER_PLAIN) -> float:
         """``side``'s decode rate over ``over``'s: the median of the ratios within each
@@ -123,6 +124,15 @@ class PeerRow:
             return float(statistics.median(paired))
         base = self.decode.get(over, 0.0)
         return self.decode.get(side, 0.0) / base if base > 0 else 0.0
+
+    def wall_ratio(self, side: str, over: str) -> float:
+        """How much sooner ``side``'s whole reply was done than ``over``'s (their wall time
+        over its own), paired within each repeat as :meth:`ratio` is. Whole replies count
+        every cost in one place: llama-server feeds its draft the prompt before the first
+        token (in its prompt time), Specula after it (in its decode time)."""
+        mine, theirs = self.wall_by_repeat.get(side, {}), self.wall_by_repeat.get(over, {})
+        paired = [theirs[r] / mine[r] for r in mine.keys() & theirs.keys() if mine[r] > 0]
+        return float(statistics.median(paired)) if paired else 0.0
 
     def best(self, prefix: str) -> tuple[str, float] | None:
         """The side starting with ``prefix`` with the highest decode rate (None: none ran)."""
@@ -149,6 +159,7 @@ def rows(runs: Sequence[PeerRun], reference: str = PEER_PLAIN) -> list[PeerRow]:
         row = out[pid]
         row.decode[side] = statistics.median(r.decode_tok_s for r in rs)
         row.by_repeat[side] = {r.repeat: r.decode_tok_s for r in rs}
+        row.wall_by_repeat[side] = {r.repeat: r.wall_s for r in rs}
         row.ttft[side] = statistics.median(r.ttft_s for r in rs)
         row.wall[side] = statistics.median(r.wall_s for r in rs)
         drafted = sum(r.drafted for r in rs)
@@ -195,6 +206,7 @@ def verdict_lines(table: Sequence[PeerRow]) -> list[str]:
     """Per prompt and in the median, Specula's default mode against its peers."""
     lines = []
     cols: dict[str, list[float]] = {"peer_draft": [], "best_chain": [], "plain": []}
+    whole: list[float] = []  # whole replies, against llama-server's best draft setting
     for row in table:
         if "specula adaptive" not in row.decode:
             continue
@@ -205,6 +217,8 @@ def verdict_lines(table: Sequence[PeerRow]) -> list[str]:
             if other:
                 x = row.ratio("specula adaptive", other[0])
                 cols[key].append(x)
+                if key == "peer_draft":
+                    whole.append(row.wall_ratio("specula adaptive", other[0]))
                 bits.append(f"{x:.2f}x {other[0]}")
         lines.append(f"  adaptive on {row.prompt_id}: " + ", ".join(bits))
     names = {"peer_draft": "llama-server's best draft setting", "best_chain": "the best fixed chain",
@@ -212,6 +226,9 @@ def verdict_lines(table: Sequence[PeerRow]) -> list[str]:
     for key, xs in cols.items():
         if xs:
             lines.append(f"  adaptive / {names[key]}: median {_median(xs):.2f}x, min {min(xs):.2f}x")
+            if key == "peer_draft" and whole:
+                lines.append(f"  adaptive / {names[key]}, whole reply (wall time): "
+                             f"median {_median(whole):.2f}x, min {min(whole):.2f}x")
     mtp = [row.ratio("specula mtp", peer[0]) for row in table
            if "specula mtp" in row.decode and (peer := row.best("llama-server mtp"))]
     if mtp:
