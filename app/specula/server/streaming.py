@@ -66,6 +66,10 @@ def spec_stats(done: Done, draft: str | None) -> dict[str, Any]:
         "prefill_tokens": s.prefill_tokens,
         "draft_catchup_tokens": s.draft_catchup_tokens,
         "draft_catchup_s": round(s.draft_catchup_s, 4),
+        # where the steps' time went: the draft's decodes, the target's verify decodes,
+        # the host's own work, and the steps' wall time (the gaps between them included)
+        "draft_s": round(s.draft_s, 4), "verify_s": round(s.verify_s, 4),
+        "host_s": round(s.overhead_s, 4), "step_s": round(s.step_s, 4),
     }
     if s.memory != "attention":  # what keeping a recurrent target exact cost (kv.py)
         out["memory"] = {
