@@ -44,8 +44,9 @@ def _view(pol: AdaptivePolicy, inp: PlanInput, out: Plan) -> str:
             f"{plain:.1f}/{l_rate:.1f}@{l_k}/{d_rate:.1f}@{d_k} -> {out.source.value}:{out.k}")
 
 
-def _run(eng: Engine, messages: list[dict[str, str]], spec: SpecConfig,
-         max_tokens: int, recs: list[StepRecord] | None = None) -> tuple[Done, list[StepRecord]]:
+def greedy_reply(eng: Engine, messages: list[dict[str, str]], spec: SpecConfig,
+                 max_tokens: int, recs: list[StepRecord] | None = None) -> tuple[Done, list[StepRecord]]:
+    """One greedy reply from empty caches: its result and every step's record."""
     assert eng.generator is not None
     eng.generator.reset()
     recs = [] if recs is None else recs
@@ -104,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     adaptive = SpecConfig(mode=Mode.ADAPTIVE, draft_max=a.draft_max or max(ks))
     hi = [{"role": "user", "content": "hi"}]
     for spec in [SpecConfig(mode=Mode.PLAIN), adaptive]:  # warm-up
-        _run(eng, hi, spec, 8)
+        greedy_reply(eng, hi, spec, 8)
     pol = eng.policy_for(adaptive)
     assert isinstance(pol, AdaptivePolicy)
     views: dict[int, str] = {}  # step -> what the policy saw when it planned it
@@ -127,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for label, spec in [*modes, ("adaptive", adaptive)]:
             views.clear()
             live.clear()
-            done, recs = _run(eng, messages, spec, a.max_tokens, live)
+            done, recs = greedy_reply(eng, messages, spec, a.max_tokens, live)
             rates[label] = done.stats.tokens_per_s
         s = done.stats
         print(f"\n{pid}: " + "  ".join(f"{m} {r:.2f}" for m, r in rates.items()))

@@ -25,9 +25,7 @@ from specula.core.bench import load_prompts
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.drafters.ngram_store import NgramStore
 from specula.core.engine.engine import Engine, EngineOptions
-from specula.core.engine.events import Done, StepEvent
-from specula.core.engine.sampling.rules import SamplingParams
-from specula.core.engine.stats import StepRecord
+from specula_tools.adaptive_trace import greedy_reply
 
 
 def _spec(mode: str) -> SpecConfig:
@@ -36,21 +34,6 @@ def _spec(mode: str) -> SpecConfig:
     if k:
         spec.draft_max = int(k)
     return spec
-
-
-def _reply(eng: Engine, messages: list[dict[str, str]], mode: str,
-           max_tokens: int) -> tuple[Done, list[StepRecord]]:
-    assert eng.generator is not None
-    eng.generator.reset()
-    recs: list[StepRecord] = []
-    done: Done | None = None
-    for ev in eng.chat(messages, SamplingParams(temperature=0.0, max_tokens=max_tokens), _spec(mode)):
-        if isinstance(ev, StepEvent):
-            recs.append(ev.record)
-        elif isinstance(ev, Done):
-            done = ev
-    assert done is not None
-    return done, recs
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -73,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for r in range(a.repeat):
         for pid in a.prompts.split(","):
             for mode in a.modes.split(","):
-                done, recs = _reply(eng, suite[pid].messages, mode, a.max_tokens)
+                done, recs = greedy_reply(eng, suite[pid].messages, _spec(mode), a.max_tokens)
                 s = done.stats
                 print(f"{r} {pid:<20} {mode:<9} {s.tokens_per_s:6.2f} tok/s  steps {len(recs)}  "
                       f"drafted {sum(x.drafted for x in recs)}  accepted {sum(x.accepted for x in recs)}  "

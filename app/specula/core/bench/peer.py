@@ -101,6 +101,12 @@ def _run(side: str, prompt_id: str, repeat: int, text: str, stats: dict[str, obj
                    int(_num(s, d)), int(_num(s, a)), dict(s) if isinstance(s, dict) else {})
 
 
+def _paired_median(num: dict[int, float], den: dict[int, float]) -> float | None:
+    """The median over the repeats both ran of num / den (None: no such repeat)."""
+    paired = [num[r] / den[r] for r in num.keys() & den.keys() if den[r] > 0]
+    return float(statistics.median(paired)) if paired else None
+
+
 @dataclass
 class PeerRow:
     """One prompt: the median over repeats of each side's figures, and its ratios."""
@@ -130,9 +136,8 @@ class PeerRow:
         over its own), paired within each repeat as :meth:`ratio` is. Whole replies count
         every cost in one place: llama-server feeds its draft the prompt before the first
         token (in its prompt time), Specula after it (in its decode time)."""
-        mine, theirs = self.wall_by_repeat.get(side, {}), self.wall_by_repeat.get(over, {})
-        paired = [theirs[r] / mine[r] for r in mine.keys() & theirs.keys() if mine[r] > 0]
-        return float(statistics.median(paired)) if paired else 0.0
+        paired = _paired_median(self.wall_by_repeat.get(over, {}), self.wall_by_repeat.get(side, {}))
+        return 0.0 if paired is None else paired
 
     def best(self, prefix: str) -> tuple[str, float] | None:
         """The side starting with ``prefix`` with the highest decode rate (None: none ran)."""
