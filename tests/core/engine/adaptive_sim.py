@@ -186,7 +186,7 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
             code = lookup[0][min(pos, len(lookup[0]) - 1)]
             look = [0] * (min(8, room) if code else 0)
         plan = policy.plan(PlanInput(room, available, look, code if look else 0, lag))
-        drafted, draft_s, decodes = 0, 0.0, 0
+        drafted, draft_s, decodes, depth = 0, 0.0, 0, 0
         right = ok
         if plan.source == TokenOrigin.LOOKUP and lookup is not None and plan.k > 0 and room > 0:
             drafted = min(plan.k, room, len(look))
@@ -226,7 +226,10 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
             policy.observe(Outcome(source, [], [], accepted, code, rec))
         else:
             ent = entropy[j:j + drafted] if entropy is not None else [0.3] * drafted
-            policy.observe(Outcome(source, p_top[j:j + drafted], ent, accepted, 0, rec))
+            # a simulated tree's accepted path is its top branch (depth deep): the chain's run
+            tree = source == TokenOrigin.TREE
+            policy.observe(Outcome(source, p_top[j:j + drafted], ent, accepted, 0, rec,
+                                   accepted if tree else -1, depth if tree else 0))
         out.seconds += draft_s + verify_s
         out.steps.append((source.value, drafted, accepted))
         pos += emitted

@@ -25,7 +25,8 @@ from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.policy.acceptance_model import AcceptanceModel
 from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.policy.fixed import ChainPolicy
-from tests.core.engine.adaptive_sim import F16, f16_traces, run_reply
+from specula.core.engine.policy.shapes import ShapeRates
+from tests.core.engine.adaptive_sim import F16, Machine, f16_traces, run_reply
 
 TRACES = f16_traces()
 
@@ -96,6 +97,57 @@ def test_a_tree_that_proposes_badly_loses_its_turn_within_two_steps() -> None:
 
 
 def test_power_a_running_average_keeps_the_bad_tree_for_many_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two guards make the bad tree lose its turn: the median of a shape's recent steps, and
+    the tree against the chain on the same steps; without both it keeps the turn."""
     monkeypatch.setattr(AdaptivePolicy, "_observe_shape", _ema)
+    monkeypatch.setattr(ShapeRates, "observe_pair", lambda self, tree, chain: None)
     trees, ratios = _session_after_a_lucky_tree()
     assert trees[0] > 2 and ratios[0] < 0.75, (trees, ratios)
+
+
+# A flat verify curve (a memory-bound target on an accelerator): a 12-node tree's verify costs
+# little more than a chain's, so a tree runs well above plain decoding, and still below a
+# long chain wherever the text is easy.
+FLAT = Machine(verify=lambda n: 0.20 if n == 1 else 0.22 + 0.005 * (n - 2), draft=0.02,
+               catchup_per_token=0.004, prompt=50, prompt_s=0.1)
+
+
+def _session_after_a_hard_stretch() -> tuple[list[int], list[float]]:
+    """(tree steps, adaptive / best fixed chain) per recorded prompt, for a session whose
+    chain rate was measured on hard text (6 tok/s, as if the last chain steps met a hard
+    stretch) and whose tree rate is about right for these easy code traces (12 tok/s,
+    where a chain runs at 15-19): against the stale chain figure the tree wins, and only
+    something that measures the chain while the tree holds the turn can correct it."""
+    policy = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=8, tree_budget=12, tree_width=2))
+    FLAT.calibration().seed(policy.cost)
+    policy.shape_rate = {"draft": 6.0, "tree": 12.0}
+    trees, ratios = [], []
+    for t in TRACES.values():
+        rates = []
+        for k in range(1, 9):
+            c = run_reply(ChainPolicy(SpecConfig(mode=Mode.CHAIN, draft_max=k)), FLAT, t["ok"], t["p_top"],
+                          max_tokens=len(t["ok"]), entropy=t["entropy"])
+            rates.append(c.tokens / c.seconds)
+        r = run_reply(policy, FLAT, t["ok"], t["p_top"], max_tokens=len(t["ok"]), entropy=t["entropy"])
+        trees.append(sum(1 for src, _, _ in r.steps if src == "tree"))
+        ratios.append(r.tokens / r.seconds / max(rates))
+    return trees, ratios
+
+
+def test_a_tree_step_measures_the_chain_on_the_same_text() -> None:
+    """Seen on a new pair's first session (docs/lab/2026-12-02-second-machine.md): a tree
+    tried after a hard stretch kept its turn through two easy replies (0.79x and 0.86x of
+    chain:5), since nothing measured the chain while the tree drafted. Each tree step now
+    also yields the chain's rate on its text (its top path is the draft's chain)."""
+    trees, ratios = _session_after_a_hard_stretch()
+    assert trees[0] <= 2 and sum(trees) <= 8, trees
+    assert min(ratios) >= 0.88, ratios
+
+
+def test_power_without_the_chain_beside_the_tree_the_tree_keeps_its_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    def tree_only(self: AdaptivePolicy, rec: object, run: int, depth: int) -> float:
+        return self.shape_rate["draft"]  # the chain's figure as it was: nothing new measured
+
+    monkeypatch.setattr(AdaptivePolicy, "_chain_in_place", tree_only)
+    trees, ratios = _session_after_a_hard_stretch()
+    assert sum(trees) > 20 and min(ratios) < 0.8, (trees, ratios)

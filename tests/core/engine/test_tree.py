@@ -47,3 +47,40 @@ def test_tree_kv_after_step_equals_fresh(tiny: dict[str, Path]) -> None:
 
 
 # Sampling through trees (depth 2, independent reference) is checked in test_sampling_exact.py.
+
+
+def test_top_path_and_the_chains_run_in_a_hand_built_tree() -> None:
+    """A node's first child is its most likely: the chain through the tree follows them."""
+    from specula.core.engine.drafters.proposal import TokenTree, TreeNode
+
+    t = TokenTree()
+    for tok, parent, depth, p in ((10, -1, 1, .6), (11, -1, 1, .3), (20, 0, 2, .5), (21, 0, 2, .4), (30, 2, 3, .9)):
+        t.nodes.append(TreeNode(tok, parent, depth, p, p))
+        t.children_of(parent).append(len(t.nodes) - 1)
+    assert t.top_path() == [10, 20, 30]
+    assert t.chain_run([10, 20, 30]) == (3, 3)
+    assert t.chain_run([10, 20]) == (2, 3)
+    assert t.chain_run([10, 21]) == (1, 3)  # a sibling: the chain stopped at depth 1
+    assert t.chain_run([11]) == (0, 3)
+    assert t.chain_run([]) == (0, 3)
+
+
+def test_each_tree_step_tells_the_policy_the_chains_run(tiny: dict[str, Path],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a draft that is the target, the target accepts the draft's own chain, so the
+    chain's run is the whole accepted path on every step; with another draft, never more."""
+    from specula.core.engine.policy.fixed import Outcome, TreePolicy
+
+    seen: list[Outcome] = []
+    monkeypatch.setattr(TreePolicy, "observe", lambda self, o: seen.append(o))
+    for draft, exact in (("exact_draft", True), ("draft", False)):
+        seen.clear()
+        eng = make_engine(tiny["target"], tiny[draft])
+        run(eng, PROMPTS[1], GREEDY, tree(12, 2, 4))
+        eng.close()
+        steps = [o for o in seen if o.record.drafted]
+        assert steps and all(o.chain_depth >= 1 for o in steps)
+        if exact:
+            assert all(o.chain_run == o.n_accepted for o in steps), [(o.chain_run, o.n_accepted) for o in steps]
+        else:
+            assert all(0 <= o.chain_run <= o.n_accepted for o in steps)

@@ -136,6 +136,30 @@ class TokenTree:
     def leaves(self) -> list[int]:
         return [i for i, n in enumerate(self.nodes) if not n.children]
 
+    def top_path(self) -> list[int]:
+        """The draft's own chain through the tree: each level's most likely node (a node's
+        first child is its most likely: children are added in order of probability)."""
+        out: list[int] = []
+        kids = self.root_children
+        while kids:
+            node = self.nodes[kids[0]]
+            out.append(node.token)
+            kids = node.children
+        return out
+
+    def chain_run(self, accepted: Sequence[int]) -> tuple[int, int]:
+        """(how many of the ``accepted`` tokens the draft's chain would have had accepted,
+        how deep that chain reaches in the tree): the count where the accepted path leaves
+        :meth:`top_path` is exact; where it never leaves it, the chain had at least that
+        many (it might have drafted further than the tree's depth)."""
+        path = self.top_path()
+        n = 0
+        for tok, mine in zip(accepted, path, strict=False):
+            if tok != mine:
+                break
+            n += 1
+        return n, len(path)
+
     def descends(self, node: int, ancestor: int) -> bool:
         while node >= 0:
             if node == ancestor:

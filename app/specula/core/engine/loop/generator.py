@@ -302,8 +302,11 @@ class Generator(KVHolder):
         stats.total_s = time.perf_counter() - run.t_start
         if run.active:
             stats.draft_stopped = run.draft_stopped()
+        chain_run, chain_depth = -1, 0
+        if prop.tree is not None:
+            chain_run, chain_depth = prop.tree.chain_run([t[0] for t in res.tokens[: res.accepted]])
         policy.observe(Outcome(prop.source, prop.top_probs, prop.entropies, res.accepted,
-                               prop.match_len, rec))
+                               prop.match_len, rec, chain_run, chain_depth))
         events.append(StepEvent(rec, stats.snapshot()))
         run.step += 1
         return events, lap

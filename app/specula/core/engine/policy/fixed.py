@@ -57,6 +57,11 @@ class Outcome:
     n_accepted: int
     lookup_match: int
     record: StepRecord
+    # A tree step: of its accepted tokens, how many the draft's own chain (the tree's top
+    # path) would have had accepted, and that path's length (TokenTree.chain_run); -1 and 0
+    # for other steps.
+    chain_run: int = -1
+    chain_depth: int = 0
 
 
 class DraftPolicy(Protocol):

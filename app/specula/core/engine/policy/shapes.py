@@ -10,6 +10,13 @@ and a tree that proposes badly loses its turn after a step or two.
 A tree is tried only where its best case (every level accepted) could beat the
 chain and plain decoding, never in a first reply (AFTER chain steps first), TRIES
 times per session while its rate is unmeasured, then every RETRY draft steps.
+
+Once a tree has run this session, the choice rests on the two shapes on the *same*
+text: each tree step also says what the draft's chain would have had there (its top
+path is that chain), and the tree keeps the turn while the median of those paired
+ratios beats the chain. Rates measured on different stretches of text mostly compare
+the text: a tree tried after a hard stretch, against the chain rate measured there,
+kept its turn through two easy replies where a chain ran 1.2x faster.
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ class ShapeRates:
         self._window: dict[str, deque[float]] = {}  # this session's step rates by shape
         self.draft_steps = 0  # draft-model steps planned this session
         self.tree_tries = 0
+        # this session's tree steps: the tree's rate over the chain's on the same text
+        self._paired: deque[float] = deque(maxlen=WINDOW)
 
     def observe(self, shape: str, rate: float) -> None:
         """One step's rate: the shape's rate becomes the median of its recent steps."""
@@ -42,10 +51,16 @@ class ShapeRates:
         win.append(rate)
         self.rate[shape] = float(statistics.median(win))
 
+    def observe_pair(self, tree_rate: float, chain_rate: float) -> None:
+        """A tree step's rate beside the rate the draft's chain would have had on its text."""
+        if chain_rate > 0:
+            self._paired.append(tree_rate / chain_rate)
+
     def forget(self) -> None:
         """Drop the measured rates (the costs they were measured under are stale)."""
         self.rate = {}
         self._window = {}
+        self._paired.clear()
 
     def wants_tree(self, plain: float, margin: float, tree_best_case: Callable[[], float]) -> bool:
         """Whether the next draft-model step is a tree (else a chain); ``plain`` is plain
@@ -53,6 +68,15 @@ class ShapeRates:
         self.draft_steps += 1
         c_rate, t_rate = self.rate.get(CHAIN), self.rate.get(TREE)
         if c_rate is None:
+            return False
+        if self._paired and t_rate is not None:
+            # measured on the same text this session: the paired ratio decides; a tree found
+            # slower is tried again every RETRY draft steps (the text may have changed)
+            if statistics.median(self._paired) > 1.0 + margin and t_rate > plain * (1.0 + margin):
+                return True
+            if self.draft_steps % RETRY == 0 and tree_best_case() > max(c_rate, plain):
+                self.tree_tries += 1
+                return True
             return False
         if t_rate is not None and t_rate > max(c_rate, plain) * (1.0 + margin):
             return True
