@@ -1,0 +1,57 @@
+# Run from the repository root: PYTHONPATH=app python docs/bench/adaptive/replay_oracle.py
+"""How far a draft-length policy can go: the best fixed chain, adaptive, and a per-step
+oracle over the real F16 pair's agreement on the peer prompts (``adaptive_sim.unseen_traces``),
+timed by two machines' calibrations (docs/lab/2026-12-02-second-machine.md).
+
+The oracle knows where each step's first rejection falls: it drafts exactly the run that will
+be accepted (at most 8), or nothing where a plain step is faster. It is greedy per step, so
+a fixed chain can beat it on a reply, and it always pays the draft's prompt catch-up (adaptive
+skips it on a reply it keeps plain: explain-http); on the code prompts it bounds what reading the
+draft's confidence can gain.
+Adaptive runs as a new pair's first pass (the calibration's costs, nothing learnt)."""
+import sys
+
+sys.path.insert(0, ".")
+from tests.core.engine.adaptive_sim import F16_NOREPACK, Machine, run_reply, unseen_traces
+
+from specula.core.engine.config import Mode, SpecConfig
+from specula.core.engine.policy.adaptive import AdaptivePolicy
+from specula.core.engine.policy.fixed import ChainPolicy
+
+# The second machine's calibration at load (verify of n tokens, s; a draft decode 62-66 ms).
+SECOND_VERIFY = {1: .263, 2: .288, 3: .290, 4: .303, 5: .535, 6: .554, 7: .572, 8: .589, 9: .745, 13: .902}
+SECOND = Machine(verify=lambda n: SECOND_VERIFY.get(n, .745 + .04 * (n - 9)), draft=0.066,
+                 catchup_per_token=0.012, prompt=50, prompt_s=0.5)
+TRACES = unseen_traces()
+
+
+def rate(policy, m, t):
+    r = run_reply(policy, m, t["ok"], t["p_top"], max_tokens=len(t["ok"]), entropy=t["entropy"])
+    return r.tokens / r.seconds
+
+
+def oracle(m, ok):
+    n, pos, sec, tok = len(ok), 1, m.prompt_s, 0
+    while pos < n:
+        run = 0
+        while pos + run < n and ok[pos + run] and run < 8:
+            run += 1
+        k = min(run, n - pos - 1)
+        if k == 0 or (k + 1) / (m.draft * k + m.verify(k + 1)) <= 1 / m.verify(1):
+            k = 0
+        sec += m.draft * k + m.verify(k + 1) if k else m.verify(1)
+        tok += k + 1
+        pos += k + 1
+    return tok / sec
+
+
+for name, m in (("first machine (F16_NOREPACK)", F16_NOREPACK), ("second machine", SECOND)):
+    print(name)
+    pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=8, tree_budget=0))
+    m.calibration().seed(pol.cost)
+    for pid, t in TRACES.items():
+        fixed = {k: rate(ChainPolicy(SpecConfig(mode=Mode.CHAIN, draft_max=k)), m, t) for k in range(1, 9)}
+        kb = max(fixed, key=fixed.__getitem__)
+        ad, orc = rate(pol, m, t), oracle(m, t["ok"])
+        print(f"  {pid:22} best fixed chain:{kb} {fixed[kb]:.2f} tok/s  adaptive {ad:.2f} "
+              f"({ad / fixed[kb]:.2f}x)  oracle {orc:.2f} ({orc / fixed[kb]:.2f}x)")
