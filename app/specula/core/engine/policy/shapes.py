@@ -70,15 +70,11 @@ class ShapeRates:
         if c_rate is None:
             return False
         if self._paired and t_rate is not None:
-            # measured on the same text this session: the paired ratio decides; a tree found
-            # slower is tried again every RETRY draft steps (the text may have changed)
+            # measured on the same text this session: the paired ratio decides whether the
+            # tree keeps the turn (a tree found slower is retried below, as any other)
             if statistics.median(self._paired) > 1.0 + margin and t_rate > plain * (1.0 + margin):
                 return True
-            if self.draft_steps % RETRY == 0 and tree_best_case() > max(c_rate, plain):
-                self.tree_tries += 1
-                return True
-            return False
-        if t_rate is not None and t_rate > max(c_rate, plain) * (1.0 + margin):
+        elif t_rate is not None and t_rate > max(c_rate, plain) * (1.0 + margin):
             return True
         if tree_best_case() <= max(c_rate, plain) or self.draft_steps < AFTER:
             return False
