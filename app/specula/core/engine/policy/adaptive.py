@@ -356,25 +356,6 @@ class AdaptivePolicy(ExpectedRates):
         elif outcome.source == TokenOrigin.LOOKUP and rec.drafted:
             self.acc.observe_lookup(outcome.lookup_match, rec.drafted, outcome.n_accepted)
 
-    def _chain_in_place(self, rec: StepRecord, run: int, depth: int) -> float:
-        """The rate a chain would have had on a tree step's text. The tree's top path is the
-        draft's own chain (``depth`` tokens), so the chain's run there is known (``run``): it
-        drafts the length chains draft now (the hindsight cap), or, where the whole top path
-        was accepted and what lies past it is unknown, that path's length (a chain that
-        stops there: what it would have had at least). Each part is timed by the cost model.
-
-        Measured beside the tree on the same text, the chain's rate cannot go stale while a
-        tree holds the turn: a tree tried after a hard stretch of text, against the chain
-        rate measured there, kept its turn through the easy replies that followed, where a
-        chain ran faster (two replies of a new pair's first session at 0.79x and 0.86x of
-        chain:5, docs/lab/2026-12-02-second-machine.md)."""
-        k = self.hindsight_cap(self.cfg.draft_max)
-        if run >= depth:
-            k = max(depth, 1)
-        t_d = self.cost.draft or 0.0
-        secs = self.cost.catchup_time(rec.catchup) + k * t_d + self._v(k + 1) + rec.overhead_s
-        return (min(run, k) + 1) / max(secs, 1e-9)
-
     def _observe_shape(self, key: str, rate: float) -> None:
         """One draft-model step's rate (``shapes.py``: the median of its recent steps)."""
         self.shapes.observe(key, rate)

@@ -15,6 +15,8 @@ from specula.core.engine.config import SpecConfig
 from specula.core.engine.policy.acceptance_model import AcceptanceModel
 from specula.core.engine.policy.cost_model import CostModel, expected_tokens
 from specula.core.engine.policy.fixed import PlanInput
+from specula.core.engine.policy.hindsight import Hindsight
+from specula.core.engine.stats import StepRecord
 
 COULD_PAY_MARGIN = 0.05  # gain at 100% acceptance a draft must offer before it is ever probed
 # The draft's first catch-up in a reply (the conversation) is paid as an exploration cost,
@@ -33,6 +35,7 @@ class ExpectedRates:
     _room: int  # tokens the reply may still draft
     _fresh: bool  # the draft has not been fed this reply's prompt yet
     lookup_cover: float  # share of recent steps lookup served
+    hindsight: Hindsight  # what each chain length would have had on recent steps
 
     def _v(self, n: int) -> float:
         """Verify seconds for n tokens (callers check that something was measured)."""
@@ -117,6 +120,21 @@ class ExpectedRates:
             if rate > best:
                 best, best_k = rate, k
         return best, best_k
+
+    def _chain_in_place(self, rec: StepRecord, run: int, depth: int) -> float:
+        """The rate a chain would have had on a tree step's text. The tree's top path is the
+        draft's own chain (``depth`` tokens), so the chain's run there is known (``run``): it
+        drafts the length chains draft now (the hindsight cap), or, where the whole top path
+        was accepted and what lies past it is unknown, that path's length (a chain that
+        stops there: what it would have had at least). Each part is timed by the cost model.
+        Measured beside the tree on the same text, the chain's rate cannot go stale while a
+        tree holds the turn (shapes.py; docs/lab/2026-12-02-second-machine.md)."""
+        k = self.hindsight.cap(self.cfg.draft_max)
+        if run >= depth:
+            k = max(depth, 1)
+        t_d = self.cost.draft or 0.0
+        secs = self.cost.catchup_time(rec.catchup) + k * t_d + self._v(k + 1) + rec.overhead_s
+        return (min(run, k) + 1) / max(secs, 1e-9)
 
     def _tree_best_case(self, depth: int) -> float:
         """Tokens/s of a tree were every level accepted: depth + 1 tokens for at least one
