@@ -163,7 +163,9 @@ def test_a_tree_whose_best_case_loses_to_the_chain_is_never_tried() -> None:
 
 @pytest.mark.parametrize("machine", [F16, GPU])
 def test_a_tree_that_could_win_is_tried_twice_a_session_and_never_in_a_first_reply(machine: Machine) -> None:
-    counts = _tree_plans(machine, 0.6, replies=4)
+    # five replies: on F16 the chain pauses and is probed in turn at this rate, so the try
+    # comes once the chain has run enough steps (the fourth or fifth reply)
+    counts = _tree_plans(machine, 0.6, replies=5)
     # tried, never in the first reply; kept only where its measured rate beats the chain's
     # (the simulator verifies a tree as its top branch: test_adaptive_real_traces.py)
     assert counts[0] == 0 and 1 <= sum(counts) <= (2 if machine is F16 else 40)

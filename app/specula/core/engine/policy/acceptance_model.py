@@ -95,6 +95,18 @@ class AcceptanceModel:
             self.depth_acc[j] *= RATE_DECAY
             self.depth_judged[j] *= RATE_DECAY
 
+    def shrink(self, judged: float) -> None:
+        """Weigh the per-token and by-depth rates as if ``judged`` tokens had made them
+        (when more did): before a probe of a paused draft, so that what the probe meets
+        decides, not the stretch of text that paused it."""
+        if self.rate_judged <= judged:
+            return
+        f = judged / self.rate_judged
+        self.rate_acc *= f
+        self.rate_judged *= f
+        self.depth_acc = [x * f for x in self.depth_acc]
+        self.depth_judged = [x * f for x in self.depth_judged]
+
     def predict(self, p_top: float, entropy: float) -> float:
         b = _bin(p_top, entropy)
         prior_a, prior_n = 2.0 * p_top, 2.0  # prior: the draft is calibrated

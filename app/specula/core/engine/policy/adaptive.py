@@ -18,7 +18,9 @@ would lose at 100% acceptance is never probed, a tree is tried only where its
 best case beats the chain's measured rate (and used only while its own measured
 rate does), and a new lookup match length only where it would pay were it right. When plain wins, the draft is still probed now
 and then (exponential back-off over replies) so that a change of regime is
-noticed. The draft is fed the conversation only when the plan first drafts, and
+noticed: before a probe the pair's rate is made to weigh as PROBE_EVIDENCE tokens, since
+nothing fades it while drafting is paused, and a probe outweighed by the stretch of text
+that paused drafting could never find that the text has changed. The draft is fed the conversation only when the plan first drafts, and
 that catch-up is weighed like any other cost: where lookup serves an edit of a
 long conversation, the draft's prefill is never paid.
 
@@ -54,6 +56,7 @@ __all__ = ["AcceptanceModel", "AdaptivePolicy", "CostModel", "expected_tokens"]
 RECHECK_EVERY = 8  # replies between re-checks of a draft judged not to pay, at the most
 PROBE_FIRST, PROBE_MAX = 2, RECHECK_EVERY  # replies between probes of a draft that does not pay (doubling)
 PROBE_STEPS = 3  # draft steps a probe makes
+PROBE_EVIDENCE = 12.0  # draft tokens the pair's rate weighs as when a paused draft is probed
 PROBE_RATE = 0.9  # the acceptance a probe's draft length is chosen for (it asks: could it pay?)
 MARGIN = 0.02  # expected gain over plain decoding needed before drafting (noisy estimates)
 REFRESH_PLAIN = 128  # steps between plain steps that re-measure one-token decodes
@@ -402,6 +405,7 @@ class AdaptivePolicy(ExpectedRates):
                 self.cost.remeasure()  # the probe's timings replace the ones that said "never"
             self.replies_since_probe = 0
             self._probe_left = PROBE_STEPS
+            self.acc.shrink(PROBE_EVIDENCE)
             return True
         return False
 
