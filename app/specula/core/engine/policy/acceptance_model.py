@@ -89,11 +89,14 @@ class AcceptanceModel:
 
     def fade(self) -> None:
         """Age the evidence by one step (the rate follows the conversation)."""
-        self.rate_acc *= RATE_DECAY
-        self.rate_judged *= RATE_DECAY
-        for j in range(DEPTHS):
-            self.depth_acc[j] *= RATE_DECAY
-            self.depth_judged[j] *= RATE_DECAY
+        self._scale(RATE_DECAY)
+
+    def _scale(self, f: float) -> None:
+        """Multiply the per-token and by-depth counts by ``f`` (their rates stay)."""
+        self.rate_acc *= f
+        self.rate_judged *= f
+        self.depth_acc = [x * f for x in self.depth_acc]
+        self.depth_judged = [x * f for x in self.depth_judged]
 
     def shrink(self, judged: float) -> None:
         """Weigh the per-token and by-depth rates as if ``judged`` tokens had made them
@@ -101,11 +104,7 @@ class AcceptanceModel:
         decides, not the stretch of text that paused it."""
         if self.rate_judged <= judged:
             return
-        f = judged / self.rate_judged
-        self.rate_acc *= f
-        self.rate_judged *= f
-        self.depth_acc = [x * f for x in self.depth_acc]
-        self.depth_judged = [x * f for x in self.depth_judged]
+        self._scale(judged / self.rate_judged)
 
     def predict(self, p_top: float, entropy: float) -> float:
         b = _bin(p_top, entropy)

@@ -12,17 +12,18 @@ sessions (``policy_state.py``), so a second session starts at the right shape:
   which chooses between drafting and plain decoding, and the acceptance given
   the draft's confidence, which cuts a chain at a token not worth its cost.
 
-A step is plain (k = 0), a draft-model chain, a token tree, or a prompt-lookup
-chain. Nothing is tried that the measured costs say cannot pay: a draft that
-would lose at 100% acceptance is never probed, a tree is tried only where its
-best case beats the chain's measured rate (and used only while its own measured
-rate does), and a new lookup match length only where it would pay were it right. When plain wins, the draft is still probed now
-and then (exponential back-off over replies) so that a change of regime is
-noticed: before a probe the pair's rate is made to weigh as PROBE_EVIDENCE tokens, since
-nothing fades it while drafting is paused, and a probe outweighed by the stretch of text
-that paused drafting could never find that the text has changed. The draft is fed the conversation only when the plan first drafts, and
-that catch-up is weighed like any other cost: where lookup serves an edit of a
-long conversation, the draft's prefill is never paid.
+A step is plain (k = 0), a draft-model chain, a token tree, or a prompt-lookup chain.
+Nothing is tried that the measured costs say cannot pay: a draft that would lose at 100%
+acceptance is never probed, a tree is tried only where its best case beats the chain's
+measured rate (and used only while its own measured rate does), and a new lookup match
+length only where it would pay were it right. When plain wins, the draft is still probed
+now and then (exponential back-off over replies) so that a change of regime is noticed:
+before a probe the pair's rate is made to weigh as PROBE_EVIDENCE tokens, since nothing
+fades it while drafting is paused, and a probe outweighed by the stretch of text that
+paused drafting could never find that the text has changed. The draft is fed the
+conversation only when the plan first drafts, and that catch-up is weighed like any
+other cost: where lookup serves an edit of a long conversation, the draft's prefill is
+never paid.
 
 A verdict that drafting does not pay is never final: it is re-checked at least
 every RECHECK_EVERY replies (a probe re-times the draft and the verify batch,
