@@ -92,6 +92,15 @@ F16_NOREPACK = Machine(
     draft=0.0356, catchup_per_token=0.0158, prompt=78, prompt_s=0.67)
 UNSEEN_TRACES = F16_TRACES.with_name("real-traces-f16-unseen.json")
 
+# The Q4_K_M target with the same draft, repacking off, one thread (a compute-bound target:
+# a verify of n tokens costs nearly n single decodes, and a chain pays only above about 0.9
+# acceptance): median verify of n tokens and draft decode from specula_tools.mode_steps
+# --steps on the peer prompts (docs/bench/adaptive/replay_probe_evidence.py). The F16 target
+# here is dequantized from this Q4_K_M file, so the unseen traces stand for its agreement too.
+Q4_VERIFY = {1: .151, 2: .225, 3: .276, 4: .330, 5: .365, 6: .378, 7: .414, 8: .45, 9: .482, 13: .60}
+Q4 = Machine(verify=lambda n: Q4_VERIFY.get(n, .482 + .03 * (n - 9)), draft=0.066,
+             catchup_per_token=0.012, prompt=24, prompt_s=0.25)
+
 
 def unseen_traces() -> dict[str, dict[str, Any]]:
     """prompt id -> {"ok": [...], "p_top": [...], "entropy": [...]} on the peer prompts."""
@@ -162,8 +171,11 @@ def edit_script(n: int, seed: int = 0, *, edit_first: bool = False,
 
 def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float],
               max_tokens: int = 64, lookup: tuple[list[int], list[bool]] | None = None,
-              entropy: list[float] | None = None) -> Reply:
+              entropy: list[float] | None = None, ends_at: int | None = None) -> Reply:
     """One reply of ``max_tokens`` over the script, timed by the machine (after the first token).
+
+    ``ends_at``: the reply ends there (the target's end of turn) while the policy plans with
+    the room ``max_tokens`` leaves (it cannot know that the answer is short).
 
     ``lookup``: per position, prompt lookup's match code (0: no match) and whether its
     token there is right; a lookup step proposes up to 8 tokens, accepted while right,
@@ -178,7 +190,8 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
     if synced:  # the draft catches up on the prompt after the first token
         out.seconds += m.timed(m.prompt_s)
         lag = 1
-    while pos < max_tokens:
+    end = min(max_tokens, ends_at or max_tokens)
+    while pos < end:
         room = max_tokens - pos - 1
         look: list[int] = []
         code = 0
@@ -217,7 +230,7 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
         while accepted < limit and right[min(pos + accepted, len(right) - 1)]:
             accepted += 1
         verify_s = m.timed(m.verify(drafted + 1))
-        emitted = min(accepted + 1, max_tokens - pos)
+        emitted = min(accepted + 1, end - pos)
         rec = StepRecord(len(out.steps), drafted, accepted, emitted, draft_s, verify_s, 0.0,
                          draft_decodes=decodes, catchup=lag if decodes else 0)
         j = min(pos, len(p_top) - 1)

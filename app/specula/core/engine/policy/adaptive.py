@@ -23,7 +23,8 @@ fades it while drafting is paused, and a probe outweighed by the stretch of text
 paused drafting could never find that the text has changed. The draft is fed the
 conversation only when the plan first drafts, and that catch-up is weighed like any
 other cost: where lookup serves an edit of a long conversation, the draft's prefill is
-never paid.
+never paid, and on a pair where drafting barely pays a short answer never pays it
+(``rates.SHORT_ANSWER``).
 
 A verdict that drafting does not pay is never final: it is re-checked at least
 every RECHECK_EVERY replies (a probe re-times the draft and the verify batch,
@@ -107,6 +108,9 @@ class AdaptivePolicy(ExpectedRates):
         self.lookup_cover = COVER_PRIOR  # share of recent steps lookup served
         self._waited = 0.0  # seconds plain steps lost while a catch-up waited
         self._fresh = False  # the draft has not been fed this reply's prompt yet
+        self._reply_tokens = 0  # tokens this reply has emitted
+        self._late_seen = False  # this reply's first catch-up waited (rates.SHORT_ANSWER)
+        self._short_plain = 0  # replies in a row that ended before that catch-up was paid
         self.shapes = ShapeRates()  # measured tokens/s of draft-model steps by shape (shapes.py)
         self._step: dict[str, float] = {}
         self.paused = False  # the last reply's judgement: drafting does not pay here
@@ -165,13 +169,16 @@ class AdaptivePolicy(ExpectedRates):
         if l_rate > max(bar, d_rate):
             return self._decide(Plan(TokenOrigin.LOOKUP, l_k, inp.lookup_tokens[:l_k]))
         if d_rate > bar:
+            if self._late(inp.draft_lag):  # a short answer would not repay the catch-up
+                return self._decide(Plan(TokenOrigin.TARGET, 0))
             once = self._once(inp.draft_lag)
             if inp.draft_lag > SHORT_FEED and self._waited < WAIT_SHARE * once:
                 self._waited += v1 - 1.0 / d_rate  # this plain step's loss per token
                 return self._decide(Plan(TokenOrigin.TARGET, 0))
             self._waited = 0.0
             return self._decide(self._shape(inp, k_max, plain))
-        if inp.has_draft and self.allow_draft and self._explore_pays(inp, k_max, v1):
+        if (inp.has_draft and self.allow_draft and not self._late(inp.draft_lag)
+                and self._explore_pays(inp, k_max, v1)):
             return self._decide(Plan(TokenOrigin.CHAIN, k_max))
         return self._decide(Plan(TokenOrigin.TARGET, 0))
 
@@ -194,6 +201,14 @@ class AdaptivePolicy(ExpectedRates):
                 + self._rollback())
         loss = step - e * v1
         return loss <= EXPLORE_SHARE * self._plain_streak * v1
+
+    def _late(self, lag: int) -> bool:
+        """Whether the reply's first catch-up waits for the reply to outgrow a short answer
+        (``rates.SHORT_ANSWER``); noted, so that a run of short answers that never drafted
+        is followed by a probe (:meth:`sync_draft_at_prefill`)."""
+        late = self._fresh and self._first_catchup(lag) == "late"
+        self._late_seen = self._late_seen or late
+        return late
 
     def _probe_k(self, k_max: int) -> int:
         """A probe's draft length: the best one were acceptance high (a two-token probe
@@ -328,6 +343,7 @@ class AdaptivePolicy(ExpectedRates):
     def observe(self, outcome: Outcome) -> None:
         rec = outcome.record
         self._spent += rec.draft_s + rec.verify_s + rec.overhead_s
+        self._reply_tokens += rec.emitted
         v1 = self.cost.verify_time(1)
         if outcome.source == TokenOrigin.LOOKUP and self._probe and v1 is not None:
             self._lookup_loss += rec.draft_s + rec.verify_s + rec.overhead_s - rec.emitted * v1
@@ -381,8 +397,12 @@ class AdaptivePolicy(ExpectedRates):
         if not self.allow_draft:
             return False
         v1 = self.cost.verify_time(1)
+        ended_short = self._late_seen and self._fresh  # the last reply never paid its catch-up
+        self._short_plain = self._short_plain + 1 if ended_short else 0
+        self._late_seen = False
         self._lag = 1
         self._plain_streak = 0
+        self._reply_tokens = 0
         self._waited = 0.0
         self._fresh = False
         if v1 is None or self.cost.draft is None or self._recheck_now:
@@ -392,6 +412,14 @@ class AdaptivePolicy(ExpectedRates):
             return True
         if self._draft_pays_rate(self.cfg.draft_max) > (1.0 + MARGIN) / v1:
             self.paused = False
+            if self._short_plain >= self.probe_every:
+                # short answers have run plain while the catch-up waited, so nothing was
+                # learnt: probe at the usual cadence (a pair that really pays then drafts
+                # from the start again, since it repays its catch-up within a short answer)
+                self._short_plain = 0
+                self.replies_since_probe = 0
+                self._probe_left = PROBE_STEPS
+                return True
             self._fresh = True  # drafting pays: the plan catches the draft up when it drafts
             return False
         self.paused = True

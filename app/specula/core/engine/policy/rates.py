@@ -23,6 +23,15 @@ COULD_PAY_MARGIN = 0.05  # gain at 100% acceptance a draft must offer before it 
 # as feeding it at prefill did, while it is at most SUNK_SHARE of the reply's plain time; a
 # longer one is weighed like any other one-time catch-up.
 SUNK_SHARE = 0.1
+# ... except on a pair where drafting barely pays (it saves less than NEAR_TIE of a plain step
+# per token: a compute-bound target) and would not repay the catch-up within SHORT_ANSWER
+# tokens. A reply's length is not known, and there a short answer spends more on the catch-up
+# than it can win back (an 18-token answer at 0.87x of plain, beside llama-server): the reply
+# runs plain until it has SHORT_ANSWER tokens, and only then is the catch-up paid as
+# exploration. A short answer never pays it; a longer reply drafts from there on, having lost
+# little (by the same estimates, drafting gained under NEAR_TIE over those tokens).
+SHORT_ANSWER = 24
+NEAR_TIE = 0.1
 
 
 class ExpectedRates:
@@ -34,6 +43,7 @@ class ExpectedRates:
     _lag: int  # tokens the draft must be fed before it can draft
     _room: int  # tokens the reply may still draft
     _fresh: bool  # the draft has not been fed this reply's prompt yet
+    _reply_tokens: int  # tokens this reply has emitted
     lookup_cover: float  # share of recent steps lookup served
     hindsight: Hindsight  # what each chain length would have had on recent steps
 
@@ -77,21 +87,39 @@ class ExpectedRates:
         return self.cost.catchup_time(lag) - self.cost.catchup_time(min(lag, 2))
 
     def _sunk(self, lag: int) -> bool:
-        """Whether this catch-up is the reply's first (the prompt) and short against the
-        reply (SUNK_SHARE, less the share lookup has been serving): paid as exploration,
-        as feeding the draft at prefill did."""
-        v1 = self.cost.verify_time(1) or 0.0
-        budget = SUNK_SHARE * self._room * v1 * (1.0 - self.lookup_cover)
-        return self._fresh and self.cost.catchup_time(lag) <= budget
+        """Whether this catch-up is the reply's first (the prompt), short against the reply
+        (SUNK_SHARE, less the share lookup has been serving) and repaid within a short
+        answer (SHORT_ANSWER): paid as exploration, as feeding the draft at prefill did."""
+        return self._first_catchup(lag) == "sunk"
 
-    def _draft_rate(self, k_max: int, a: float | None = None) -> tuple[float, int]:
+    def _first_catchup(self, lag: int) -> str:
+        """How the reply's first catch-up of ``lag`` tokens is weighed: "sunk" (paid as
+        exploration), "late" (short against the reply, but on a near tie drafting saves
+        too little per token to repay it within SHORT_ANSWER tokens, and the reply is still
+        shorter than that: plain steps run until the reply has shown it is not a short
+        answer; then it is sunk), or "cost" (weighed like any other one-time catch-up;
+        also every catch-up after the first)."""
+        if not self._fresh:
+            return "cost"
+        v1 = self.cost.verify_time(1) or 0.0
+        c = self.cost.catchup_time(lag)
+        if c > SUNK_SHARE * self._room * v1 * (1.0 - self.lookup_cover):
+            return "cost"
+        if self._reply_tokens >= SHORT_ANSWER:
+            return "sunk"
+        rate = self._draft_pays_rate(self.cfg.draft_max, fed=True)
+        gain = v1 - 1.0 / rate if rate > 0 else 0.0  # seconds a drafted token saves
+        return "sunk" if gain >= NEAR_TIE * v1 or c <= SHORT_ANSWER * gain else "late"
+
+    def _draft_rate(self, k_max: int, a: float | None = None, *, fed: bool = False) -> tuple[float, int]:
         """Best expected tokens/s of a draft chain (and its length) at per-token acceptance
-        ``a`` (default: what the pair's chains measured, depth by depth)."""
+        ``a`` (default: what the pair's chains measured, depth by depth); ``fed``: as if the
+        draft had been fed the conversation at prefill (no catch-up)."""
         if self.cost.draft is None or self.cost.verify_time(1) is None:
             return 0.0, 0
         best, best_k = 0.0, 0
         pooled = self.acc.expected_upto(k_max) if a is None else []
-        terms = self._catch_terms()
+        terms = None if fed else self._catch_terms()
         for k in range(1, k_max + 1):
             e = pooled[k - 1] if a is None else expected_tokens(a, k)
             rate = e / (self._share_of(terms, e) + k * self.cost.draft + self._v(k + 1) + self._rollback())
@@ -99,14 +127,14 @@ class ExpectedRates:
                 best, best_k = rate, k
         return best, best_k
 
-    def _draft_pays_rate(self, k_max: int) -> float:
+    def _draft_pays_rate(self, k_max: int, *, fed: bool = False) -> float:
         """The draft chain's rate that decides between drafting and not: the expected one,
         or while the pair's acceptance rests on little evidence the rate at one standard
         error above it (``AcceptanceModel.optimistic_rate``), so a few unlucky probe steps
         do not stop drafting for the reply and the replies after it."""
-        rate, _ = self._draft_rate(k_max)
+        rate, _ = self._draft_rate(k_max, fed=fed)
         a = self.acc.optimistic_rate()
-        return rate if a is None else max(rate, self._draft_rate(k_max, a=a)[0])
+        return rate if a is None else max(rate, self._draft_rate(k_max, a=a, fed=fed)[0])
 
     def _lookup_rate(self, inp: PlanInput, k_max: int, a: float | None = None) -> tuple[float, int]:
         """Best expected tokens/s of a lookup chain (and its length) at acceptance ``a``
