@@ -88,8 +88,9 @@ class ExpectedRates:
 
     def _sunk(self, lag: int) -> bool:
         """Whether this catch-up is the reply's first (the prompt), short against the reply
-        (SUNK_SHARE, less the share lookup has been serving) and repaid within a short
-        answer (SHORT_ANSWER): paid as exploration, as feeding the draft at prefill did."""
+        (SUNK_SHARE, less the share lookup has been serving) and not held back for a short
+        answer's length (:meth:`_first_catchup`): paid as exploration, as feeding the draft
+        at prefill did."""
         return self._first_catchup(lag) == "sunk"
 
     def _first_catchup(self, lag: int) -> str:
