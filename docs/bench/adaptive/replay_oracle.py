@@ -12,16 +12,12 @@ Adaptive runs as a new pair's first pass (the calibration's costs, nothing learn
 import sys
 
 sys.path.insert(0, ".")
-from tests.core.engine.adaptive_sim import F16_NOREPACK, Machine, run_reply, unseen_traces
+from tests.core.engine.adaptive_sim import F16_NOREPACK, SECOND, run_reply, unseen_traces
 
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.policy.fixed import ChainPolicy
 
-# The second machine's calibration at load (verify of n tokens, s; a draft decode 62-66 ms).
-SECOND_VERIFY = {1: .263, 2: .288, 3: .290, 4: .303, 5: .535, 6: .554, 7: .572, 8: .589, 9: .745, 13: .902}
-SECOND = Machine(verify=lambda n: SECOND_VERIFY.get(n, .745 + .04 * (n - 9)), draft=0.066,
-                 catchup_per_token=0.012, prompt=50, prompt_s=0.5)
 TRACES = unseen_traces()
 
 

@@ -9,19 +9,13 @@ import statistics
 import sys
 
 sys.path.insert(0, ".")
-from tests.core.engine.adaptive_sim import F16, F16_NOREPACK, Machine, run_reply, script
+from tests.core.engine.adaptive_sim import F16, F16_NOREPACK, Q4, Machine, run_reply, script
 
 import specula.core.engine.policy.adaptive as adaptive
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.policy.fixed import ChainPolicy, PlainPolicy
 
-# The Q4_K_M target with the 0.5B draft on the second machine, repacking off, one thread:
-# median verify of n tokens and draft decode from specula_tools.mode_steps --steps on the peer
-# prompts (721 one-token steps; a draft decode 66-68 ms); drafting pays only above ~0.9 acceptance.
-Q4_VERIFY = {1: .151, 2: .225, 3: .276, 4: .330, 5: .365, 6: .378, 7: .414, 8: .45, 9: .482, 13: .60}
-Q4 = Machine(verify=lambda n: Q4_VERIFY.get(n, .482 + .03 * (n - 9)), draft=0.066,
-             catchup_per_token=0.012, prompt=24, prompt_s=0.25)
 MACHINES = [("F16 (adaptive_sim)", F16, 0.5), ("F16, no repacking", F16_NOREPACK, 0.5), ("Q4_K_M", Q4, 0.6)]
 SCENARIOS = [("switch", [("h", 10), ("e", 5)]), ("hard", [("h", 15)]), ("easy", [("e", 8)]),
              ("mixed", [("h", 2), ("e", 2)] * 4)]

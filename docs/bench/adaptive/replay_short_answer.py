@@ -13,16 +13,13 @@ import sys
 from dataclasses import replace
 
 sys.path.insert(0, ".")
-from tests.core.engine.adaptive_sim import F16, F16_NOREPACK, Q4, Machine, run_reply, unseen_traces
+from tests.core.engine.adaptive_sim import F16, F16_NOREPACK, Q4, SECOND, run_reply, unseen_traces
 
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.policy import rates
 from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.policy.fixed import PlainPolicy
 
-SECOND_VERIFY = {1: .263, 2: .288, 3: .290, 4: .303, 5: .535, 6: .554, 7: .572, 8: .589, 9: .745, 13: .902}
-SECOND = Machine(verify=lambda n: SECOND_VERIFY.get(n, .745 + .04 * (n - 9)), draft=0.066,
-                 catchup_per_token=0.012, prompt=50, prompt_s=0.5)
 MACHINES = [("Q4_K_M", Q4), ("F16, no repacking", F16_NOREPACK), ("F16 (adaptive_sim)", F16),
             ("second machine", SECOND),
             ("F16, no repacking, 110-token prompt", replace(F16_NOREPACK, prompt=110, prompt_s=0.95)),

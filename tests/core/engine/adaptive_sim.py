@@ -101,6 +101,13 @@ Q4_VERIFY = {1: .151, 2: .225, 3: .276, 4: .330, 5: .365, 6: .378, 7: .414, 8: .
 Q4 = Machine(verify=lambda n: Q4_VERIFY.get(n, .482 + .03 * (n - 9)), draft=0.066,
              catchup_per_token=0.012, prompt=24, prompt_s=0.25)
 
+# The F16 pair on a second VM of the same kind (docs/lab/2026-12-02-second-machine.md): the
+# engine's calibration at load (verify of n tokens, s; a draft decode 62-66 ms), a verify curve
+# that jumps at 5 tokens.
+SECOND_VERIFY = {1: .263, 2: .288, 3: .290, 4: .303, 5: .535, 6: .554, 7: .572, 8: .589, 9: .745, 13: .902}
+SECOND = Machine(verify=lambda n: SECOND_VERIFY.get(n, .745 + .04 * (n - 9)), draft=0.066,
+                 catchup_per_token=0.012, prompt=50, prompt_s=0.5)
+
 
 def unseen_traces() -> dict[str, dict[str, Any]]:
     """prompt id -> {"ok": [...], "p_top": [...], "entropy": [...]} on the peer prompts."""

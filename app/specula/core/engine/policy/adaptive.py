@@ -206,7 +206,7 @@ class AdaptivePolicy(ExpectedRates):
         """Whether the reply's first catch-up waits for the reply to outgrow a short answer
         (``rates.SHORT_ANSWER``); noted, so that a run of short answers that never drafted
         is followed by a probe (:meth:`sync_draft_at_prefill`)."""
-        late = self._fresh and self._first_catchup(lag) == "late"
+        late = self._first_catchup(lag) == "late"  # never once the draft was fed
         self._late_seen = self._late_seen or late
         return late
 
