@@ -117,3 +117,34 @@ def test_power_without_the_wait_the_shared_catch_up_is_paid(monkeypatch: pytest.
     monkeypatch.setattr(AdaptivePolicy, "_late", lambda self, lag: False)
     ratio, _ = _short_over_plain((0.94, 0), m=LONGER_PROMPT)
     assert ratio < 0.9, ratio
+
+
+# -- the verdict says why the reply did not draft ------------------------------------------
+
+
+@pytest.mark.parametrize("history", HISTORIES)
+def test_the_verdict_says_a_short_answer_was_held_back(history: tuple[float, int]) -> None:
+    """The live panel and the footer read "drafted in 0 of 17 steps" on such a reply; the
+    verdict carries why (the draft was not fed for a short answer), and only then."""
+    pol = _near_tie(history)
+    r = run_reply(pol, Q4, TRACES["explain-http"]["ok"], TRACES["explain-http"]["p_top"],
+                  max_tokens=96, entropy=TRACES["explain-http"]["entropy"], ends_at=18)
+    assert all(drafted == 0 for _, drafted, _ in r.steps)
+    v = pol.verdict()
+    assert v.held_back and not v.paused
+    pol.sync_draft_at_prefill()  # the next reply starts: nothing held back yet
+    _reply(pol, "unseen-go-server")  # drafts from its 24th token: the draft was fed
+    assert not pol.verdict().held_back
+
+
+def test_a_reply_that_drafted_from_its_start_was_not_held_back() -> None:
+    pol = _near_tie(HISTORIES[0])
+    r = _reply(pol, "unseen-go-server", m=FOLLOW_UP)  # a catch-up repaid within a short answer
+    assert r.steps[0][1] > 0 and not pol.verdict().held_back
+
+
+def test_power_a_verdict_blind_to_the_wait_does_not_say_held_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(AdaptivePolicy, "_late", lambda self, lag: False)
+    pol = _near_tie(HISTORIES[0])
+    _reply(pol, "explain-http", ends_at=18)
+    assert not pol.verdict().held_back

@@ -58,6 +58,20 @@ def test_nothing_drafted_shows_dashes_and_the_pause_in_words() -> None:
     assert not chain.paused and ls.drafting_note(chain) == ""
 
 
+def test_a_held_back_short_answer_says_why_it_did_not_draft() -> None:
+    """The adaptive verdict said the draft was not fed for this short answer: the note says
+    so after the steps (never in another mode, and never over a pause)."""
+    d = {"mode": "adaptive", "tokens": 18, "ttft_s": 0.1, "total_s": 2.7, "steps": 17,
+         "plain_run": 17, "drafting_steps": 0, "paused": False}
+    assert ls.drafting_note(ls.figures_from_dict(d)) == "drafted in 0 of 17 steps"
+    held = ls.figures_from_dict({**d, "held_back": True})
+    assert ls.drafting_note(held) == f"drafted in 0 of 17 steps: {ls.HELD_BACK_TEXT}"
+    chain = ls.figures_from_dict({**d, "mode": "chain", "held_back": True})
+    assert ls.drafting_note(chain) == ""
+    paused = ls.with_held_back(ls.with_pause(held, True), True)
+    assert ls.drafting_note(paused) == ls.PAUSED_TEXT
+
+
 def test_pause_comes_from_the_plain_run_of_the_totals() -> None:
     n = ls.PAUSED_AFTER_STEPS
     stats = _stats(6 + n, 0.1, 1.1, 4, 4, steps=1 + n, mode="adaptive",

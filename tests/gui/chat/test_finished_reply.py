@@ -72,3 +72,18 @@ def test_the_footer_says_paused_exactly_when_the_verdict_did() -> None:
     paused = finish("x", [1], stats, "eos", paused=True)
     assert PAUSED_TEXT in paused.footer and PAUSED_TEXT in footer_text(stored_meta(paused, [])["stats"])
     assert PAUSED_TEXT in footer_text(stats)  # stored without a verdict: 10 plain steps at the end
+
+
+def test_the_footer_says_why_a_held_back_short_answer_did_not_draft() -> None:
+    """The verdict said the draft was not fed for this short answer: the footer says so,
+    now and reopened from the store; without it the footer counts the steps only."""
+    from specula.gui.stats.footer import footer_text
+    from specula.gui.stats.live_stats import HELD_BACK_TEXT
+
+    stats = {"mode": "adaptive", "tokens": 18, "total_s": 2.7, "ttft_s": 0.1, "steps": 17,
+             "drafted": 0, "accepted": 0, "drafting_steps": 0, "plain_run": 17}
+    held = finish("x", [1], stats, "eos", paused=False, held_back=True)
+    assert HELD_BACK_TEXT in held.footer
+    assert HELD_BACK_TEXT in footer_text(stored_meta(held, [])["stats"])
+    plain = finish("x", [1], stats, "eos", paused=False)
+    assert HELD_BACK_TEXT not in plain.footer and "drafted in 0 of 17 steps" in plain.footer

@@ -56,6 +56,24 @@ def test_adaptive_pause_is_said_in_words(qtbot) -> None:  # type: ignore[no-unty
     assert panel.values["per_step"].text() == ls.DASH
 
 
+def test_a_held_back_short_answer_is_said_in_words_until_the_next_reply(qtbot) -> None:  # type: ignore[no-untyped-def]
+    panel = StatsPanel()
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.start_reply()
+    steps = [ls.StepPoint(i, 0.15 * i, 0.1, 0, 0) for i in range(1, 18)]
+    stats = GenerationStats(mode="adaptive", tokens=17, ttft_s=0.1, total_s=2.6, steps=17,
+                            plain_run=17)
+    panel.add_batch(ReplyBatch(steps=steps, stats=stats))
+    panel.finish(stats, held_back=True)  # the verdict at the reply's end
+    assert panel.note.isVisible() and ls.HELD_BACK_TEXT in panel.note.text()
+    assert footer_text({**stats.to_dict(), "paused": False, "held_back": True}).count(ls.HELD_BACK_TEXT) == 1
+    panel.start_reply()  # the next reply: not held back until its verdict says so
+    panel.add_batch(ReplyBatch(steps=steps, stats=stats))
+    panel.refresh()
+    assert ls.HELD_BACK_TEXT not in panel.note.text()
+
+
 def test_green_tokens_are_counted_when_painted(loaded, qtbot) -> None:  # type: ignore[no-untyped-def]
     """Whenever the transcript shows accepted draft tokens, Accepted counts them."""
     page = loaded.chat

@@ -17,6 +17,10 @@ class PolicyVerdict:
     paused: bool  # drafting does not pay on this machine: replies run plain between re-checks
     recheck_every: int  # replies between re-checks while paused (a probe re-times and re-judges)
     erratic: bool = False  # this session's timings were erratic: nothing of them is saved
+    # The reply ended plain while the draft's first catch-up waited for it to outgrow a short
+    # answer (a pair where drafting barely pays: rates.SHORT_ANSWER). Without this a reply
+    # that never drafted reads as a policy that gave up, when it chose not to feed the draft.
+    held_back: bool = False
 
     def header_text(self) -> str:
         """The part after "Speculative: on" ('' while drafting runs)."""

@@ -34,16 +34,20 @@ class FinishedReply:
 
 def finish(text: str, token_ids: list[int], stats: dict[str, Any], stop_reason: str,
            message: str = "", continuing: Message | None = None,
-           paused: bool | None = None) -> FinishedReply:
+           paused: bool | None = None, held_back: bool = False) -> FinishedReply:
     """The reply that just ended (``continuing``: the stored reply it went on from;
     ``paused``: the adaptive policy's verdict at its end, what the header shows, kept
-    with the statistics so the footer says the same now and when the chat is reopened)."""
+    with the statistics so the footer says the same now and when the chat is reopened;
+    ``held_back``: the verdict said the draft was not fed for this short answer, kept the
+    same way so the footer says why the reply did not draft)."""
     if continuing is not None:
         stats = reply_stats.merge(continuing.meta.get("stats"), stats)
         text = continuing.content + text
         token_ids = [*(continuing.meta.get("token_ids") or []), *token_ids]
     if paused is not None:
         stats = {**stats, "paused": paused}
+    if held_back:
+        stats = {**stats, "held_back": True}
     footer = footer_text(stats, stop_reason)
     if message:
         footer += f"\n{message}"

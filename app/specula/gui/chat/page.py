@@ -310,8 +310,10 @@ class ChatPage(QWidget):
     def _on_finished(self, done: Done) -> None:
         widget, self.reply, self.reply_widget = self.reply_widget, None, None
         old = self._continuing
+        verdict = done.verdict
         reply = finish(done.text, done.token_ids, done.stats.to_dict(), done.stop_reason.value,
-                       done.message, old, paused=done.verdict is not None and done.verdict.paused)
+                       done.message, old, paused=verdict is not None and verdict.paused,
+                       held_back=verdict is not None and verdict.held_back)
         if widget is not None:
             widget.set_text(reply.text)
             widget.set_footer(reply.footer)
@@ -329,7 +331,7 @@ class ChatPage(QWidget):
                     widget.position = msg.position
                 widget.set_versions(*shown_version(meta))
         self._earlier, self._continuing = [], None
-        self.stats_panel.finish(done.stats)
+        self.stats_panel.finish(done.stats, held_back=verdict is not None and verdict.held_back)
         self.context.changed()
         self.model_bar.show_verdict(done.verdict)  # adaptive's judgement; None in the other modes
         self.reply_finished.emit(done)

@@ -32,6 +32,10 @@ PAUSED_AFTER_STEPS = 8
 EPS_S = 1e-9  # float slack when comparing measured intervals with the thresholds
 DASH = "—"
 PAUSED_TEXT = "drafting paused: it is slower than plain on this machine"
+# The adaptive policy's verdict said held_back (core/engine/verdict.py): the reply ended
+# before the draft was fed, on a pair where drafting saves too little to repay that in a
+# short answer. Said after "drafted in N of M steps".
+HELD_BACK_TEXT = "a short answer on a pair where drafting barely pays runs without the draft"
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,7 @@ class LiveFigures:
     ttft_s: float | None
     mode: str
     paused: bool  # the adaptive policy stopped drafting because it does not pay
+    held_back: bool = False  # it did not feed the draft for this short answer (verdict.py)
 
 
 def rate_or_none(tokens: int, ttft_s: float, total_s: float) -> float | None:
@@ -149,6 +154,12 @@ def with_pause(f: LiveFigures, paused: bool) -> LiveFigures:
     return f if f.paused == paused else replace(f, paused=paused)
 
 
+def with_held_back(f: LiveFigures, held_back: bool) -> LiveFigures:
+    """``f`` saying why an adaptive reply did not use the draft, where the policy's verdict
+    at its end said it held the draft back for a short answer."""
+    return f if f.held_back == held_back else replace(f, held_back=held_back)
+
+
 def figures_from_dict(d: dict[str, object]) -> LiveFigures:
     """Figures from a stored message's meta (``GenerationStats.to_dict``, with the adaptive
     policy's verdict as ``"paused"``; a message stored without it infers the pause from
@@ -166,7 +177,8 @@ def figures_from_dict(d: dict[str, object]) -> LiveFigures:
         drafting_steps=int(num("drafting_steps")) if "drafting_steps" in d else int(num("steps")),
     )
     f = figures(stats)
-    return with_pause(f, d["paused"]) if isinstance(d.get("paused"), bool) else f
+    f = with_pause(f, d["paused"]) if isinstance(d.get("paused"), bool) else f
+    return with_held_back(f, d.get("held_back") is True)
 
 
 # -- formatting shared by the panel and the footer -----------------------------
@@ -192,7 +204,8 @@ def drafting_note(f: LiveFigures) -> str:
     if f.paused:
         return PAUSED_TEXT
     if f.mode == "adaptive" and f.steps and f.drafting_steps < f.steps:
-        return f"drafted in {f.drafting_steps} of {f.steps} steps"
+        steps = f"drafted in {f.drafting_steps} of {f.steps} steps"
+        return f"{steps}: {HELD_BACK_TEXT}" if f.held_back else steps
     return ""
 
 

@@ -76,6 +76,7 @@ class StatsPanel(QFrame):
         self.stats: GenerationStats | None = None
         self.figures: ls.LiveFigures | None = None
         self.paused = False  # the adaptive verdict the chat header shows says "paused"
+        self.held_back = False  # the verdict at the reply's end: the draft was held back for it
         self.backend = ""
         self.n_threads = 0
         self._dirty = False
@@ -98,6 +99,7 @@ class StatsPanel(QFrame):
     def start_reply(self) -> None:
         self.live.clear()
         self.stats = None
+        self.held_back = False
         self._dirty = True
 
     def add_batch(self, batch: ReplyBatch) -> None:
@@ -111,8 +113,11 @@ class StatsPanel(QFrame):
         """The reply's figures from its final totals (what the footer shows too)."""
         return ls.figures(stats)
 
-    def finish(self, stats: GenerationStats) -> None:
+    def finish(self, stats: GenerationStats, held_back: bool = False) -> None:
+        """The reply's final totals; ``held_back``: the adaptive verdict at its end said the
+        draft was not fed for this short answer (the note says so, as the footer does)."""
         self.stats = stats
+        self.held_back = held_back
         self.refresh()
 
     def refresh_if_dirty(self) -> None:
@@ -128,7 +133,9 @@ class StatsPanel(QFrame):
         v["threads"].setText(str(self.n_threads) if self.n_threads else ls.DASH)
         self.chart.set_points(self.live.chart)
         f = self.live.figures(self.stats)
-        f = self.figures = ls.with_pause(f, self.paused) if f is not None else None
+        if f is not None:
+            f = ls.with_held_back(ls.with_pause(f, self.paused), self.held_back)
+        self.figures = f
         if f is None:
             self.big.setText(ls.DASH)
             self.sub.setText("tokens per second")

@@ -210,6 +210,11 @@ class AdaptivePolicy(ExpectedRates):
         self._late_seen = self._late_seen or late
         return late
 
+    def _ended_short(self) -> bool:
+        """Whether the reply (the last one, between replies) ended before its first
+        catch-up, held back for a short answer's length, was paid."""
+        return self._late_seen and self._fresh
+
     def _probe_k(self, k_max: int) -> int:
         """A probe's draft length: the best one were acceptance high (a two-token probe
         asks the wrong question where a short verify batch costs as much as a long one)."""
@@ -397,8 +402,7 @@ class AdaptivePolicy(ExpectedRates):
         if not self.allow_draft:
             return False
         v1 = self.cost.verify_time(1)
-        ended_short = self._late_seen and self._fresh  # the last reply never paid its catch-up
-        self._short_plain = self._short_plain + 1 if ended_short else 0
+        self._short_plain = self._short_plain + 1 if self._ended_short() else 0
         self._late_seen = False
         self._lag = 1
         self._plain_streak = 0
@@ -446,7 +450,8 @@ class AdaptivePolicy(ExpectedRates):
     def verdict(self) -> PolicyVerdict:
         """Whether the last reply found drafting paying, and how often a pause is re-checked."""
         return PolicyVerdict(paused=self.paused and self.allow_draft, recheck_every=RECHECK_EVERY,
-                             erratic=self.cost.erratic)
+                             erratic=self.cost.erratic,
+                             held_back=self.allow_draft and self._ended_short())
 
     def clear_verdict(self, calibration: Calibration | None = None) -> None:
         """Forget the measured costs (the user asked, or they are known to be stale): start
