@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from specula.core.engine.events import TokenOrigin
-from specula.core.engine.policy.calibration import Calibration, timed_passes
+from specula.core.engine.policy.calibration import MAX_BATCH, TREE_BATCH, Calibration, timed_passes
 from specula.core.engine.policy.cost_model import SHORT_FEED
 from specula.core.engine.policy.fixed import DraftPolicy, Outcome, PlanInput
 from specula.core.engine.stats import StepRecord
@@ -62,7 +62,10 @@ class Machine:
 
     def calibration(self) -> Calibration:
         """What the engine's calibration at load would have measured on this machine."""
-        verify, passes, erratic = timed_passes([*range(1, 9), 13], lambda n: self.timed(self.verify(n)))
+        # the sizes the engine's calibration times (calibration.measure): every verify batch
+        # a chain of up to DEFAULT_DRAFT_MAX tokens needs, and a default tree's
+        verify, passes, erratic = timed_passes([*range(1, MAX_BATCH + 1), TREE_BATCH],
+                                               lambda n: self.timed(self.verify(n)))
         return Calibration(verify=verify, passes=passes, erratic=erratic, draft=self.timed(self.draft),
                            catchup_per_token=self.catchup_per_token,
                            catchup_long_per_token=self.long_per_token)

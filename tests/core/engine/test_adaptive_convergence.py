@@ -169,3 +169,15 @@ def test_a_tree_that_could_win_is_tried_twice_a_session_and_never_in_a_first_rep
     # tried, never in the first reply; kept only where its measured rate beats the chain's
     # (the simulator verifies a tree as its top branch: test_adaptive_real_traces.py)
     assert counts[0] == 0 and 1 <= sum(counts) <= (2 if machine is F16 else 40)
+
+
+def test_the_simulated_calibration_times_what_the_engines_does() -> None:
+    """The simulator's calibration at load times the verify batches the engine's does
+    (calibration.measure; test_calibration pins those), so a seeded pair has every chain length
+    up to the default Max draft measured, as in the app: it never spends its first draft steps
+    probing an untimed length (with 1..8 timed, every replay's first reply drafted three
+    unchecked 8-token chains that the engine never drafts)."""
+    from specula.core.engine.config import DEFAULT_DRAFT_MAX
+
+    pol = _adaptive(F16, draft_max=DEFAULT_DRAFT_MAX)
+    assert pol._unmeasured_k(DEFAULT_DRAFT_MAX) == 0
