@@ -28,7 +28,8 @@ from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import Done
 from specula.core.engine.native.batch import Batch
-from specula.core.engine.native.llama import Context, Model
+from specula.core.engine.native.context import Context
+from specula.core.engine.native.llama import Model
 from specula.core.engine.sampling.rules import SamplingParams
 
 
