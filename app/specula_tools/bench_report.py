@@ -6,8 +6,8 @@ speedups over plain (same run) and the summary the benchmark computed.
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 from pathlib import Path
 
 
@@ -65,6 +65,8 @@ def oracle_table(orc: dict) -> list[str]:  # type: ignore[type-arg]
 
 
 if __name__ == "__main__":
-    for arg in sys.argv[1:]:
-        print(report(Path(arg)))
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("results", nargs="+", type=Path, help="specula bench --json files")
+    for path in ap.parse_args().results:
+        print(report(path))
         print()

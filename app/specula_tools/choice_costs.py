@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import statistics
-import sys
 import time
 
 import llama_cpp as L
@@ -26,6 +25,7 @@ from specula.core.engine.native.context import Context
 from specula.core.engine.native.llama import Model
 from specula.core.engine.sampling import rules as sampling
 from specula.core.engine.sampling import topk
+from specula_tools.cli import folder_argument
 from specula_tools.vocab_proxy import DEFAULT_FOLDER, build_proxy
 
 SIZES = (2, 6, 12, 20, 28, 32, 40)
@@ -127,4 +127,4 @@ def main(folder: str | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else None)
+    main(folder_argument(__doc__, None, "the proxy folder (default: vocab_proxy's)"))

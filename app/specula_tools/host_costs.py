@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import statistics
-import sys
 import time
 import timeit
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from specula.core.engine.native.context import Context
 from specula.core.engine.native.llama import Model
 from specula.core.engine.sampling import rules as sampling
 from specula.core.engine.sampling import topk
+from specula_tools.cli import folder_argument
 from specula_tools.vocab_proxy import DEFAULT_FOLDER, build_proxy
 
 SAMPLED = sampling.SamplingParams(temperature=0.8, top_k=40, top_p=0.95, min_p=0.05)
@@ -73,4 +73,4 @@ def main(folder: str | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else None)
+    main(folder_argument(__doc__, None, "the proxy folder (default: vocab_proxy's)"))

@@ -25,7 +25,7 @@ checkpoint's share of it larger (the figures are conservative).
 
 from __future__ import annotations
 
-import sys
+import argparse
 from pathlib import Path
 
 import gguf
@@ -124,8 +124,10 @@ def build_pair(folder: str | Path, n_layers: int = 12, draft_layers: int = 4) ->
 
 
 if __name__ == "__main__":
-    out = sys.argv[1] if len(sys.argv) > 1 else "hybrid-proxy"
-    layers = int(sys.argv[2]) if len(sys.argv) > 2 else 12
-    draft = int(sys.argv[3]) if len(sys.argv) > 3 else 4
-    for p in build_pair(out, layers, draft):
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("folder", nargs="?", default="hybrid-proxy", help="where the GGUFs go")
+    ap.add_argument("layers", nargs="?", type=int, default=12, help="the target's layers")
+    ap.add_argument("draft_layers", nargs="?", type=int, default=4, help="the draft's layers")
+    a = ap.parse_args()
+    for p in build_pair(a.folder, a.layers, a.draft_layers):
         print(f"{p} ({p.stat().st_size / 2**20:.0f} MiB)")

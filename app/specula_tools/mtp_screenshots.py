@@ -12,6 +12,7 @@ throw-away SPECULA_HOME.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import tempfile
@@ -69,4 +70,6 @@ def main(out_dir: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "docs/screenshots"))
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("out_dir", nargs="?", default="docs/screenshots", help="where the PNGs go")
+    sys.exit(main(ap.parse_args().out_dir))

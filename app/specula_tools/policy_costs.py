@@ -17,7 +17,6 @@ Only public methods are timed, so the file can be run against an older checkout 
 from __future__ import annotations
 
 import statistics
-import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import Done
 from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.sampling import rules as sampling
+from specula_tools.cli import folder_argument
 from specula_tools.host_profile import PROMPT
 from specula_tools.vocab_proxy import DEFAULT_FOLDER, build_proxy
 
@@ -134,10 +134,10 @@ def adaptive_replies(folder: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = sys.argv[1:] if argv is None else argv
+    folder = folder_argument(__doc__, str(DEFAULT_FOLDER), "the proxy folder", argv)
     lookup_in_a_growing_chat()
     cache_preview()
-    adaptive_replies(args[0] if args else str(DEFAULT_FOLDER))
+    adaptive_replies(folder or str(DEFAULT_FOLDER))
 
 
 if __name__ == "__main__":

@@ -31,7 +31,6 @@ from a second generator, so a noisy copy perturbs exactly the target's weights.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
@@ -39,6 +38,7 @@ from typing import NamedTuple
 import gguf
 import numpy as np
 
+from specula_tools.cli import folder_argument
 from specula_tools.tiny_models import TinySpec, add_tokenizer, write_out
 
 N_EMBD = 64
@@ -290,5 +290,5 @@ def build_families(folder: str | Path, draft_noise: float = DRAFT_NOISE) -> dict
 
 
 if __name__ == "__main__":  # python -m specula_tools.tiny_families OUT_DIR
-    for k, p in build_families(sys.argv[1] if len(sys.argv) > 1 else "tiny-families").items():
+    for k, p in build_families(folder_argument(__doc__, "tiny-families", "where the GGUFs go") or "").items():
         print(f"{k:22} {p} ({p.stat().st_size // 1024} KB)")

@@ -235,7 +235,8 @@ def build_family(folder: str | Path) -> dict[str, Path]:
 
 
 if __name__ == "__main__":  # python -m specula_tools.tiny_models OUT_DIR
-    import sys
 
-    for k, p in build_family(sys.argv[1] if len(sys.argv) > 1 else "tiny-models").items():
+    from specula_tools.cli import folder_argument
+
+    for k, p in build_family(folder_argument(__doc__, "tiny-models", "where the GGUFs go") or "").items():
         print(f"{k:18} {p} ({p.stat().st_size // 1024} KB)")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ["host_costs.py", "host_profile.py", "adaptive_trace.py", "choice_costs.py", "vocab_proxy.py",
-         "policy_costs.py"]
+         "policy_costs.py", "agreement_trace.py", "cli.py"]
 
 
 def test_the_host_tools_pass_mypy_strict() -> None:
