@@ -8,8 +8,11 @@ For each prompt the target's greedy reply (plain decoding, the engine's chat
 template), then the draft fed the prompt and that reply in one batch: at each
 reply position, whether the draft's greedy token given the true prefix is the
 target's, and the draft's top probability and entropy there. Writes
-``{prompt id: {"ok": [...], "p_top": [...], "entropy": [...]}}``. No timing is
-taken, so it may run on a busy machine.
+``{prompt id: {"ok": [...], "p_top": [...], "entropy": [...]}}``; with
+``--target-confidence`` also the target's own top probability and entropy at each
+position (``target_p_top``, ``target_entropy``: the target fed the same way), to ask
+whether what the target knows adds to the draft's confidence. No timing is taken,
+so it may run on a busy machine.
 """
 
 from __future__ import annotations
@@ -66,6 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--prompts", help="only these prompt ids (comma-separated)")
     ap.add_argument("--max-tokens", type=int, default=96)
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--target-confidence", action="store_true",
+                    help="also record the target's top probability and entropy per position")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     prompts = load_prompts(a.prompts_file)
@@ -75,6 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     eng = Engine(EngineOptions(n_ctx=4096, n_threads=a.threads, calibrate=False))
     eng.load_target(a.target)
     draft = Model(a.draft)
+    target = Model(a.target) if a.target_confidence else None
     out: dict[str, dict[str, list[object]]] = {}
     try:
         for p in prompts:
@@ -85,10 +91,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                     done = ev
             assert done is not None
             out[p.id] = agreement(draft, list(done.prompt_token_ids), list(done.token_ids), a.threads)
+            if target is not None:  # the target's greedy token is the reply's: its top
+                own = agreement(target, list(done.prompt_token_ids), list(done.token_ids), a.threads)
+                out[p.id]["target_p_top"], out[p.id]["target_entropy"] = own["p_top"], own["entropy"]
             right = sum(bool(x) for x in out[p.id]["ok"]) / max(len(done.token_ids), 1)
             print(f"{p.id}: {len(done.token_ids)} tokens, draft right {right:.2f}", file=sys.stderr)
     finally:
         eng.close()
+        draft.close()
+        if target is not None:
+            target.close()
     Path(a.out).write_text(json.dumps(out), "utf-8")
     return 0
 
