@@ -7,7 +7,8 @@ target's" on a few feature sets, each scored on the prompts it was not fitted on
 
 1. At the token: the draft's top probability and entropy there (what the stop rule reads),
    with and without the target's top probability at the position before (known after the
-   verify that produced it) and over the four before.
+   verify that produced it) and over the four before; and with the agreement over eight
+   positions verified before a chain of up to six began (how the text has gone lately).
 2. Before the token is drafted (every token before it accepted): what a rule deciding
    whether to pay for one more draft decode could read.
 
@@ -67,7 +68,9 @@ def table(traces: dict[str, dict[str, list[float]]]) -> str:
         dp, de = np.asarray(t["p_top"]), np.asarray(t["entropy"])
         tp = np.asarray(t["target_p_top"])
         for j in range(4, len(ok)):
-            at.append([gi, ok[j], logit(dp[j]), de[j], logit(tp[j - 1]), logit(min(tp[j - 4:j].mean(), 0.999))])
+            lately = ok[max(j - 14, 0):max(j - 6, 1)].mean() if j >= 14 else ok[:j].mean()
+            at.append([gi, ok[j], logit(dp[j]), de[j], logit(tp[j - 1]), logit(min(tp[j - 4:j].mean(), 0.999)),
+                       logit(min(max(lately, 0.01), 0.99))])
             if ok[j - 1] == 1:
                 before.append([gi, ok[j], logit(dp[j - 1]), logit(min(dp[j - 3:j].min(), 0.999)),
                                logit(tp[j - 1]), logit(dp[j])])
@@ -77,6 +80,7 @@ def table(traces: dict[str, dict[str, list[float]]]) -> str:
     for name, cols in [("draft's top probability", [2]), ("draft's top probability, entropy", [2, 3]),
                        ("+ target's top probability one before", [2, 3, 4]),
                        ("+ target's mean top probability, four before", [2, 3, 4, 5]),
+                       ("+ the agreement over eight verified before", [2, 3, 6]),
                        ("target's top probability one before, alone", [4])]:
         r = held_out(a[:, cols], a[:, 1], a[:, 0])
         lines.append(f"  {name:45} {r[0]:.3f}  {r[1]:.4f}")
