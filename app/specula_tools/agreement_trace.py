@@ -7,8 +7,10 @@ policy's replay tests run on (``tests/core/engine/adaptive_sim.py``).
 For each prompt the target's greedy reply (plain decoding, the engine's chat
 template), then the draft fed the prompt and that reply in one batch: at each
 reply position, whether the draft's greedy token given the true prefix is the
-target's, and the draft's top probability and entropy there. Writes
-``{prompt id: {"ok": [...], "p_top": [...], "entropy": [...]}}``; with
+target's, and the draft's top probability and entropy there; and whether the target's
+token is the draft's second choice, and that choice's probability (what a sibling in a
+token tree would have had). Writes ``{prompt id: {"ok": [...], "p_top": [...],
+"entropy": [...], "second": [...], "p_second": [...]}}``; with
 ``--target-confidence`` also the target's own top probability and entropy at each
 position (``target_p_top``, ``target_entropy``: the target fed the same way), to ask
 whether what the target knows adds to the draft's confidence. No timing is taken,
@@ -37,7 +39,8 @@ from specula.core.engine.sampling.rules import SamplingParams
 
 
 def agreement(draft: Model, prompt: list[int], reply: list[int], threads: int | None) -> dict[str, list[object]]:
-    """Per reply position: the draft right (greedy, true prefix), its top probability, its entropy."""
+    """Per reply position: the draft right (greedy, true prefix), its top probability, its
+    entropy; the target's token the draft's second choice, that choice's probability."""
     seq = [*prompt, *reply[:-1]]
     ctx = Context(draft, n_ctx=len(seq) + 8, n_threads=threads or os.cpu_count() or 1,
                   n_batch=max(512, len(seq)), n_outputs_max=len(seq))
@@ -48,17 +51,21 @@ def agreement(draft: Model, prompt: list[int], reply: list[int], threads: int | 
         ok: list[object] = []
         p_top: list[object] = []
         entropy: list[object] = []
+        second: list[object] = []
+        p_second: list[object] = []
         for j, tok in enumerate(reply):
             row = np.asarray(ctx.logits(len(prompt) - 1 + j), dtype=np.float64)
             p = np.exp(row - row.max())
             p /= p.sum()
-            best = int(row.argmax())
+            best, runner_up = (int(i) for i in np.argsort(-row, kind="stable")[:2])
             ok.append(best == tok)
             p_top.append(float(p[best]))
             entropy.append(float(-(p * np.log(np.maximum(p, 1e-300))).sum()))
+            second.append(runner_up == tok)
+            p_second.append(float(p[runner_up]))
     finally:
         ctx.close()
-    return {"ok": ok, "p_top": p_top, "entropy": entropy}
+    return {"ok": ok, "p_top": p_top, "entropy": entropy, "second": second, "p_second": p_second}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
