@@ -12,7 +12,7 @@ Adaptive runs as a new pair's first pass (the calibration's costs, nothing learn
 import sys
 
 sys.path.insert(0, ".")
-from tests.core.engine.adaptive_sim import F16_NOREPACK, SECOND, run_reply, unseen_traces
+from tests.core.engine.adaptive_sim import F16_NOREPACK, SECOND, run_reply, step_oracle, unseen_traces
 
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.policy.adaptive import AdaptivePolicy
@@ -26,21 +26,6 @@ def rate(policy, m, t):
     return r.tokens / r.seconds
 
 
-def oracle(m, ok):
-    n, pos, sec, tok = len(ok), 1, m.prompt_s, 0
-    while pos < n:
-        run = 0
-        while pos + run < n and ok[pos + run] and run < 8:
-            run += 1
-        k = min(run, n - pos - 1)
-        if k == 0 or (k + 1) / (m.draft * k + m.verify(k + 1)) <= 1 / m.verify(1):
-            k = 0
-        sec += m.draft * k + m.verify(k + 1) if k else m.verify(1)
-        tok += k + 1
-        pos += k + 1
-    return tok / sec
-
-
 for name, m in (("first machine (F16_NOREPACK)", F16_NOREPACK), ("second machine", SECOND)):
     print(name)
     pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=8, tree_budget=0))
@@ -48,6 +33,6 @@ for name, m in (("first machine (F16_NOREPACK)", F16_NOREPACK), ("second machine
     for pid, t in TRACES.items():
         fixed = {k: rate(ChainPolicy(SpecConfig(mode=Mode.CHAIN, draft_max=k)), m, t) for k in range(1, 9)}
         kb = max(fixed, key=fixed.__getitem__)
-        ad, orc = rate(pol, m, t), oracle(m, t["ok"])
+        ad, orc = rate(pol, m, t), step_oracle(m, t["ok"])
         print(f"  {pid:22} best fixed chain:{kb} {fixed[kb]:.2f} tok/s  adaptive {ad:.2f} "
               f"({ad / fixed[kb]:.2f}x)  oracle {orc:.2f} ({orc / fixed[kb]:.2f}x)")

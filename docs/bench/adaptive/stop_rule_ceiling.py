@@ -14,7 +14,7 @@ hindsight):
 4. the best (chain length, p_min cut) per prompt, chosen in hindsight: llama.cpp's rule tuned
    on the answer; and the one (chain length, p_min) best for the whole set (the highest worst
    prompt), also in hindsight;
-5. the per-step oracle of ``replay_oracle.py`` (it knows where each rejection falls).
+5. the per-step oracle (``adaptive_sim.step_oracle``: it knows where each rejection falls).
 
 Lines 2-4 bound what a stop rule built on the draft's confidence can gain on these traces;
 line 5 is what knowing the rejections would give.
@@ -32,6 +32,7 @@ from tests.core.engine.adaptive_sim import (
     Machine,
     f16_traces,
     run_reply,
+    step_oracle,
     unseen_traces,
 )
 
@@ -83,22 +84,6 @@ def rate(policy: DraftPolicy, m: Machine, t: Trace) -> float:
     return r.tokens / r.seconds
 
 
-def oracle(m: Machine, ok: list[float]) -> float:
-    """replay_oracle.py's per-step oracle: it drafts exactly the run that will be accepted."""
-    n, pos, sec, tok = len(ok), 1, m.prompt_s, 0
-    while pos < n:
-        run = 0
-        while pos + run < n and ok[pos + run] and run < 8:
-            run += 1
-        k = min(run, n - pos - 1)
-        if k == 0 or (k + 1) / (m.draft * k + m.verify(k + 1)) <= 1 / m.verify(1):
-            k = 0
-        sec += m.draft * k + m.verify(k + 1) if k else m.verify(1)
-        tok += k + 1
-        pos += k + 1
-    return tok / sec
-
-
 def session(m: Machine, traces: dict[str, Trace],
             acc: Callable[[str], am.AcceptanceModel | None]) -> dict[str, float]:
     """Adaptive over three passes of the prompts: tok/s per prompt, median of the passes."""
@@ -148,7 +133,7 @@ def main() -> None:
                 pid: max(chain(m, t, k, pm) for k in range(1, 9) for pm in P_MINS)
                 for pid, t in traces.items()},
             set_name: set_got,
-            "per-step oracle": {pid: oracle(m, t["ok"]) for pid, t in traces.items()},
+            "per-step oracle": {pid: step_oracle(m, t["ok"]) for pid, t in traces.items()},
         }
         print(f"{title}: over the best fixed chain per prompt")
         print(f"  {'':40} {'min':>6} {'median':>6}   " + " ".join(f"{p[-9:]:>9}" for p in traces))

@@ -155,6 +155,25 @@ class Reply:
         return self.tokens / self.seconds
 
 
+def step_oracle(m: Machine, ok: list[bool]) -> float:
+    """tok/s of a per-step oracle over a trace: it knows where each step's first rejection
+    falls and drafts exactly the run that will be accepted (at most 8), or nothing where a
+    plain step is faster. Greedy per step, and it always pays the draft's prompt catch-up: a
+    bound on what reading the draft's confidence can gain (docs/bench/adaptive/)."""
+    n, pos, sec, tok = len(ok), 1, m.prompt_s, 0
+    while pos < n:
+        run = 0
+        while pos + run < n and ok[pos + run] and run < 8:
+            run += 1
+        k = min(run, n - pos - 1)
+        if k == 0 or (k + 1) / (m.draft * k + m.verify(k + 1)) <= 1 / m.verify(1):
+            k = 0
+        sec += m.draft * k + m.verify(k + 1) if k else m.verify(1)
+        tok += k + 1
+        pos += k + 1
+    return tok / sec
+
+
 def edit_script(n: int, seed: int = 0, *, edit_first: bool = False,
                 ) -> tuple[list[bool], list[float], list[int], list[bool]]:
     """A reply that repeats an earlier turn with a few edits: spans of 12-30 copied tokens,
