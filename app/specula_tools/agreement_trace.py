@@ -13,8 +13,11 @@ token tree would have had). Writes ``{prompt id: {"ok": [...], "p_top": [...],
 "entropy": [...], "second": [...], "p_second": [...]}}``; with
 ``--target-confidence`` also the target's own top probability and entropy at each
 position (``target_p_top``, ``target_entropy``: the target fed the same way), to ask
-whether what the target knows adds to the draft's confidence. No timing is taken,
-so it may run on a busy machine.
+whether what the target knows adds to the draft's confidence; with ``--windows 32,128``
+also the draft's greedy agreement when it is fed only the prompt's first ``SINK`` tokens
+and its last W (``window_ok``: {W: [...]}, a paused draft's probe as adaptive feeds it in
+a long conversation, ``DraftModel.begin``). No timing is taken, so it may run on a busy
+machine.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import numpy as np
 
 from specula.core.bench import load_prompts
 from specula.core.engine.config import Mode, SpecConfig
+from specula.core.engine.drafters.model import SINK
 from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import Done
 from specula.core.engine.native.batch import Batch
@@ -78,6 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--target-confidence", action="store_true",
                     help="also record the target's top probability and entropy per position")
+    ap.add_argument("--windows", default="",
+                    help="also the draft's agreement fed only the prompt's first tokens and "
+                         "its last W, for each W (comma-separated)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     prompts = load_prompts(a.prompts_file)
@@ -89,6 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     draft = Model(a.draft)
     target = Model(a.target) if a.target_confidence else None
     out: dict[str, dict[str, list[object]]] = {}
+    windows: dict[str, dict[str, list[object]]] = {}  # prompt id -> {W: ok per position}
     try:
         for p in prompts:
             done = None
@@ -101,6 +109,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             if target is not None:  # the target's greedy token is the reply's: its top
                 own = agreement(target, list(done.prompt_token_ids), list(done.token_ids), a.threads)
                 out[p.id]["target_p_top"], out[p.id]["target_entropy"] = own["p_top"], own["entropy"]
+            prompt_ids = list(done.prompt_token_ids)
+            window_ok: dict[str, list[object]] = {}
+            for w in (int(x) for x in a.windows.split(",") if x.strip()):
+                view = prompt_ids if len(prompt_ids) <= SINK + w else [*prompt_ids[:SINK], *prompt_ids[-w:]]
+                window_ok[str(w)] = agreement(draft, view, list(done.token_ids), a.threads)["ok"]
+            if window_ok:
+                windows[p.id] = window_ok
             right = sum(bool(x) for x in out[p.id]["ok"]) / max(len(done.token_ids), 1)
             print(f"{p.id}: {len(done.token_ids)} tokens, draft right {right:.2f}", file=sys.stderr)
     finally:
@@ -108,7 +123,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         draft.close()
         if target is not None:
             target.close()
-    Path(a.out).write_text(json.dumps(out), "utf-8")
+    saved: dict[str, dict[str, object]] = {k: dict(v) for k, v in out.items()}
+    for pid, w_ok in windows.items():
+        saved[pid]["window_ok"] = w_ok
+    Path(a.out).write_text(json.dumps(saved), "utf-8")
     return 0
 
 

@@ -55,6 +55,9 @@ class Recorder:
     def sync_draft_at_prefill(self) -> bool:
         return False
 
+    def sync_window(self) -> int | None:
+        return 7
+
     def finish(self) -> None:
         self.finished += 1
 
@@ -80,6 +83,7 @@ def test_the_head_takes_the_draft_models_place() -> None:
     assert inner.outcomes[-1].source is TokenOrigin.CHAIN
     inner.answer = Plan(TokenOrigin.LOOKUP, 3, [1, 2, 3])
     assert pol.plan(PlanInput(room=10, available=ALL)).source is TokenOrigin.LOOKUP
+    assert pol.sync_window() == 7  # a probe's bound is the inner policy's
 
 
 def _reply(ch: RateChooser, tokens_per_s: dict[str, float]) -> str:
@@ -105,3 +109,5 @@ def test_the_faster_of_head_and_draft_model_by_measured_rate() -> None:
     arms = [_reply(ch, speed) for _ in range(3 * RETRY_EVERY)]
     assert arms[-RETRY_EVERY:].count("draft") >= RETRY_EVERY - 1
     assert ch.plan(PlanInput(room=5, available=ALL)) == ch.arm.plan(PlanInput(room=5, available=ALL))
+    draft.sync_window = lambda: 9  # type: ignore[method-assign]
+    assert ch.sync_window() == (9 if ch.arm is draft else 7)

@@ -31,8 +31,11 @@ class Drafter(Protocol):
     def stopped(self) -> str:
         """"" or the sentence saying why the drafter stopped for the rest of the reply."""
 
-    def begin(self, prompt: Sequence[int], *, sync: bool) -> None:
-        """A reply starts (``sync``: feed the prompt now, while the target prefills)."""
+    def begin(self, prompt: Sequence[int], *, sync: bool, window: int | None = None) -> int:
+        """A reply starts (``sync``: feed the prompt now; ``window``: a probe, which need
+        not feed more than that many tokens past what the drafter holds, see
+        ``DraftModel.begin``; drafters that read the target's own decodes ignore it).
+        Returns the tokens it fed."""
 
     def lag(self, committed: Sequence[int]) -> int:
         """Tokens the drafter must catch up on before it can propose."""

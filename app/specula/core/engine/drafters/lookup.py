@@ -44,8 +44,8 @@ class LookupDrafter:
         self._preview: tuple[int, list[int], int] = (-1, [], 0)  # (at length, tokens, match code)
         self._index = NgramIndex(ngram_min, ngram_max)  # the conversation's n-grams
 
-    def begin(self, prompt: Sequence[int], *, sync: bool) -> None:
-        return None
+    def begin(self, prompt: Sequence[int], *, sync: bool, window: int | None = None) -> int:
+        return 0
 
     def lag(self, committed: Sequence[int]) -> int:
         return 0

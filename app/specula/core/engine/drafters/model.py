@@ -7,6 +7,17 @@ target's last token). It feeds itself within its own n_ctx and n_batch; when
 it cannot follow (a token outside its vocabulary, its context is full, a
 decode fails) it stops drafting for the rest of the reply and says why; the
 reply goes on without it.
+
+A probe asks only whether the draft agrees with the target now, so where the
+policy bounds it (``begin(window=W)``) and the draft has more than W tokens of
+the conversation to catch up on, it skips them but the last W: it reads what
+its cache already holds (at least the chat's first SINK tokens), then the tail.
+The cost of a probe in a long chat is then W tokens of feed, not the chat. For
+the rest of that reply the cache mirrors that *view* of the conversation
+(:meth:`DraftModel.seen`); the next reply compares the whole conversation
+again, keeps the prefix before the skipped stretch and feeds the rest when the
+policy next drafts. Only what is proposed changes: the target verifies every
+drafted token, so the reply stays exact.
 """
 
 from __future__ import annotations
@@ -32,6 +43,9 @@ from specula.core.engine.sampling import topk
 # tokens the draft sat out for (or, after a tree step, the accepted path: see
 # DraftModel.sat_out).
 STEP_FEED = 2
+# A probe in a long conversation feeds the draft its first SINK tokens (the chat's start,
+# where attention rests: StreamingLLM, Xiao et al. 2023) and the last tokens of the prompt.
+SINK = 4
 
 
 class DraftModel(KVHolder):
@@ -44,27 +58,69 @@ class DraftModel(KVHolder):
         self.n_target_vocab = n_target_vocab
         self.stopped = ""
         self._owed = STEP_FEED  # what the draft's own last step left it to feed
+        # A probe's skipped stretch, committed[start:resume], and the view the cache then
+        # mirrors (committed[:start] + committed[resume:]); None: the whole conversation.
+        self._gap: tuple[int, int] | None = None
+        self._view: list[int] = []
 
     def reset(self) -> None:
         self.kv.clear()
+        self._gap = None
 
     def stop(self, why: str) -> None:
         if not self.stopped:
             self.stopped = why
 
-    def begin(self, prompt: Sequence[int], *, sync: bool) -> None:
-        """A new reply: draft again, and feed the prompt (all but its last token) if ``sync``.
+    def begin(self, prompt: Sequence[int], *, sync: bool, window: int | None = None) -> int:
+        """A new reply: draft again, and feed the prompt (all but its last token) if ``sync``;
+        with ``window``, at most that many tokens past what the cache holds (a probe: the
+        stretch before the prompt's last ``window`` tokens is skipped for this reply).
+        Returns the tokens fed.
 
         Idempotent (the chain and the tree drafters share this model and both begin)."""
         self.stopped = ""
         self._owed = STEP_FEED
-        if sync:
-            self.catch_up(prompt, keep_last=False, room_after=1)
+        self._gap = None
+        if not sync:
+            return 0
+        if window is not None:
+            self._skip_to(prompt, window)
+        return self.catch_up(prompt, keep_last=False, room_after=1)[0]
+
+    def _skip_to(self, prompt: Sequence[int], window: int) -> None:
+        """Skip what the draft has not seen of ``prompt`` but its last ``window`` tokens and
+        the pending one, where that is more than ``window`` tokens: the cache keeps what it
+        holds of the conversation (the chat's first SINK tokens at least, fed if not)."""
+        want = len(prompt) - 1  # the pending token is fed with the first draft step
+        start = max(min(self.kv.agreement(prompt), want), SINK)
+        resume = want - window
+        if resume > start:
+            self._gap = (start, resume)
+            self._view = list(prompt[:start])
+
+    def seen(self, committed: Sequence[int]) -> Sequence[int]:
+        """What the cache is compared with: ``committed``, or after a skipped stretch the
+        view without it (the same list object all reply, extended as the reply grows)."""
+        if self._gap is None:
+            return committed
+        start, resume = self._gap
+        view = self._view
+        n = start + max(len(committed) - resume, 0)
+        if len(view) > n:
+            del view[n:]
+        elif len(view) < n:
+            view.extend(committed[resume + len(view) - start:])
+        return view
+
+    def room(self, committed: Sequence[int]) -> int:
+        """Cells of the draft's context left after its view of ``committed``."""
+        return self.kv.n_ctx - len(self.seen(committed))
 
     def lag(self, committed: Sequence[int]) -> int:
         """Tokens of ``committed`` past the longest prefix the draft's cache holds (the
         work is what changed since the last step, see KVCache.agreement)."""
-        return len(committed) - self.kv.agreement(committed)
+        seen = self.seen(committed)
+        return len(seen) - self.kv.agreement(seen)
 
     def sat_out(self, n_fed: int) -> bool:
         """Whether a catch-up of ``n_fed`` tokens fed more than the draft's own last step
@@ -78,6 +134,7 @@ class DraftModel(KVHolder):
         """Feed what the draft has not seen of ``committed`` (logits of the last one when
         ``keep_last``), leaving ``room_after`` cells free; (tokens fed, seconds). On failure
         the drafter stops (``stopped`` says why) and (0, 0.0) is returned."""
+        committed = self.seen(committed)
         want = len(committed) if keep_last else len(committed) - 1
         try:
             n = self.kv.reuse(committed, limit=want - 1 if keep_last else want)
@@ -96,8 +153,10 @@ class DraftModel(KVHolder):
         except (ContextFull, DecodeError, CutFailed) as exc:
             self.stop(f"a draft decode failed ({exc})")
             return 0, 0.0
-        if len(todo) > STEP_FEED:
-            self.kv.checkpoint(ANCHOR)  # recurrent memory: the conversation, for the next reply
+        if len(todo) > STEP_FEED and self._gap is None:
+            # recurrent memory: the conversation, for the next reply (not a view of it: the
+            # anchor then stays where the conversation the next reply compares agrees)
+            self.kv.checkpoint(ANCHOR)
         return len(todo), spent
 
     def feed_one(self, token: int, *, first: bool = False) -> float | None:
@@ -117,6 +176,7 @@ class DraftModel(KVHolder):
         the proposal: the step's tokens, not the chat). On recurrent memory the cache goes
         back to the checkpoint taken before the drafted tokens were fed, and the accepted
         ones are fed again with the next step's catch-up (one decode, not two)."""
+        committed = self.seen(committed)
         keep = self.kv.agreement(committed)
         try:
             kept = self.kv.rewind(keep)
@@ -144,8 +204,8 @@ class ModelDrafter:
     def stopped(self) -> str:
         return self.model.stopped
 
-    def begin(self, prompt: Sequence[int], *, sync: bool) -> None:
-        self.model.begin(prompt, sync=sync)
+    def begin(self, prompt: Sequence[int], *, sync: bool, window: int | None = None) -> int:
+        return self.model.begin(prompt, sync=sync, window=window)
 
     def lag(self, committed: Sequence[int]) -> int:
         return self.model.lag(committed)
@@ -158,7 +218,7 @@ class ModelDrafter:
         False when it cannot draft now (it stops when its window is the reason)."""
         dm = self.model
         if cells <= 0 or not self.available:
-            if dm.kv.n_ctx - len(committed) + 1 <= 0:
+            if dm.room(committed) + 1 <= 0:
                 dm.stop(f"the draft's context window ({dm.kv.n_ctx} tokens) is full")
             return False
         prop.catchup, prop.draft_s = dm.catch_up(committed, room_after=cells)
@@ -180,7 +240,7 @@ class ChainDrafter(ModelDrafter):
         prop = Proposal(source=self.source)
         dm = self.model
         committed = req.committed
-        k = min(req.k, dm.kv.n_ctx - len(committed) + 1)  # the draft's own window
+        k = min(req.k, dm.room(committed) + 1)  # the draft's own context window
         if not self._start_step(prop, committed, k):
             return prop
         return base.draft_chain_under_grammar(prop, req, k, self._draft_chain)

@@ -100,13 +100,13 @@ class MTPHead(DraftModel):
         self.watch(False)
         self.mtp.close()
 
-    def begin(self, prompt: Sequence[int], *, sync: bool) -> None:
-        """A reply starts (before the target's prefill: the head follows the reply's list)."""
+    def begin(self, prompt: Sequence[int], *, sync: bool, window: int | None = None) -> int:
+        """A reply starts (before the target's prefill: the head follows the reply's list;
+        it reads the target's hidden states of every token, so no stretch is skipped)."""
         self.stopped = ""
         self._committed = prompt
         self.held = self._agreement(prompt)
-        if sync:
-            self._safe_feed(prompt, len(prompt) - 1, logits=False)
+        return self._safe_feed(prompt, len(prompt) - 1, logits=False)[0] if sync else 0
 
     def lag(self, committed: Sequence[int]) -> int:
         """Tokens to feed before drafting (they all go into the drafting decode)."""

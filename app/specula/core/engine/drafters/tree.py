@@ -78,7 +78,7 @@ class TreeDrafter(ModelDrafter):
         prop = Proposal(source=self.source)
         dm = self.model
         committed = req.committed
-        budget = min(req.tree_budget, MAX_TREE_SEQS, dm.kv.n_ctx - len(committed))
+        budget = min(req.tree_budget, MAX_TREE_SEQS, dm.room(committed))
         if req.k <= 0 or not self._start_step(prop, committed, budget):
             return prop
         tree = TokenTree()
@@ -87,7 +87,8 @@ class TreeDrafter(ModelDrafter):
             states[-1] = req.grammar.clone()
         try:
             with dm.kv.branches(MAX_TREE_SEQS, share_prefix=False):
-                prop.draft_s += self._expand(tree, prop, len(committed), budget, req, states)
+                prop.draft_s += self._expand(tree, prop, len(committed), len(dm.seen(committed)),
+                                             budget, req, states)
         except (ContextFull, DecodeError) as exc:
             dm.stop(f"a draft decode failed ({exc})")
         except grammar.GrammarError:
@@ -126,8 +127,10 @@ class TreeDrafter(ModelDrafter):
         ps = np.concatenate(([p_c], ps[:-1]))
         return toks, ps
 
-    def _expand(self, tree: TokenTree, prop: Proposal, base: int, budget: int,
+    def _expand(self, tree: TokenTree, prop: Proposal, base: int, at: int, budget: int,
                 req: DraftRequest, states: dict[int, grammar.GrammarState]) -> float:
+        """Grow ``tree`` depth by depth: ``base`` is the reply's position of its first node
+        (the coupled rule's), ``at`` the draft cache's (its view can be shorter)."""
         dm = self.model
         ctx = dm.ctx
         spent = 0.0
@@ -167,7 +170,7 @@ class TreeDrafter(ModelDrafter):
                 ctx.seq_cp(src, s, -1, -1)
                 node.seq = s
                 seq_sets.append([s])
-            self._batch.fill_tree([tree.nodes[i].token for i in new], [base + depth - 1] * len(new),
+            self._batch.fill_tree([tree.nodes[i].token for i in new], [at + depth - 1] * len(new),
                                   seq_sets)
             t0 = time.perf_counter()
             ctx.decode(self._batch)

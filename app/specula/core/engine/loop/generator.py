@@ -175,7 +175,8 @@ class Generator(KVHolder):
                 if deferred and run.step > 0:
                     deferred = False
                     with clock.left_out():  # the draft's prefill is reported on its own
-                        run.stats.add_catchup(*catch_up(run.committed, run.active))
+                        run.stats.add_catchup(*catch_up(run.committed, run.active,
+                                                        policy.sync_window()))
                 verified = self._plan_propose_verify(run, policy, reply, ready=run.step > 0
                                                      or spec.draft_first_token)
                 if verified is None:
@@ -230,7 +231,7 @@ class Generator(KVHolder):
             sync = policy.sync_draft_at_prefill()
             deferred = sync and not spec.draft_first_token
             if sync and not deferred:  # draft_first_token: the draft is fed the prompt now
-                stats.add_catchup(*catch_up(committed, run.active))
+                stats.add_catchup(*catch_up(committed, run.active, policy.sync_window()))
         except Cancelled:
             run.stop(StopReason.CANCELLED)
             return False

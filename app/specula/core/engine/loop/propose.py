@@ -59,15 +59,15 @@ def propose(
     return prop, drafter
 
 
-def catch_up(committed: list[int], active: dict[TokenOrigin, Drafter]) -> tuple[int, float]:
-    """Feed the drafters all they have not seen but the pending token, once in a reply
-    the policy syncs the draft in: after the first token was shown (TTFT is the target's
-    alone), or in prefill with ``draft_first_token``; (tokens fed, seconds)."""
+def catch_up(committed: list[int], active: dict[TokenOrigin, Drafter],
+             window: int | None = None) -> tuple[int, float]:
+    """Feed the drafters all they have not seen but the pending token (with ``window``,
+    the policy's bound for a probe: at most that many past what they hold), once in a
+    reply the policy syncs the draft in: after the first token was shown (TTFT is the
+    target's alone), or in prefill with ``draft_first_token``; (tokens fed, seconds)."""
     t0 = time.perf_counter()
     fed = 0
     for d in active.values():
-        lag = d.lag(committed)
-        if lag > 1:
-            d.begin(committed, sync=True)
-            fed += lag - d.lag(committed)
+        if d.lag(committed) > 1:
+            fed += d.begin(committed, sync=True, window=window)
     return fed, time.perf_counter() - t0

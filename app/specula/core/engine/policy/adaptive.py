@@ -20,7 +20,9 @@ length only where it would pay were it right. When plain wins, the draft is stil
 now and then (exponential back-off over replies) so that a change of regime is noticed:
 before a probe the pair's rate is made to weigh as PROBE_EVIDENCE tokens, since nothing
 fades it while drafting is paused, and a probe outweighed by the stretch of text that
-paused drafting could never find that the text has changed. The draft is fed the
+paused drafting could never find that the text has changed; and a probe feeds the draft
+at most the last PROBE_WINDOW tokens of what it has not seen, so a probe in a long chat
+costs a window, not the chat (``DraftModel.begin``). The draft is fed the
 conversation only when the plan first drafts, and that catch-up is weighed like any
 other cost: where lookup serves an edit of a long conversation, the draft's prefill is
 never paid, and on a pair where drafting barely pays a short answer never pays it
@@ -60,6 +62,11 @@ PROBE_FIRST, PROBE_MAX = 2, RECHECK_EVERY  # replies between probes of a draft t
 PROBE_STEPS = 3  # draft steps a probe makes
 PROBE_EVIDENCE = 12.0  # draft tokens the pair's rate weighs as when a paused draft is probed
 PROBE_RATE = 0.9  # the acceptance a probe's draft length is chosen for (it asks: could it pay?)
+# A probe feeds the draft at most this many tokens of the conversation past what it holds
+# (DraftModel.begin skips the stretch before them for the reply): in a long chat with a
+# paused draft a probe would otherwise catch it up on everything said since it last drafted
+# (thousands of tokens: seconds on a CPU), to ask a question a window answers.
+PROBE_WINDOW = 256
 MARGIN = 0.02  # expected gain over plain decoding needed before drafting (noisy estimates)
 REFRESH_PLAIN = 128  # steps between plain steps that re-measure one-token decodes
 EXPLORE_SHARE = 0.05  # in a plain stretch, a draft probe may cost this share of its time
@@ -441,6 +448,10 @@ class AdaptivePolicy(ExpectedRates):
             self.acc.shrink(PROBE_EVIDENCE)
             return True
         return False
+
+    def sync_window(self) -> int | None:
+        """Every sync at prefill is a probe (PROBE_STEPS draft steps), bounded by PROBE_WINDOW."""
+        return PROBE_WINDOW
 
     def finish(self) -> None:
         self.save()

@@ -86,6 +86,10 @@ class DraftPolicy(Protocol):
     def sync_draft_at_prefill(self) -> bool:
         """Whether to feed the prompt to the draft model during prefill."""
 
+    def sync_window(self) -> int | None:
+        """When the draft is fed at prefill to probe it, the most tokens of the conversation
+        it need be fed past what it holds (the rest is skipped for this reply); None: all."""
+
     def finish(self) -> None:
         """The reply is over (persist what was learnt)."""
 
@@ -115,6 +119,9 @@ class StaticPolicy:
 
     def sync_draft_at_prefill(self) -> bool:
         return self.sync_at_prefill
+
+    def sync_window(self) -> int | None:
+        return None  # a fixed mode drafts every step: the draft reads the whole conversation
 
     def finish(self) -> None:
         return None

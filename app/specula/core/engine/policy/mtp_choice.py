@@ -82,6 +82,9 @@ class MTPAsDraft:
     def sync_draft_at_prefill(self) -> bool:
         return self.inner.sync_draft_at_prefill()
 
+    def sync_window(self) -> int | None:
+        return self.inner.sync_window()
+
     def finish(self) -> None:
         self.inner.finish()
 
@@ -144,6 +147,9 @@ class RateChooser:
 
     def sync_draft_at_prefill(self) -> bool:
         return self.arm.sync_draft_at_prefill()
+
+    def sync_window(self) -> int | None:
+        return self.arm.sync_window()
 
     def finish(self) -> None:
         self.arm.finish()
