@@ -95,8 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     eng.load_target(a.target)
     draft = Model(a.draft)
     target = Model(a.target) if a.target_confidence else None
-    out: dict[str, dict[str, list[object]]] = {}
-    windows: dict[str, dict[str, list[object]]] = {}  # prompt id -> {W: ok per position}
+    out: dict[str, dict[str, object]] = {}
     try:
         for p in prompts:
             done = None
@@ -105,28 +104,26 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if isinstance(ev, Done):
                     done = ev
             assert done is not None
-            out[p.id] = agreement(draft, list(done.prompt_token_ids), list(done.token_ids), a.threads)
+            prompt_ids, reply = list(done.prompt_token_ids), list(done.token_ids)
+            rec = agreement(draft, prompt_ids, reply, a.threads)
+            out[p.id] = dict(rec)
             if target is not None:  # the target's greedy token is the reply's: its top
-                own = agreement(target, list(done.prompt_token_ids), list(done.token_ids), a.threads)
+                own = agreement(target, prompt_ids, reply, a.threads)
                 out[p.id]["target_p_top"], out[p.id]["target_entropy"] = own["p_top"], own["entropy"]
-            prompt_ids = list(done.prompt_token_ids)
             window_ok: dict[str, list[object]] = {}
             for w in (int(x) for x in a.windows.split(",") if x.strip()):
                 view = prompt_ids if len(prompt_ids) <= SINK + w else [*prompt_ids[:SINK], *prompt_ids[-w:]]
-                window_ok[str(w)] = agreement(draft, view, list(done.token_ids), a.threads)["ok"]
+                window_ok[str(w)] = agreement(draft, view, reply, a.threads)["ok"]
             if window_ok:
-                windows[p.id] = window_ok
-            right = sum(bool(x) for x in out[p.id]["ok"]) / max(len(done.token_ids), 1)
-            print(f"{p.id}: {len(done.token_ids)} tokens, draft right {right:.2f}", file=sys.stderr)
+                out[p.id]["window_ok"] = window_ok
+            right = sum(bool(x) for x in rec["ok"]) / max(len(reply), 1)
+            print(f"{p.id}: {len(reply)} tokens, draft right {right:.2f}", file=sys.stderr)
     finally:
         eng.close()
         draft.close()
         if target is not None:
             target.close()
-    saved: dict[str, dict[str, object]] = {k: dict(v) for k, v in out.items()}
-    for pid, w_ok in windows.items():
-        saved[pid]["window_ok"] = w_ok
-    Path(a.out).write_text(json.dumps(saved), "utf-8")
+    Path(a.out).write_text(json.dumps(out), "utf-8")
     return 0
 
 
