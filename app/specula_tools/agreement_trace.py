@@ -14,9 +14,9 @@ token tree would have had). Writes ``{prompt id: {"ok": [...], "p_top": [...],
 ``--target-confidence`` also the target's own top probability and entropy at each
 position (``target_p_top``, ``target_entropy``: the target fed the same way), to ask
 whether what the target knows adds to the draft's confidence; with ``--windows 32,128``
-also the draft's greedy agreement when it is fed only the prompt's first ``SINK`` tokens
-and its last W (``window_ok``: {W: [...]}, a paused draft's probe as adaptive feeds it in
-a long conversation, ``DraftModel.begin``). No timing is taken, so it may run on a busy
+also the draft's greedy agreement when it is fed only the view of the prompt a probe
+drafts on with a window of W, from an empty cache (``window_ok``: {W: [...]}: the prompt's
+first ``SINK`` tokens and its last W before the pending one, ``DraftModel.begin``). No timing is taken, so it may run on a busy
 machine.
 """
 
@@ -33,7 +33,7 @@ import numpy as np
 
 from specula.core.bench import load_prompts
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.drafters.model import SINK
+from specula.core.engine.drafters.model import skipped_stretch
 from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import Done
 from specula.core.engine.native.batch import Batch
@@ -70,6 +70,16 @@ def agreement(draft: Model, prompt: list[int], reply: list[int], threads: int | 
     finally:
         ctx.close()
     return {"ok": ok, "p_top": p_top, "entropy": entropy, "second": second, "p_second": p_second}
+
+
+def window_view(prompt: Sequence[int], window: int) -> list[int]:
+    """The prompt as a probe with ``window`` feeds it to an empty draft, the pending token
+    included (the engine's own rule: ``skipped_stretch``)."""
+    gap = skipped_stretch(len(prompt), 0, window)
+    if gap is None:
+        return list(prompt)
+    start, resume = gap
+    return [*prompt[:start], *prompt[resume:]]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -112,8 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 out[p.id]["target_p_top"], out[p.id]["target_entropy"] = own["p_top"], own["entropy"]
             window_ok: dict[str, list[object]] = {}
             for w in (int(x) for x in a.windows.split(",") if x.strip()):
-                view = prompt_ids if len(prompt_ids) <= SINK + w else [*prompt_ids[:SINK], *prompt_ids[-w:]]
-                window_ok[str(w)] = agreement(draft, view, reply, a.threads)["ok"]
+                window_ok[str(w)] = agreement(draft, window_view(prompt_ids, w), reply, a.threads)["ok"]
             if window_ok:
                 out[p.id]["window_ok"] = window_ok
             right = sum(bool(x) for x in rec["ok"]) / max(len(reply), 1)

@@ -28,6 +28,7 @@ from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.policy.fixed import DraftPolicy, Plan, PlanInput, StaticPolicy
 from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.engine.stats import StepRecord
+from specula_tools import agreement_trace
 from tests.core.engine.conftest import logged_decodes, make_engine
 
 GREEDY = SamplingParams(temperature=0.0, max_tokens=24)
@@ -90,6 +91,15 @@ def test_an_empty_draft_reads_the_chat_s_first_tokens_and_a_short_lag_is_fed_who
     dm = _model(pair)
     dm.begin(CONV, sync=True)  # no window (a fixed mode): the whole conversation
     assert dm.kv.tokens == CONV[:-1]
+
+
+@pytest.mark.parametrize("n", [30, 37, 38, 601])
+def test_the_agreement_trace_reads_the_view_the_engine_drafts_on(pair: Engine, n: int) -> None:
+    """``agreement_trace --windows`` measures the draft on a probe's view: the cache an
+    empty draft holds after a windowed probe, and the pending token its first step feeds."""
+    dm = _model(pair)
+    dm.begin(CONV[:n], sync=True, window=32)
+    assert agreement_trace.window_view(CONV[:n], 32) == [*dm.kv.tokens, CONV[n - 1]]
 
 
 class _Windowed(StaticPolicy):

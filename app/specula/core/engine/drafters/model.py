@@ -48,6 +48,20 @@ STEP_FEED = 2
 SINK = 4
 
 
+def skipped_stretch(n_prompt: int, held: int, window: int) -> tuple[int, int] | None:
+    """The stretch ``prompt[start:resume]`` a probe skips, for a prompt of ``n_prompt``
+    tokens of which the draft's cache holds the first ``held``; None: nothing is skipped.
+
+    The cache keeps what it holds (the chat's first SINK tokens at least, fed if not); the
+    draft then reads the prompt's last ``window`` tokens before the pending one, which the
+    first draft step feeds. One function, so that measurement tools (``agreement_trace
+    --windows``) read the view the engine drafts on."""
+    want = n_prompt - 1  # the pending token is fed with the first draft step
+    start = max(min(held, want), SINK)
+    resume = want - window
+    return (start, resume) if resume > start else None
+
+
 class DraftModel(KVHolder):
     """A draft model's context, mirrored, shared by the chain and the tree drafters."""
 
@@ -89,14 +103,11 @@ class DraftModel(KVHolder):
 
     def _skip_to(self, prompt: Sequence[int], window: int) -> None:
         """Skip what the draft has not seen of ``prompt`` but its last ``window`` tokens and
-        the pending one, where that is more than ``window`` tokens: the cache keeps what it
-        holds of the conversation (the chat's first SINK tokens at least, fed if not)."""
-        want = len(prompt) - 1  # the pending token is fed with the first draft step
-        start = max(min(self.kv.agreement(prompt), want), SINK)
-        resume = want - window
-        if resume > start:
-            self._gap = (start, resume)
-            self._view = list(prompt[:start])
+        the pending one, where that is more than ``window`` tokens (:func:`skipped_stretch`)."""
+        gap = skipped_stretch(len(prompt), self.kv.agreement(prompt), window)
+        if gap is not None:
+            self._gap = gap
+            self._view = list(prompt[:gap[0]])
 
     def seen(self, committed: Sequence[int]) -> Sequence[int]:
         """What the cache is compared with: ``committed``, or after a skipped stretch the
