@@ -1,0 +1,96 @@
+"""Where a probe reply's time goes on a pair where drafting does not pay, step by step.
+
+    SPECULA_HOME=$(mktemp -d) SPECULA_CPU_EXTRA_BUFFERS=0 flock /work/core1.lock taskset -c 1 \\
+        env PYTHONPATH=app python docs/bench/probe-window/probe_steps.py --target T.gguf --draft D.gguf
+
+The pair is calibrated at load (as the app does) and an adaptive policy answers WARM prompts
+to learn it. Then each of PROBED prompts is answered by plain decoding and by that policy
+made to probe the draft (as a re-check of a paused draft does), with a draft that holds
+nothing of the prompt, ``--repeat`` times, sides alternating. Per reply: decode seconds and
+the ratio to plain's, the draft's catch-up on the prompt (tokens, seconds, and its share
+of plain's decode time), each draft-model step (k drafted, a accepted, draft and verify
+milliseconds) and the median plain step. A fresh SPECULA_HOME keeps a persistent n-gram
+cache of earlier runs out of it (the replies are the same each time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+
+from specula.core.bench import load_prompts
+from specula.core.engine.config import Mode, SpecConfig
+from specula.core.engine.engine import Engine, EngineOptions
+from specula.core.engine.events import Done, StepEvent
+from specula.core.engine.policy.adaptive import AdaptivePolicy
+from specula.core.engine.policy.fixed import DraftPolicy
+from specula.core.engine.sampling.rules import SamplingParams
+from specula.core.engine.stats import StepRecord
+
+WARM = ("unseen-csv-stats", "unseen-py-dataclass", "explain-http")
+PROBED = ("unseen-ts-retry", "code-lru", "unseen-go-server")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--target", required=True)
+    ap.add_argument("--draft", required=True)
+    ap.add_argument("--prompts-file", default="docs/lab/peer-prompts-six.jsonl")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--max-tokens", type=int, default=96)
+    ap.add_argument("--threads", type=int, default=1)
+    a = ap.parse_args()
+    eng = Engine(EngineOptions(n_ctx=4096, n_threads=a.threads, calibrate=True))
+    eng.load_target(a.target)
+    eng.load_draft(a.draft)
+    gen = eng.generator
+    assert gen is not None and gen.draft_model is not None
+    prompts = {p.id: p for p in load_prompts(a.prompts_file)}
+    params = SamplingParams(temperature=0.0, max_tokens=a.max_tokens)
+    spec, plain = SpecConfig(mode=Mode.ADAPTIVE), SpecConfig(mode=Mode.PLAIN)
+    policy = AdaptivePolicy(spec)
+
+    def run(pid: str, s: SpecConfig, pol: DraftPolicy) -> tuple[Done, list[StepRecord]]:
+        events = list(gen.generate(eng.tokenize_chat(prompts[pid].messages), params, s, pol))
+        done = events[-1]
+        assert isinstance(done, Done)
+        return done, [e.record for e in events if isinstance(e, StepEvent)]
+
+    try:
+        for pid in WARM:
+            run(pid, spec, policy)
+        v1 = policy.cost.verify_time(1) or 0.0
+        print(f"after {len(WARM)} replies: one-token verify {v1 * 1e3:.0f} ms, draft decode "
+              f"{(policy.cost.draft or 0.0) * 1e3:.0f} ms, some length could pay at 100% acceptance: "
+              f"{policy._could_pay(v1)}; pair's rate {policy.acc.token_rate:.2f}", flush=True)
+        for r in range(a.repeat):
+            for pid in PROBED:
+                got: dict[str, tuple[Done, list[StepRecord]]] = {}
+                for side in ("plain", "adaptive") if r % 2 == 0 else ("adaptive", "plain"):
+                    if side == "plain":
+                        got[side] = run(pid, plain, eng.policy_for(plain))
+                    else:
+                        policy._recheck_now = True  # this reply probes, as a re-check does
+                        gen.draft_model.reset()
+                        got[side] = run(pid, spec, policy)
+                base = got["plain"][0].stats.decode_s
+                done, recs = got["adaptive"]
+                s = done.stats
+                steps = ", ".join(f"k{x.drafted} a{x.accepted} d{x.draft_s * 1e3:.0f} v{x.verify_s * 1e3:.0f}"
+                                  for x in recs if x.drafted and x.draft_s > 0)
+                plain_step = statistics.median(x.verify_s for x in got["plain"][1])
+                same = done.token_ids == got["plain"][0].token_ids
+                print(f"{r} {pid:18} plain {base:5.2f} s  adaptive {s.decode_s:5.2f} s "
+                      f"{base / s.decode_s:4.2f}x  catch-up {s.draft_catchup_tokens} tok "
+                      f"{s.draft_catchup_s:4.2f} s ({s.draft_catchup_s / base:.1%} of plain)  "
+                      f"plain step {plain_step * 1e3:.0f} ms  draft-model steps: {steps or '-'}  "
+                      f"lookup steps {sum(1 for x in recs if x.drafted and x.draft_s == 0)}  "
+                      f"{'same' if same else 'DIFFERENT'}", flush=True)
+    finally:
+        eng.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
