@@ -16,8 +16,8 @@ position (``target_p_top``, ``target_entropy``: the target fed the same way), to
 whether what the target knows adds to the draft's confidence; with ``--windows 32,128``
 also the draft's greedy agreement when it is fed only the view of the prompt a probe
 drafts on with a window of W, from an empty cache (``window_ok``: {W: [...]}: the prompt's
-first ``SINK`` tokens and its last W before the pending one, ``DraftModel.begin``). No timing is taken, so it may run on a busy
-machine.
+first ``SINK`` tokens and its last W before the pending one, ``DraftModel.begin``). No
+timing is taken, so it may run on a busy machine.
 """
 
 from __future__ import annotations
