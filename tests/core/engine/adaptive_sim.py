@@ -104,6 +104,15 @@ Q4_VERIFY = {1: .151, 2: .225, 3: .276, 4: .330, 5: .365, 6: .378, 7: .414, 8: .
 Q4 = Machine(verify=lambda n: Q4_VERIFY.get(n, .482 + .03 * (n - 9)), draft=0.066,
              catchup_per_token=0.012, prompt=24, prompt_s=0.25)
 
+# The same Q4_K_M pair on a day its draft was dearer (docs/bench/probe-window/
+# probe-steps-q4-recheck.txt): the median verify of n tokens over that run's draft steps
+# (n = 2, 4, 5, 9; linear between and past them), its median plain step, and the draft decode
+# its policy had learnt. No chain could pay there even at 100% acceptance.
+_Q4_DEAR_N, _Q4_DEAR_S = [1, 2, 4, 5, 9], [.159, .2335, .480, .496, .838]
+Q4_DEAR_DRAFT = Machine(
+    verify=lambda n: float(np.interp(n, _Q4_DEAR_N, _Q4_DEAR_S)) if n <= 9 else .838 + .0855 * (n - 9),
+    draft=0.074, catchup_per_token=0.014, prompt=63, prompt_s=0.93)
+
 # The F16 pair on a second VM of the same kind (docs/lab/2026-12-02-second-machine.md): the
 # engine's calibration at load (verify of n tokens, s; a draft decode 62-66 ms), a verify curve
 # that jumps at 5 tokens.
@@ -149,6 +158,7 @@ class Reply:
     seconds: float = 0.0
     tokens: int = 0
     steps: list[tuple[str, int, int]] = field(default_factory=list)  # (source, drafted, accepted)
+    catchup: int = 0  # prompt tokens the draft was fed at the reply's start (0: none)
 
     @property
     def rate(self) -> float:
@@ -216,8 +226,11 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
     synced = policy.sync_draft_at_prefill()
     pos = 1  # the first token is the target's alone (its time is TTFT, not counted)
     lag = m.prompt + 1
-    if synced:  # the draft catches up on the prompt after the first token
-        out.seconds += m.timed(m.prompt_s)
+    if synced:  # the draft catches up on the prompt (or a window of it) after the first token
+        window = policy.sync_window()
+        fed = m.prompt if window is None else min(m.prompt, window)
+        out.seconds += m.timed(m.prompt_s if fed == m.prompt else m.feed(fed + 1))
+        out.catchup = fed
         lag = 1
     end = min(max_tokens, ends_at or max_tokens)
     while pos < end:

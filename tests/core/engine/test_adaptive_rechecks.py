@@ -1,5 +1,6 @@
 """Adaptive probes a draft that could not pay even at 100% acceptance only to re-check
-its measured costs (every RECHECK_EVERY replies), never at the learning cadence."""
+its measured costs (every RECHECK_EVERY replies), never at the learning cadence, and that
+re-check is a re-time: one draft step on a short window, whose acceptance is not learnt."""
 
 from __future__ import annotations
 
@@ -9,9 +10,16 @@ import pytest
 
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.events import TokenOrigin
-from specula.core.engine.policy.adaptive import PROBE_STEPS, RECHECK_EVERY, AdaptivePolicy
+from specula.core.engine.policy.adaptive import (
+    PROBE_STEPS,
+    PROBE_WINDOW,
+    RECHECK_EVERY,
+    RETIME_WINDOW,
+    AdaptivePolicy,
+)
 from specula.core.engine.policy.calibration import Calibration
-from specula.core.engine.policy.fixed import PlanInput
+from specula.core.engine.policy.fixed import PlainPolicy, PlanInput
+from tests.core.engine.adaptive_sim import Q4_DEAR_DRAFT, run_reply, unseen_traces
 from tests.core.engine.test_modes import ALL, _outcome, _train
 
 
@@ -42,10 +50,57 @@ def test_a_draft_that_costs_more_than_it_could_save_is_probed_only_to_recheck() 
     pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=4, tree_budget=0))
     _train(pol, v1=0.030, per_token_verify=0.015, t_draft=0.030, accept=0.6)
     assert not pol._could_pay(0.030)
-    # 20 replies: replies 8 and 16 re-check (a probe of PROBE_STEPS draft steps each),
-    # the probe's timings confirm the verdict, and no other reply drafts
-    assert _replies(pol, 20) == (20 // RECHECK_EVERY, 20 // RECHECK_EVERY * PROBE_STEPS)
+    # 20 replies: replies 8 and 16 re-check (a re-time: one draft step each), its timings
+    # confirm the verdict, and no other reply drafts
+    assert _replies(pol, 20) == (20 // RECHECK_EVERY, 20 // RECHECK_EVERY)
     assert pol.verdict().paused
+
+
+def _paused_until_recheck(accept: float = 0.6) -> AdaptivePolicy:
+    """A pair that cannot pay (as above), one reply short of its re-check."""
+    pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=4, tree_budget=0))
+    _train(pol, v1=0.030, per_token_verify=0.015, t_draft=0.030, accept=accept)
+    for _ in range(RECHECK_EVERY - 1):
+        assert not pol.sync_draft_at_prefill()
+    return pol
+
+
+def test_a_recheck_re_times_one_step_on_a_short_window_and_learns_no_acceptance() -> None:
+    pol = _paused_until_recheck()
+    rate, judged = pol.acc.token_rate, pol.acc.rate_judged
+    assert pol.sync_draft_at_prefill()
+    assert pol.sync_window() == RETIME_WINDOW
+    inp = PlanInput(room=60, available=ALL, lookup_tokens=[], lookup_match=0, draft_lag=1)
+    plan = pol.plan(inp)
+    # one token: one draft decode, timed
+    assert (plan.source, plan.k) == ("draft", 1)
+    pol.observe(_outcome("draft", plan.k, plan.k, 0.030 + 0.015 * plan.k, 0.030 * plan.k))
+    # a draft that read a few tokens says nothing of the pair's acceptance
+    assert (pol.acc.token_rate, pol.acc.rate_judged) == (rate, judged)
+    # the rest of the reply runs without the draft, and the verdict stands
+    assert all(pol.plan(replace(inp, draft_lag=1 + i)).source == "target" for i in range(10))
+    assert pol.verdict().paused and not pol.sync_draft_at_prefill()
+
+
+@pytest.mark.parametrize("accept", [0.6, 0.0])
+def test_a_re_time_that_finds_the_draft_cheaper_takes_it_up_again(accept: float) -> None:
+    pol = _paused_until_recheck(accept)
+    assert pol.sync_draft_at_prefill()
+    inp = PlanInput(room=60, available=ALL, lookup_tokens=[], lookup_match=0, draft_lag=1)
+    plan = pol.plan(inp)
+    # the machine was busy when the draft was timed: a decode now takes 3 ms, not 30
+    for _ in range(3):
+        pol.observe(_outcome("draft", plan.k, plan.k, 0.030 + 0.015 * plan.k, 0.003 * plan.k))
+    v1 = pol.cost.verify_time(1)
+    assert v1 is not None and pol._could_pay(v1)
+    # the next reply takes the draft up again: at 0.6 drafting pays by the new costs (the plan
+    # catches the draft up when it drafts); where every draft token was rejected it could pay
+    # only were acceptance higher, and a probe of PROBE_STEPS steps on the prompt asks
+    probed = pol.sync_draft_at_prefill()
+    if accept:
+        assert not probed and not pol.verdict().paused
+    else:
+        assert probed and pol._probe_left == PROBE_STEPS and pol.sync_window() != RETIME_WINDOW
 
 
 def test_a_draft_that_could_pay_at_high_acceptance_is_still_probed() -> None:
@@ -160,3 +215,32 @@ def test_a_token_is_kept_where_drafting_on_past_a_verify_jump_pays() -> None:
     blind._decide(Plan(TokenOrigin.CHAIN, 8))
     blind._best_ahead = lambda i, e, run, d: 0.0  # type: ignore[method-assign]  # one token's look
     assert blind.keep_drafting(0, 0.6, 0.5) == (False, False)
+
+
+def _recheck_reply_over_plain(pid: str) -> float:
+    """The first re-check reply's tokens/s over plain decoding's on the same reply, a new
+    pair on Q4_DEAR_DRAFT answering the same prompt again and again."""
+    m, t = Q4_DEAR_DRAFT, unseen_traces()[pid]
+    pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=8, tree_budget=0))
+    m.calibration().seed(pol.cost)
+    v1 = pol.cost.verify_time(1)
+    assert v1 is not None and not pol._could_pay(v1)
+    for _ in range(3 * RECHECK_EVERY):
+        r = run_reply(pol, m, t["ok"], t["p_top"], max_tokens=96, entropy=t["entropy"])
+        if pol._retime:  # this reply re-timed the draft
+            assert [n for _, n, _ in r.steps if n] == [1] and pol.verdict().paused
+            plain = run_reply(PlainPolicy(), m, t["ok"], t["p_top"], max_tokens=96, entropy=t["entropy"])
+            return r.rate / plain.rate
+    raise AssertionError("no re-check")
+
+
+def test_a_recheck_reply_on_a_pair_that_could_not_pay_stays_near_plain() -> None:
+    """On the compute-bound pair a probe's catch-up on the prompt alone was 4-11% of a
+    96-token reply; a re-time costs a few tokens' feed and one draft step. (ts-retry, where
+    the draft is right 83% of the time, pauses drafting on this machine.)"""
+    assert _recheck_reply_over_plain("unseen-ts-retry") >= 0.98
+
+
+def test_power_a_recheck_that_reads_the_prompt_falls_below_the_floor(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(AdaptivePolicy, "sync_window", lambda self: PROBE_WINDOW)
+    assert _recheck_reply_over_plain("unseen-ts-retry") < 0.97

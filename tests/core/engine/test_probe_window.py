@@ -30,6 +30,7 @@ from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.engine.stats import StepRecord
 from specula_tools import agreement_trace
 from tests.core.engine.conftest import logged_decodes, make_engine
+from tests.core.engine.test_modes import _train
 
 GREEDY = SamplingParams(temperature=0.0, max_tokens=24)
 CONV = [1, *((i * 7) % 90 + 10 for i in range(600))]  # a conversation of 601 token ids
@@ -177,6 +178,37 @@ def test_an_adaptive_probe_in_a_long_chat_feeds_the_draft_a_window(
     assert sum(n for n in feeds if n > 2) <= adaptive.PROBE_WINDOW + SINK
     monkeypatch.setattr(adaptive, "PROBE_WINDOW", None)
     whole, _, feeds = _reply(pair, prompt, AdaptivePolicy(spec), monkeypatch)
+    assert whole.token_ids == plain.token_ids
+    assert sum(n for n in feeds if n > 2) >= len(prompt) - 1
+
+
+def _due_for_a_recheck(spec: SpecConfig) -> AdaptivePolicy:
+    """A pair whose costs say no chain could pay even at 100% acceptance (a draft decode as
+    dear as a target step), paused, one reply short of its re-check (test_modes._train)."""
+    pol = AdaptivePolicy(spec)
+    _train(pol, v1=0.030, per_token_verify=0.015, t_draft=0.030, accept=0.6)
+    v1 = pol.cost.verify_time(1)
+    assert v1 is not None and not pol._could_pay(v1)
+    for _ in range(adaptive.RECHECK_EVERY - 1):
+        assert not pol.sync_draft_at_prefill()
+    return pol
+
+
+def test_a_recheck_of_a_draft_that_could_not_pay_re_times_it_on_a_few_tokens(
+    pair: Engine, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The re-check feeds the draft RETIME_WINDOW tokens and drafts one token, once, and the
+    reply is plain's. Power: without the window the re-time feeds the whole prompt."""
+    prompt = _long_prompt(pair)
+    plain, _, _ = _reply(pair, prompt, pair.policy_for(SpecConfig(mode=Mode.PLAIN)), monkeypatch)
+    spec = SpecConfig(mode=Mode.ADAPTIVE, draft_max=4, tree_budget=0)
+    done, recs, feeds = _reply(pair, prompt, _due_for_a_recheck(spec), monkeypatch)
+    assert done.token_ids == plain.token_ids
+    assert [r.drafted for r in recs if r.source == TokenOrigin.CHAIN.value] == [1]
+    assert sum(n for n in feeds if n > 2) <= adaptive.RETIME_WINDOW + SINK
+    assert done.stats.draft_catchup_tokens <= adaptive.RETIME_WINDOW + SINK
+    monkeypatch.setattr(adaptive, "RETIME_WINDOW", None)
+    whole, _, feeds = _reply(pair, prompt, _due_for_a_recheck(spec), monkeypatch)
     assert whole.token_ids == plain.token_ids
     assert sum(n for n in feeds if n > 2) >= len(prompt) - 1
 

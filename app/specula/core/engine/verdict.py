@@ -15,7 +15,7 @@ class PolicyVerdict:
     """Whether adaptive drafts, and why not when it does not."""
 
     paused: bool  # drafting does not pay on this machine: replies run plain between re-checks
-    recheck_every: int  # replies between re-checks while paused (a probe re-times and re-judges)
+    recheck_every: int  # replies between re-checks while paused (a probe, or a one-step re-time)
     erratic: bool = False  # this session's timings were erratic: nothing of them is saved
     # The reply ended plain while the draft's first catch-up waited for it to outgrow a short
     # answer (a pair where drafting barely pays: rates.SHORT_ANSWER). Without this a reply

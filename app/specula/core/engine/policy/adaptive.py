@@ -29,11 +29,18 @@ never paid, and on a pair where drafting barely pays a short answer never pays i
 (``rates.SHORT_ANSWER``).
 
 A verdict that drafting does not pay is never final: it is re-checked at least
-every RECHECK_EVERY replies (a probe re-times the draft and the verify batch,
-even where the saved costs say no draft could pay), it is not trusted from
-erratic timings, and the costs of a session whose timings were erratic are never
-saved (``cost_model.py``), so a busy afternoon does not switch drafting off for
-good. :meth:`AdaptivePolicy.verdict` states it; :meth:`clear_verdict` forgets it.
+every RECHECK_EVERY replies, it is not trusted from erratic timings, and the costs
+of a session whose timings were erratic are never saved (``cost_model.py``), so a
+busy afternoon does not switch drafting off for good. Where the saved costs say no
+draft could pay even at 100% acceptance, the re-check asks only whether those costs
+still hold, and a *re-time* answers it: the draft is fed the last RETIME_WINDOW
+tokens and drafts one token, which times a draft decode (every lookup step times
+verify batches too) for a catch-up of a few tokens instead of the prompt and three
+draft steps (on the compute-bound pair a probe's catch-up alone was 4-11% of a
+96-token reply); what a draft reading a few tokens proposes says nothing of the
+pair's acceptance and is not learnt. Where the new costs say a chain could pay, the
+next reply takes the draft up again. :meth:`AdaptivePolicy.verdict` states the
+verdict; :meth:`clear_verdict` forgets it.
 """
 
 from __future__ import annotations
@@ -67,6 +74,7 @@ PROBE_RATE = 0.9  # the acceptance a probe's draft length is chosen for (it asks
 # paused draft a probe would otherwise catch it up on everything said since it last drafted
 # (thousands of tokens: seconds on a CPU), to ask a question a window answers.
 PROBE_WINDOW = 256
+RETIME_WINDOW = 4  # tokens a re-time feeds the draft (it times a decode; its proposal is unjudged)
 MARGIN = 0.02  # expected gain over plain decoding needed before drafting (noisy estimates)
 REFRESH_PLAIN = 128  # steps between plain steps that re-measure one-token decodes
 EXPLORE_SHARE = 0.05  # in a plain stretch, a draft probe may cost this share of its time
@@ -125,6 +133,7 @@ class AdaptivePolicy(ExpectedRates):
         self._lookup_loss = 0.0  # seconds lookup probes lost against plain this session
         self._spent = 0.0  # seconds of every step this session
         self._recheck_now = False  # the next reply probes whatever the costs say
+        self._retime = False  # this reply re-times the costs: one draft step, then none
         if state_path is not None:
             self.load(state_path)
         # What was saved before this session: kept on disk if this session's timings are erratic.
@@ -147,7 +156,7 @@ class AdaptivePolicy(ExpectedRates):
         plain = 1.0 / v1
         l_rate, l_k = self._lookup_rate(inp, k_max)
         d_rate = 0.0
-        if inp.has_draft and self.allow_draft:
+        if inp.has_draft and self.allow_draft and (not self._retime or self._probe_left > 0):
             in_sync = inp.draft_lag <= 2
             if in_sync and (self.cost.draft is None or self._probe_left > 0):
                 self._probe_left = max(self._probe_left - 1, 0)
@@ -184,8 +193,8 @@ class AdaptivePolicy(ExpectedRates):
                 return self._decide(Plan(TokenOrigin.TARGET, 0))
             self._waited = 0.0
             return self._decide(self._shape(inp, k_max, plain))
-        if (inp.has_draft and self.allow_draft and not self._late(inp.draft_lag)
-                and self._explore_pays(inp, k_max, v1)):
+        if (inp.has_draft and self.allow_draft and not self._retime
+                and not self._late(inp.draft_lag) and self._explore_pays(inp, k_max, v1)):
             return self._decide(Plan(TokenOrigin.CHAIN, k_max))
         return self._decide(Plan(TokenOrigin.TARGET, 0))
 
@@ -224,7 +233,10 @@ class AdaptivePolicy(ExpectedRates):
 
     def _probe_k(self, k_max: int) -> int:
         """A probe's draft length: the best one were acceptance high (a two-token probe
-        asks the wrong question where a short verify batch costs as much as a long one)."""
+        asks the wrong question where a short verify batch costs as much as a long one);
+        a re-time's, one token (one draft decode, the cheapest step that times it)."""
+        if self._retime:
+            return 1
         _, k = self._draft_rate(k_max, a=max(self.acc.token_rate, PROBE_RATE))
         return k or min(2, k_max)
 
@@ -359,6 +371,9 @@ class AdaptivePolicy(ExpectedRates):
         v1 = self.cost.verify_time(1)
         if outcome.source == TokenOrigin.LOOKUP and self._probe and v1 is not None:
             self._lookup_loss += rec.draft_s + rec.verify_s + rec.overhead_s - rec.emitted * v1
+        if self._retime and outcome.source == TokenOrigin.CHAIN and rec.drafted:
+            self._observe_retime(rec)
+            return
         if outcome.source in (TokenOrigin.CHAIN, TokenOrigin.TREE) and rec.drafted:
             rate = rec.emitted / max(rec.draft_s + rec.verify_s + rec.overhead_s + rec.replay_s, 1e-9)
             key = TokenOrigin(outcome.source).value
@@ -388,6 +403,19 @@ class AdaptivePolicy(ExpectedRates):
         elif outcome.source == TokenOrigin.LOOKUP and rec.drafted:
             self.acc.observe_lookup(outcome.lookup_match, rec.drafted, outcome.n_accepted)
 
+    def _observe_retime(self, rec: StepRecord) -> None:
+        """A re-time's step: its costs are this session's figures; what it accepted is not
+        learnt (a draft that read RETIME_WINDOW tokens agrees less than one that read the
+        conversation, docs/bench/probe-window/window-agreement.txt). Where a chain could now
+        pay, the next reply takes the draft up again: it drafts where the pair's rate says
+        drafting pays, else it probes (the cadence's count is made due)."""
+        self.cost.observe_verify(rec.drafted + 1, rec.verify_s)
+        self.cost.observe_draft(rec.draft_decodes, rec.catchup, rec.draft_s)
+        self._observe_rollback(rec)
+        v1 = self.cost.verify_time(1)
+        if v1 is not None and self._could_pay(v1):
+            self.replies_since_probe = self.probe_every  # the next sync reaches the cadence
+
     def _observe_shape(self, key: str, rate: float) -> None:
         """One draft-model step's rate (``shapes.py``: the median of its recent steps)."""
         self.shapes.observe(key, rate)
@@ -409,6 +437,7 @@ class AdaptivePolicy(ExpectedRates):
         if not self.allow_draft:
             return False
         v1 = self.cost.verify_time(1)
+        self._retime = False
         self._short_plain = self._short_plain + 1 if self._ended_short() else 0
         self._late_seen = False
         self._lag = 1
@@ -435,23 +464,28 @@ class AdaptivePolicy(ExpectedRates):
             return False
         self.paused = True
         self.replies_since_probe += 1
-        # Where even 100% acceptance would lose, a probe can only re-time the costs: worth
-        # it every RECHECK_EVERY replies (the machine may have been busy when they were
-        # measured), and at the usual cadence while this session's timings are erratic.
+        # Where even 100% acceptance would lose, only the costs are in question: a re-time
+        # (one step on a short window) every RECHECK_EVERY replies (the machine may have been
+        # busy when they were measured), at the usual cadence while this session's timings
+        # are erratic.
         could_pay = self._could_pay(v1)
         every = self.probe_every if could_pay or self.cost.erratic else RECHECK_EVERY
         if self.replies_since_probe >= every:
-            if not could_pay:
-                self.cost.remeasure()  # the probe's timings replace the ones that said "never"
             self.replies_since_probe = 0
+            if not could_pay:
+                self.cost.remeasure()  # the re-time's timings replace the ones that said "never"
+                self._retime = True
+                self._probe_left = 1
+                return True
             self._probe_left = PROBE_STEPS
             self.acc.shrink(PROBE_EVIDENCE)
             return True
         return False
 
     def sync_window(self) -> int | None:
-        """Every sync at prefill is a probe (PROBE_STEPS draft steps), bounded by PROBE_WINDOW."""
-        return PROBE_WINDOW
+        """Every sync at prefill is a probe (PROBE_STEPS draft steps), bounded by PROBE_WINDOW,
+        or a re-time (one step), bounded by RETIME_WINDOW."""
+        return RETIME_WINDOW if self._retime else PROBE_WINDOW
 
     def finish(self) -> None:
         self.save()
