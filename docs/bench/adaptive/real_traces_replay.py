@@ -2,11 +2,14 @@
 """Trace-driven replay: the adaptive policy and fixed chains over the real draft/target
 agreement of the F16 code prompts (greedy), timed by the F16 calibration."""
 import sys
+
 sys.path.insert(0, ".")
-from specula.core.engine.policy.adaptive import AdaptivePolicy
-from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.policy.fixed import ChainPolicy
 from tests.core.engine.adaptive_sim import F16, f16_traces, run_reply
+
+from specula.core.engine.config import Mode, SpecConfig
+from specula.core.engine.policy.adaptive import AdaptivePolicy
+from specula.core.engine.policy.fixed import ChainPolicy
+
 S = f16_traces()
 
 def replay(policy, m, ok, p_top, ent):
@@ -21,7 +24,7 @@ def run(label):
     pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=8, tree_budget=0))
     F16.calibration().seed(pol.cost)
     ratios = {}
-    for rep in range(3):
+    for _rep in range(3):
         for pid, s in S.items():
             r = replay(pol, F16, s["ok"], s["p_top"], s["entropy"])
             ratios.setdefault(pid, []).append(r / max(fixed[pid].values()))

@@ -12,7 +12,13 @@ Adaptive runs as a new pair's first pass (the calibration's costs, nothing learn
 import sys
 
 sys.path.insert(0, ".")
-from tests.core.engine.adaptive_sim import F16_NOREPACK, SECOND, run_reply, step_oracle, unseen_traces
+from tests.core.engine.adaptive_sim import (
+    F16_NOREPACK,
+    SECOND,
+    run_reply,
+    step_oracle,
+    unseen_traces,
+)
 
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.policy.adaptive import AdaptivePolicy

@@ -5,10 +5,11 @@ adaptive over chain:5 per reply, and the tree steps (docs/lab/2026-12-02-second-
 import sys
 
 sys.path.insert(0, ".")
+from tests.core.engine.adaptive_sim import F16, run_reply, script
+
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.policy.fixed import ChainPolicy
-from tests.core.engine.adaptive_sim import F16, run_reply, script
 
 pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=8, tree_budget=12, tree_width=2))
 F16.calibration().seed(pol.cost)

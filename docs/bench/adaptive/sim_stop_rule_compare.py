@@ -1,9 +1,17 @@
 # The adaptive policy against the best fixed chain (draft_max 8) on the simulator of tests/core/engine/adaptive_sim.py.
 # Run from the repository root: PYTHONPATH=app:. python docs/bench/adaptive/sim_stop_rule_compare.py
 import sys
+
 sys.path.insert(0, '.')
-from tests.core.engine.test_adaptive_convergence import F16, GPU, Q4, _adaptive, _best_fixed, _session
-from tests.core.engine.adaptive_sim import Machine
+from tests.core.engine.test_adaptive_convergence import (
+    F16,
+    GPU,
+    Q4,
+    _adaptive,
+    _best_fixed,
+    _session,
+)
+
 for name, m in (("F16", F16), ("GPU", GPU), ("Q4", Q4)):
     for rate in (0.6, 0.75, 0.9):
         for bursty in (False, True):
