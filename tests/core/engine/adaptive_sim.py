@@ -224,16 +224,21 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
     out = Reply()
     available = ALL if lookup is not None else ALL - {TokenOrigin.LOOKUP}
     synced = policy.sync_draft_at_prefill()
+    wait = policy.sync_after() if synced else 0
     pos = 1  # the first token is the target's alone (its time is TTFT, not counted)
     lag = m.prompt + 1
-    if synced:  # the draft catches up on the prompt (or a window of it) after the first token
-        window = policy.sync_window()
-        fed = m.prompt if window is None else min(m.prompt, window)
-        out.seconds += m.timed(m.prompt_s if fed == m.prompt else m.feed(fed + 1))
-        out.catchup = fed
-        lag = 1
     end = min(max_tokens, ends_at or max_tokens)
     while pos < end:
+        if synced and pos >= wait:
+            # the draft catches up on the prompt (or a window of it) after the first token,
+            # or once the reply has ``wait`` tokens (and the reply's tokens so far with it)
+            synced = False
+            window = policy.sync_window()
+            fed = lag - 1 if window is None else min(lag - 1, window)
+            whole = m.prompt_s + m.long_per_token * (lag - 1 - m.prompt)
+            out.seconds += m.timed(whole if fed == lag - 1 else m.feed(fed + 1))
+            out.catchup = fed
+            lag = 1
         room = max_tokens - pos - 1
         look: list[int] = []
         code = 0

@@ -58,6 +58,9 @@ class Recorder:
     def sync_window(self) -> int | None:
         return 7
 
+    def sync_after(self) -> int:
+        return 5
+
     def finish(self) -> None:
         self.finished += 1
 

@@ -26,6 +26,7 @@ from specula.core.engine.events import Done, StepEvent, TokenOrigin
 from specula.core.engine.policy import adaptive
 from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.policy.fixed import DraftPolicy, Plan, PlanInput, StaticPolicy
+from specula.core.engine.policy.rates import SHORT_ANSWER
 from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.engine.stats import StepRecord
 from specula_tools import agreement_trace
@@ -33,6 +34,7 @@ from tests.core.engine.conftest import logged_decodes, make_engine
 from tests.core.engine.test_modes import _train
 
 GREEDY = SamplingParams(temperature=0.0, max_tokens=24)
+LONGER = SamplingParams(temperature=0.0, max_tokens=SHORT_ANSWER + 16)  # outgrows a short answer
 CONV = [1, *((i * 7) % 90 + 10 for i in range(600))]  # a conversation of 601 token ids
 
 
@@ -135,14 +137,14 @@ def _long_prompt(eng: Engine) -> list[int]:
 
 
 def _reply(eng: Engine, prompt: list[int], policy: DraftPolicy, monkeypatch: pytest.MonkeyPatch,
-           ) -> tuple[Done, list[StepRecord], list[int]]:
+           params: SamplingParams = GREEDY) -> tuple[Done, list[StepRecord], list[int]]:
     """One reply with empty caches; (Done, its step records, batch sizes of draft decodes)."""
     _model(eng)
     gen = eng.generator
     assert gen is not None
     spec: SpecConfig = getattr(policy, "cfg", SpecConfig(mode=Mode.PLAIN))
     with logged_decodes(eng, monkeypatch) as decodes:
-        events = list(gen.generate(prompt, GREEDY, spec, policy))
+        events = list(gen.generate(prompt, params, spec, policy))
     done = events[-1]
     assert isinstance(done, Done)
     return done, [e.record for e in events if isinstance(e, StepEvent)], \
@@ -200,17 +202,40 @@ def test_a_recheck_of_a_draft_that_could_not_pay_re_times_it_on_a_few_tokens(
     """The re-check feeds the draft RETIME_WINDOW tokens and drafts one token, once, and the
     reply is plain's. Power: without the window the re-time feeds the whole prompt."""
     prompt = _long_prompt(pair)
-    plain, _, _ = _reply(pair, prompt, pair.policy_for(SpecConfig(mode=Mode.PLAIN)), monkeypatch)
+    plain, _, _ = _reply(pair, prompt, pair.policy_for(SpecConfig(mode=Mode.PLAIN)), monkeypatch, LONGER)
     spec = SpecConfig(mode=Mode.ADAPTIVE, draft_max=4, tree_budget=0)
-    done, recs, feeds = _reply(pair, prompt, _due_for_a_recheck(spec), monkeypatch)
+    done, recs, feeds = _reply(pair, prompt, _due_for_a_recheck(spec), monkeypatch, LONGER)
     assert done.token_ids == plain.token_ids
     assert [r.drafted for r in recs if r.source == TokenOrigin.CHAIN.value] == [1]
     assert sum(n for n in feeds if n > 2) <= adaptive.RETIME_WINDOW + SINK
     assert done.stats.draft_catchup_tokens <= adaptive.RETIME_WINDOW + SINK
     monkeypatch.setattr(adaptive, "RETIME_WINDOW", None)
-    whole, _, feeds = _reply(pair, prompt, _due_for_a_recheck(spec), monkeypatch)
+    whole, _, feeds = _reply(pair, prompt, _due_for_a_recheck(spec), monkeypatch, LONGER)
     assert whole.token_ids == plain.token_ids
     assert sum(n for n in feeds if n > 2) >= len(prompt) - 1
+
+
+def test_a_re_time_waits_for_the_reply_to_outgrow_a_short_answer(
+    pair: Engine, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A re-time feeds the draft once the reply has SHORT_ANSWER tokens: a shorter reply feeds
+    it nothing and drafts nothing, and the re-time runs in the next reply, after that many
+    tokens. Power: a re-time that feeds the draft after the first token, as before, feeds it
+    in the short reply."""
+    prompt = _long_prompt(pair)
+    spec = SpecConfig(mode=Mode.ADAPTIVE, draft_max=4, tree_budget=0)
+    short = SamplingParams(temperature=0.0, max_tokens=SHORT_ANSWER - 4)
+    pol = _due_for_a_recheck(spec)
+    done, recs, feeds = _reply(pair, prompt, pol, monkeypatch, short)
+    assert (feeds, done.stats.draft_catchup_tokens) == ([], 0)
+    assert not [r for r in recs if r.source == TokenOrigin.CHAIN.value]
+    done, recs, feeds = _reply(pair, prompt, pol, monkeypatch, LONGER)
+    chain = [i for i, r in enumerate(recs) if r.source == TokenOrigin.CHAIN.value]
+    assert [recs[i].drafted for i in chain] == [1] and feeds
+    assert sum(r.emitted for r in recs[:chain[0]]) >= SHORT_ANSWER
+    monkeypatch.setattr(AdaptivePolicy, "sync_after", lambda self: 0)
+    done, recs, feeds = _reply(pair, prompt, _due_for_a_recheck(spec), monkeypatch, short)
+    assert feeds and [r.drafted for r in recs if r.source == TokenOrigin.CHAIN.value] == [1]
 
 
 def _generate(eng: Engine, prompt: list[int], policy: DraftPolicy) -> Done:

@@ -162,6 +162,7 @@ class Generator(KVHolder):
             yield run.done(run.reason, run.message, self._mirror_costs_since(costs0))
             return
         deferred = self._prefill(run, policy, spec, cancel)
+        wait = policy.sync_after() if deferred else 0  # reply tokens before that catch-up
         if run.reason is not None:
             yield run.done(run.reason, run.message, self._mirror_costs_since(costs0))
             return
@@ -172,7 +173,7 @@ class Generator(KVHolder):
                 if cancel.is_set():
                     run.stop(StopReason.CANCELLED)
                     break
-                if deferred and run.step > 0:
+                if deferred and run.step > 0 and len(run.generated) >= wait:
                     deferred = False
                     with clock.left_out():  # the draft's prefill is reported on its own
                         run.stats.add_catchup(*catch_up(run.committed, run.active,

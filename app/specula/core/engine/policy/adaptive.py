@@ -57,7 +57,7 @@ from specula.core.engine.policy.calibration import Calibration
 from specula.core.engine.policy.cost_model import MEASURED, SHORT_FEED, CostModel, expected_tokens
 from specula.core.engine.policy.fixed import Outcome, Plan, PlanInput
 from specula.core.engine.policy.hindsight import Hindsight
-from specula.core.engine.policy.rates import COULD_PAY_MARGIN, ExpectedRates
+from specula.core.engine.policy.rates import COULD_PAY_MARGIN, NEAR_TIE, SHORT_ANSWER, ExpectedRates
 from specula.core.engine.policy.shapes import ShapeRates
 from specula.core.engine.stats import StepRecord
 from specula.core.engine.verdict import PolicyVerdict
@@ -134,6 +134,8 @@ class AdaptivePolicy(ExpectedRates):
         self._spent = 0.0  # seconds of every step this session
         self._recheck_now = False  # the next reply probes whatever the costs say
         self._retime = False  # this reply re-times the costs: one draft step, then none
+        self._sync_wait = 0  # reply tokens before this reply's probe feeds the draft (sync_after)
+        self._probe_ran = False  # a probe step was planned this reply
         if state_path is not None:
             self.load(state_path)
         # What was saved before this session: kept on disk if this session's timings are erratic.
@@ -160,7 +162,10 @@ class AdaptivePolicy(ExpectedRates):
             in_sync = inp.draft_lag <= 2
             if in_sync and (self.cost.draft is None or self._probe_left > 0):
                 self._probe_left = max(self._probe_left - 1, 0)
+                self._probe_ran = True
                 return self._decide(Plan(TokenOrigin.CHAIN, self._probe_k(k_max)), probe=True)
+            if self._probe_left > 0 and self._sync_wait and not self._probe_ran:
+                return self._decide(Plan(TokenOrigin.TARGET, 0))  # the probe's feed waits
             d_rate = self._draft_pays_rate(k_max)
             k_new = self._unmeasured_k(k_max)
             if in_sync and k_new and d_rate > 0.6 * plain:
@@ -437,7 +442,6 @@ class AdaptivePolicy(ExpectedRates):
         if not self.allow_draft:
             return False
         v1 = self.cost.verify_time(1)
-        self._retime = False
         self._short_plain = self._short_plain + 1 if self._ended_short() else 0
         self._late_seen = False
         self._lag = 1
@@ -445,6 +449,14 @@ class AdaptivePolicy(ExpectedRates):
         self._reply_tokens = 0
         self._waited = 0.0
         self._fresh = False
+        # a probe that waited for its reply to outgrow a short answer, in a reply that did not:
+        # it runs in this reply instead, as it was planned
+        owed = self._probe_left > 0 and self._sync_wait > 0 and not self._probe_ran
+        self._probe_ran = False
+        if owed:
+            return True
+        self._retime = False
+        self._sync_wait = 0
         if v1 is None or self.cost.draft is None or self._recheck_now:
             self._recheck_now = False
             self.replies_since_probe = 0
@@ -459,6 +471,7 @@ class AdaptivePolicy(ExpectedRates):
                 self._short_plain = 0
                 self.replies_since_probe = 0
                 self._probe_left = PROBE_STEPS
+                self._sync_wait = SHORT_ANSWER if self._probe_waits(v1) else 0
                 return True
             self._fresh = True  # drafting pays: the plan catches the draft up when it drafts
             return False
@@ -472,6 +485,7 @@ class AdaptivePolicy(ExpectedRates):
         every = self.probe_every if could_pay or self.cost.erratic else RECHECK_EVERY
         if self.replies_since_probe >= every:
             self.replies_since_probe = 0
+            self._sync_wait = SHORT_ANSWER if self._probe_waits(v1) else 0
             if not could_pay:
                 self.cost.remeasure()  # the re-time's timings replace the ones that said "never"
                 self._retime = True
@@ -482,10 +496,29 @@ class AdaptivePolicy(ExpectedRates):
             return True
         return False
 
+    def _probe_waits(self, v1: float) -> bool:
+        """Whether a probe's feed waits for the reply to outgrow a short answer: where even
+        at the acceptance a probe is sized for (PROBE_RATE) a drafted token would save less
+        than NEAR_TIE of a plain step, as on the compute-bound pair (a re-time: no chain
+        could pay at all). Where drafting could gain much (an F16 target), a probe that
+        waits gives up the reply's first SHORT_ANSWER tokens of drafting."""
+        rate, _ = self._draft_rate(self.cfg.draft_max, a=PROBE_RATE, fed=True)
+        return rate <= 0.0 or v1 - 1.0 / rate < NEAR_TIE * v1
+
     def sync_window(self) -> int | None:
         """Every sync at prefill is a probe (PROBE_STEPS draft steps), bounded by PROBE_WINDOW,
         or a re-time (one step), bounded by RETIME_WINDOW."""
         return RETIME_WINDOW if self._retime else PROBE_WINDOW
+
+    def sync_after(self) -> int:
+        """A probe where drafting would save little even at a probe's acceptance
+        (:meth:`_probe_waits`: a re-time, or a probe on the compute-bound pair) feeds the
+        draft once the reply has SHORT_ANSWER tokens: a short answer cannot repay that
+        catch-up (a probe that met an 18-token answer ran at 0.82x of plain on the
+        simulated compute-bound pair), and the probe then runs in the next reply instead.
+        Any other probe, a new pair's first or one the user asked for
+        (:meth:`clear_verdict`), feeds it after the first token."""
+        return self._sync_wait
 
     def finish(self) -> None:
         self.save()

@@ -90,6 +90,11 @@ class DraftPolicy(Protocol):
         """When the draft is fed at prefill to probe it, the most tokens of the conversation
         it need be fed past what it holds (the rest is skipped for this reply); None: all."""
 
+    def sync_after(self) -> int:
+        """When the draft is fed at prefill, the tokens the reply must have before the feed
+        runs (0: after the first token, the target's alone); a reply that ends sooner never
+        feeds it."""
+
     def finish(self) -> None:
         """The reply is over (persist what was learnt)."""
 
@@ -122,6 +127,9 @@ class StaticPolicy:
 
     def sync_window(self) -> int | None:
         return None  # a fixed mode drafts every step: the draft reads the whole conversation
+
+    def sync_after(self) -> int:
+        return 0
 
     def finish(self) -> None:
         return None

@@ -85,6 +85,9 @@ class MTPAsDraft:
     def sync_window(self) -> int | None:
         return self.inner.sync_window()
 
+    def sync_after(self) -> int:
+        return self.inner.sync_after()
+
     def finish(self) -> None:
         self.inner.finish()
 
@@ -150,6 +153,9 @@ class RateChooser:
 
     def sync_window(self) -> int | None:
         return self.arm.sync_window()
+
+    def sync_after(self) -> int:
+        return self.arm.sync_after()
 
     def finish(self) -> None:
         self.arm.finish()
