@@ -46,6 +46,7 @@ class ExpectedRates:
     _reply_tokens: int  # tokens this reply has emitted
     lookup_cover: float  # share of recent steps lookup served
     hindsight: Hindsight  # what each chain length would have had on recent steps
+    paused: bool  # the last reply's judgement: drafting does not pay here
 
     def _v(self, n: int) -> float:
         """Verify seconds for n tokens (callers check that something was measured)."""
@@ -132,10 +133,25 @@ class ExpectedRates:
         """The draft chain's rate that decides between drafting and not: the expected one,
         or while the pair's acceptance rests on little evidence the rate at one standard
         error above it (``AcceptanceModel.optimistic_rate``), so a few unlucky probe steps
-        do not stop drafting for the reply and the replies after it."""
+        do not stop drafting for the reply and the replies after it.
+
+        Two exceptions. Where no chain could beat plain decoding by COULD_PAY_MARGIN even at
+        100% acceptance (:meth:`_could_pay`), 0: a gain that small is within the measured
+        costs' own spread, and drafting there staked the draft's catch-up and every
+        rejection on it (the compute-bound pair on a day its draft decode took 74-97 ms).
+        And while drafting is paused, the expected rate alone: the benefit of the doubt
+        keeps thin evidence from pausing a pair, not a probe's few steps from lifting a
+        pause (a probe's evidence is thin by design, PROBE_EVIDENCE; on the compute-bound
+        pair the probes of a paused draft drafted on, by the optimistic rate, into replies
+        at 0.88x-0.98x of plain, docs/lab/2026-12-03-probe-window.md)."""
+        v1 = self.cost.verify_time(1)
+        if v1 is not None and self.cost.draft is not None and not self._could_pay(v1):
+            return 0.0
         rate, _ = self._draft_rate(k_max, fed=fed)
         a = self.acc.optimistic_rate()
-        return rate if a is None else max(rate, self._draft_rate(k_max, a=a, fed=fed)[0])
+        if a is None or self.paused:
+            return rate
+        return max(rate, self._draft_rate(k_max, a=a, fed=fed)[0])
 
     def _lookup_rate(self, inp: PlanInput, k_max: int, a: float | None = None) -> tuple[float, int]:
         """Best expected tokens/s of a lookup chain (and its length) at acceptance ``a``
