@@ -32,15 +32,10 @@ A verdict that drafting does not pay is never final: it is re-checked at least
 every RECHECK_EVERY replies, it is not trusted from erratic timings, and the costs
 of a session whose timings were erratic are never saved (``cost_model.py``), so a
 busy afternoon does not switch drafting off for good. Where the saved costs say no
-draft could pay even at 100% acceptance, the re-check asks only whether those costs
-still hold, and a *re-time* answers it: the draft is fed the last RETIME_WINDOW
-tokens and drafts one token, which times a draft decode (every lookup step times
-verify batches too) for a catch-up of a few tokens instead of the prompt and three
-draft steps (on the compute-bound pair a probe's catch-up alone was 4-11% of a
-96-token reply); what a draft reading a few tokens proposes says nothing of the
-pair's acceptance and is not learnt. Where the new costs say a chain could pay, the
-next reply takes the draft up again. :meth:`AdaptivePolicy.verdict` states the
-verdict; :meth:`clear_verdict` forgets it.
+draft could pay even at 100% acceptance, the re-check is a *re-time*: one draft token
+on a few tokens of the chat, which times a draft decode (:meth:`_observe_retime`).
+:meth:`AdaptivePolicy.verdict` states the verdict; :meth:`clear_verdict` forgets it.
+The stop rule within a step is ``stop_rule.py``.
 """
 
 from __future__ import annotations
@@ -57,8 +52,9 @@ from specula.core.engine.policy.calibration import Calibration
 from specula.core.engine.policy.cost_model import MEASURED, SHORT_FEED, CostModel, expected_tokens
 from specula.core.engine.policy.fixed import Outcome, Plan, PlanInput
 from specula.core.engine.policy.hindsight import Hindsight
-from specula.core.engine.policy.rates import COULD_PAY_MARGIN, NEAR_TIE, SHORT_ANSWER, ExpectedRates
+from specula.core.engine.policy.rates import COULD_PAY_MARGIN, NEAR_TIE, SHORT_ANSWER
 from specula.core.engine.policy.shapes import ShapeRates
+from specula.core.engine.policy.stop_rule import StopRule
 from specula.core.engine.stats import StepRecord
 from specula.core.engine.verdict import PolicyVerdict
 
@@ -95,7 +91,7 @@ WAIT_SHARE = 0.1
 LOOKUP_EXPLORE = 0.01
 
 
-class AdaptivePolicy(ExpectedRates):
+class AdaptivePolicy(StopRule):
     name = "adaptive"
     reads_confidence = True  # its stop rule and acceptance model are built on it
 
@@ -317,56 +313,6 @@ class AdaptivePolicy(ExpectedRates):
                           "D": self.cost.catchup_time(self._lag) + t_d + self._rollback()}
         return plan
 
-    def keep_drafting(self, i: int, p_top: float, entropy: float) -> tuple[bool, bool]:
-        if p_top < self.cfg.p_min:
-            return False, False
-        if self._probe:  # a probe measures: keep what it drafts
-            return True, True
-        st = self._step
-        t_d = self.cost.draft or 0.0
-        v = self._v
-        a = self.acc.predict(p_top, entropy)
-        p_new = st["P"] * a
-        without = st["E"] / (st["D"] + v(i + 1))
-        with_it = (st["E"] + p_new) / (st["D"] + v(i + 2))
-        ahead = False
-        if with_it < without:
-            # one more token does not pay for its verify, but a few more might: where verify
-            # time jumps at a batch size and is flat after it (an F16 target without repacked
-            # weights: 1 token 174 ms, 2-9 tokens 321-510 ms), a one-token look stops at the
-            # first token and wastes the draft decode the plan already paid for
-            if self._best_ahead(i, st["E"] + p_new, p_new, st["D"]) <= without:
-                return False, False
-            ahead = True
-        st["E"] += p_new
-        st["P"] = p_new
-        if i + 1 >= st["k"]:
-            return True, False
-        # the next token's acceptance, its confidence not known yet: the pair's rate at that
-        # depth once every token before it was accepted (runs of copied code: 0.98 from the
-        # third token on in the F16 traces), not this token's own (replayed on the F16 code
-        # traces: docs/lab/2026-12-01-adaptive-convergence.md, "The stop rule, replayed on
-        # real traces")
-        now = st["E"] / (st["D"] + v(i + 2))
-        optimistic = (st["E"] + p_new * self.acc.hazard(i + 1)) / (st["D"] + t_d + v(i + 3))
-        more = ahead or optimistic > now or self._best_ahead(i, st["E"], p_new, st["D"]) > now
-        if more:
-            st["D"] += t_d
-        return True, more
-
-    def _best_ahead(self, i: int, e: float, run: float, d: float) -> float:
-        """The best expected rate of drafting on past token ``i`` (kept: ``e`` tokens expected,
-        ``run`` = P(every token so far accepted), ``d`` seconds before the verify), each
-        further token at the pair's rate at its depth, up to the plan's length."""
-        t_d = self.cost.draft or 0.0
-        best = 0.0
-        for j in range(i + 1, int(self._step["k"])):
-            run *= self.acc.hazard(j)
-            e += run
-            d += t_d
-            best = max(best, e / (d + self._v(j + 2)))
-        return best
-
     # -- learning ------------------------------------------------------------
 
     def observe(self, outcome: Outcome) -> None:
@@ -433,11 +379,12 @@ class AdaptivePolicy(ExpectedRates):
         before), and the plan weighs that catch-up against lookup and plain steps
         (paid as exploration when short, see rates.SUNK_SHARE), so a long conversation that
         lookup copies from does not pay the draft's prefill (1.5 s for 600 tokens
-        with the 0.5B draft on one core, a quarter of a 64-token reply). Probing happens at the start of a reply, when the draft
-        has just seen the prompt: later in a reply, catching the draft up on
-        everything it skipped would cost more than the probe can tell. A probe that
-        finds drafting still does not pay doubles the number of replies until the
-        next one.
+        with the 0.5B draft on one core, a quarter of a 64-token reply). Probing happens at
+        the start of a reply, when the draft has just seen the prompt (on a pair where
+        drafting saves little, once the reply has outgrown a short answer:
+        :meth:`sync_after`): later in a reply, catching the draft up on everything it
+        skipped would cost more than the probe can tell. A probe that finds drafting
+        still does not pay doubles the number of replies until the next one.
         """
         if not self.allow_draft:
             return False
