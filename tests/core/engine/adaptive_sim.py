@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from specula.core.engine.drafters.model import STEP_FEED
 from specula.core.engine.events import TokenOrigin
 from specula.core.engine.policy.calibration import MAX_BATCH, TREE_BATCH, Calibration, timed_passes
 from specula.core.engine.policy.cost_model import SHORT_FEED
@@ -246,13 +247,17 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
             code = lookup[0][min(pos, len(lookup[0]) - 1)]
             look = [0] * (min(8, room) if code else 0)
         plan = policy.plan(PlanInput(room, available, look, code if look else 0, lag))
-        drafted, draft_s, decodes, depth = 0, 0.0, 0, 0
+        drafted, draft_s, decodes, depth, catchup_s = 0, 0.0, 0, 0, 0.0
+        # as the engine reports it (ModelDrafter._start_step): a first feed of more than the
+        # draft's last step left it is a catch-up on tokens it sat out for
+        sat_out = lag > STEP_FEED
         right = ok
         if plan.source == TokenOrigin.LOOKUP and lookup is not None and plan.k > 0 and room > 0:
             drafted = min(plan.k, room, len(look))
             right = lookup[1]
         elif plan.source == TokenOrigin.CHAIN and plan.k > 0 and room > 0:
             draft_s = m.timed(m.feed(lag))  # the catch-up feed
+            catchup_s = draft_s if sat_out else 0.0
             decodes = 1
             for i in range(min(plan.k, room)):
                 j = min(pos + i, len(ok) - 1)
@@ -269,7 +274,9 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
             # a tree as a chain of its top branch (TREE_DEPTH deep: one draft decode per
             # level) with side nodes that are never right, verified all at once
             depth = min(TREE_DEPTH, room, plan.k)
-            draft_s = m.timed(m.feed(lag)) + sum(m.timed(m.draft) for _ in range(depth - 1))
+            feed = m.timed(m.feed(lag))
+            catchup_s = feed if sat_out else 0.0
+            draft_s = feed + sum(m.timed(m.draft) for _ in range(depth - 1))
             decodes, drafted = depth, plan.k
             right = ok
         accepted = 0
@@ -279,7 +286,8 @@ def run_reply(policy: DraftPolicy, m: Machine, ok: list[bool], p_top: list[float
         verify_s = m.timed(m.verify(drafted + 1))
         emitted = min(accepted + 1, end - pos)
         rec = StepRecord(len(out.steps), drafted, accepted, emitted, draft_s, verify_s, 0.0,
-                         draft_decodes=decodes, catchup=lag if decodes else 0)
+                         draft_decodes=decodes, catchup=lag if decodes else 0,
+                         catchup_s=catchup_s)
         j = min(pos, len(p_top) - 1)
         source = plan.source if drafted else TokenOrigin.TARGET
         if source == TokenOrigin.LOOKUP:
