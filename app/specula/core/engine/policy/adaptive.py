@@ -35,7 +35,9 @@ busy afternoon does not switch drafting off for good. Where the saved costs say 
 draft could pay even at 100% acceptance, the re-check is a *re-time*: one draft token
 on a few tokens of the chat, which times a draft decode (:meth:`_observe_retime`).
 :meth:`AdaptivePolicy.verdict` states the verdict; :meth:`clear_verdict` forgets it.
-The stop rule within a step is ``stop_rule.py``.
+The stop rule within a step is ``stop_rule.py``. The stop-loss (``stop_loss.py``) ends a
+reply's drafting once its steps have lost more than a small allowance against plain steps,
+whatever the models say, and holds drafting paused until a probe's own steps gain.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from specula.core.engine.policy.fixed import Outcome, Plan, PlanInput
 from specula.core.engine.policy.hindsight import Hindsight
 from specula.core.engine.policy.rates import COULD_PAY_MARGIN, NEAR_TIE, SHORT_ANSWER
 from specula.core.engine.policy.shapes import ShapeRates
+from specula.core.engine.policy.stop_loss import StopLoss
 from specula.core.engine.policy.stop_rule import StopRule
 from specula.core.engine.stats import StepRecord
 from specula.core.engine.verdict import PolicyVerdict
@@ -132,6 +135,9 @@ class AdaptivePolicy(StopRule):
         self._retime = False  # this reply re-times the costs: one draft step, then none
         self._sync_wait = 0  # reply tokens before this reply's probe feeds the draft (sync_after)
         self._probe_ran = False  # a probe step was planned this reply
+        self.stop_loss = StopLoss()  # what this reply's drafting has lost (stop_loss.py)
+        self._held = False  # paused by the stop-loss: only a probe whose steps gain lifts it
+        self._planned = False  # the step observed next is one this policy planned
         if state_path is not None:
             self.load(state_path)
         # What was saved before this session: kept on disk if this session's timings are erratic.
@@ -154,7 +160,8 @@ class AdaptivePolicy(StopRule):
         plain = 1.0 / v1
         l_rate, l_k = self._lookup_rate(inp, k_max)
         d_rate = 0.0
-        if inp.has_draft and self.allow_draft and (not self._retime or self._probe_left > 0):
+        may_draft = self._may_draft(inp)
+        if may_draft and (not self._retime or self._probe_left > 0):
             in_sync = inp.draft_lag <= 2
             if in_sync and (self.cost.draft is None or self._probe_left > 0):
                 self._probe_left = max(self._probe_left - 1, 0)
@@ -194,10 +201,15 @@ class AdaptivePolicy(StopRule):
                 return self._decide(Plan(TokenOrigin.TARGET, 0))
             self._waited = 0.0
             return self._decide(self._shape(inp, k_max, plain))
-        if (inp.has_draft and self.allow_draft and not self._retime
+        if (may_draft and not self._retime
                 and not self._late(inp.draft_lag) and self._explore_pays(inp, k_max, v1)):
             return self._decide(Plan(TokenOrigin.CHAIN, k_max))
         return self._decide(Plan(TokenOrigin.TARGET, 0))
+
+    def _may_draft(self, inp: PlanInput) -> bool:
+        """Whether the draft model may propose now: not while the stop-loss holds drafting
+        paused, but for a probe (:meth:`_stop`)."""
+        return inp.has_draft and self.allow_draft and (not self._held or self._probe_left > 0)
 
     def _explore_pays(self, inp: PlanInput, k_max: int, v1: float) -> bool:
         """In a plain stretch: one draft step, once what it is expected to lose against plain
@@ -302,6 +314,7 @@ class AdaptivePolicy(StopRule):
 
     def _decide(self, plan: Plan, probe: bool = False) -> Plan:
         self._probe = probe
+        self._planned = True
         served = 1.0 if plan.source == TokenOrigin.LOOKUP else 0.0
         self.lookup_cover += COVER_FADE * (served - self.lookup_cover)
         if plan.source != TokenOrigin.TARGET:
@@ -316,6 +329,29 @@ class AdaptivePolicy(StopRule):
     # -- learning ------------------------------------------------------------
 
     def observe(self, outcome: Outcome) -> None:
+        self._learn(outcome)
+        v1 = self.cost.verify_time(1)
+        # the stop-loss judges the steps this policy planned (not figures fed in to train it)
+        model_step = (self._planned and not self._retime
+                      and outcome.source in (TokenOrigin.CHAIN, TokenOrigin.TREE))
+        self._planned = False
+        if v1 is not None and self.stop_loss.observe(outcome.record, model_step, self._probe, v1,
+                                                     self.cost.draft or 0.0):
+            self._stop()
+
+    def _stop(self) -> None:
+        """This reply's drafting lost more than its stop-loss allows (``stop_loss.py``): it
+        drafts no more, and drafting is held paused whatever the rates say until a probe's
+        own steps gain (the rates said it paid and the steps did not: only steps lift it),
+        probed at the cadence (a probe that loses backs it off as any other). Probing in
+        the very next reply instead cost the replayed compute-bound sessions a probe on a
+        short answer (0.83x), and backing off first cost the F16 ones held replies on
+        easier text (docs/lab/2026-12-03-stop-loss.md)."""
+        self.stop_loss.stops += 1
+        self.paused = self._held = True
+        self.replies_since_probe = 0
+
+    def _learn(self, outcome: Outcome) -> None:
         rec = outcome.record
         self._spent += rec.draft_s + rec.verify_s + rec.overhead_s
         self._reply_tokens += rec.emitted
@@ -349,6 +385,9 @@ class AdaptivePolicy(StopRule):
                 d_rate = self._draft_pays_rate(self.cfg.draft_max)
                 v1 = self.cost.verify_time(1)
                 pays = v1 is not None and d_rate > 1.0 / v1
+                if self._held:  # held by the stop-loss: the probe's own steps decide
+                    self._held = self.stop_loss.probe_lost >= 0.0
+                    pays = pays and not self._held
                 self.paused = self.paused and not pays
                 self.probe_every = PROBE_FIRST if pays else min(self.probe_every * 2, PROBE_MAX)
         elif outcome.source == TokenOrigin.LOOKUP and rec.drafted:
@@ -386,6 +425,7 @@ class AdaptivePolicy(StopRule):
         skipped would cost more than the probe can tell. A probe that finds drafting
         still does not pay doubles the number of replies until the next one.
         """
+        self.stop_loss.start_reply()
         if not self.allow_draft:
             return False
         v1 = self.cost.verify_time(1)
@@ -409,7 +449,7 @@ class AdaptivePolicy(StopRule):
             self.replies_since_probe = 0
             self._probe_left = PROBE_STEPS
             return True
-        if self._draft_pays_rate(self.cfg.draft_max) > (1.0 + MARGIN) / v1:
+        if not self._held and self._draft_pays_rate(self.cfg.draft_max) > (1.0 + MARGIN) / v1:
             self.paused = False
             if self._short_plain >= self.probe_every:
                 # short answers have run plain while the catch-up waited, so nothing was
@@ -487,7 +527,7 @@ class AdaptivePolicy(StopRule):
             calibration.seed(self.cost)
         self.shapes.forget()
         self._saved_cost, self._saved_shapes = copy.deepcopy(self.cost), {}
-        self.paused = False
+        self.paused = self._held = False
         self.probe_every = PROBE_FIRST
         self.replies_since_probe = 0
         self._recheck_now = True
