@@ -52,6 +52,7 @@ def main() -> int:
     try:
         for r in range(a.repeat):
             for p in load_prompts(a.prompts_file):
+                stops = policy.stop_loss.stops
                 events = list(gen.generate(eng.tokenize_chat(p.messages), params, spec, policy))
                 done = events[-1]
                 assert isinstance(done, Done)
@@ -66,7 +67,7 @@ def main() -> int:
                       f"lookup {len(lookup):2} steps {_loss(lookup, plain):+.2f} s  "
                       f"draft model {len(model):2} steps {_loss(model, plain):+.2f} s  "
                       f"catch-up outside steps {outside:.2f} s  => {tokens_s / (tokens_s + lost):.3f}x of plain  "
-                      f"paused after: {policy.paused}", flush=True)
+                      f"paused after: {policy.paused}  stop-loss: {policy.stop_loss.stops - stops}", flush=True)
     finally:
         eng.close()
     return 0
