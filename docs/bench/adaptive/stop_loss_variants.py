@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import numpy as np
-from replay_sessions import MACHINES, session
+from docs.bench.adaptive.replay_sessions import MACHINES, session
 from tests.core.engine.adaptive_sim import F16, Q4, Machine, run_reply, script, unseen_traces
 
 from specula.core.engine.config import Mode, SpecConfig
@@ -88,13 +88,11 @@ def replays() -> list[str]:
 
 
 def _next_reply(self: AdaptivePolicy) -> None:
-    self.stop_loss.stops += 1
     self.paused = self._held = True
     self.replies_since_probe = self.probe_every
 
 
 def _backed_off(self: AdaptivePolicy) -> None:
-    self.stop_loss.stops += 1
     self.paused = self._held = True
     self.replies_since_probe = 0
     self.probe_every = min(self.probe_every * 2, PROBE_MAX)
