@@ -56,7 +56,7 @@ def test_a_reply_on_text_the_draft_gets_confidently_wrong_stops_drafting() -> No
     pol = _trained_pair()
     ratio, steps = _over_plain(pol, _hard_text())
     assert ratio >= 0.88, (ratio, steps)
-    assert pol.stop_loss.stops == 1 and pol.verdict().paused
+    assert pol.stop_loss.stops == 1 and pol.verdict().paused and pol.verdict().stopped
 
 
 def test_power_without_the_stop_loss_that_reply_drafts_on(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -80,6 +80,7 @@ def test_drafting_stays_held_whatever_the_rates_say_until_a_probe_whose_steps_ga
     _rates_say_it_pays(pol)
     ratio, steps = _over_plain(pol, _hard_text())
     assert steps == 0 and ratio == pytest.approx(1.0), (ratio, steps)
+    assert pol.verdict().paused and not pol.verdict().stopped  # held, not stopped in this reply
     # the probe at the cadence meets easy text again: its steps gain, and drafting goes on
     ratio, steps = _over_plain(pol, _easy_text(7))
     assert steps > 3 and ratio > 1.2 and not pol.verdict().paused, (ratio, steps)
@@ -87,7 +88,6 @@ def test_drafting_stays_held_whatever_the_rates_say_until_a_probe_whose_steps_ga
 
 def test_power_without_the_hold_the_next_hard_reply_drafts_again(monkeypatch: pytest.MonkeyPatch) -> None:
     def stop_without_hold(self: AdaptivePolicy) -> None:
-        self.stop_loss.stops += 1
         self.stop_loss.lost = float("inf")  # ends this reply's drafting only
 
     monkeypatch.setattr(AdaptivePolicy, "_may_draft",

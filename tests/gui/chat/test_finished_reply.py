@@ -74,6 +74,21 @@ def test_the_footer_says_paused_exactly_when_the_verdict_did() -> None:
     assert PAUSED_TEXT in footer_text(stats)  # stored without a verdict: 10 plain steps at the end
 
 
+def test_the_footer_says_the_stop_loss_ended_a_replys_drafting_instead_of_the_pause() -> None:
+    """The verdict said the stop-loss ended this reply's drafting (and left drafting paused):
+    the footer says that, now and reopened from the store, and not the pause's sentence."""
+    from specula.gui.stats.footer import footer_text
+    from specula.gui.stats.live_stats import PAUSED_TEXT, STOPPED_TEXT
+
+    stats = {"mode": "adaptive", "tokens": 96, "total_s": 16.0, "ttft_s": 0.2, "steps": 80,
+             "drafted": 9, "accepted": 2, "drafting_steps": 3, "plain_run": 77}
+    stopped = finish("x", [1], stats, "eos", paused=True, stopped=True)
+    for footer in (stopped.footer, footer_text(stored_meta(stopped, [])["stats"])):
+        assert footer.count(STOPPED_TEXT) == 1 and PAUSED_TEXT not in footer
+    paused = finish("x", [1], stats, "eos", paused=True)
+    assert STOPPED_TEXT not in paused.footer and PAUSED_TEXT in paused.footer
+
+
 def test_the_footer_says_why_a_held_back_short_answer_did_not_draft() -> None:
     """The verdict said the draft was not fed for this short answer: the footer says so,
     now and reopened from the store; without it the footer counts the steps only."""

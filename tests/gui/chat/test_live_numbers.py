@@ -74,6 +74,26 @@ def test_a_held_back_short_answer_is_said_in_words_until_the_next_reply(qtbot) -
     assert ls.HELD_BACK_TEXT not in panel.note.text()
 
 
+def test_a_reply_whose_drafting_the_stop_loss_ended_says_so_until_the_next_reply(qtbot) -> None:  # type: ignore[no-untyped-def]
+    panel = StatsPanel()
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.start_reply()
+    steps = [ls.StepPoint(i, 0.15 * i, 0.1, 3, 1) for i in range(1, 40)]
+    stats = GenerationStats(mode="adaptive", tokens=40, ttft_s=0.1, total_s=6.0, steps=39,
+                            drafted=3, accepted=1, drafting_steps=1, plain_run=38)
+    panel.add_batch(ReplyBatch(steps=steps, stats=stats))
+    panel.set_pause(PolicyVerdict(paused=True, recheck_every=8, stopped=True))  # the header's
+    panel.finish(stats, stopped=True)  # the verdict at the reply's end
+    note = panel.note.text().lower()  # the panel capitalises the sentence
+    assert panel.note.isVisible() and ls.STOPPED_TEXT in note and ls.PAUSED_TEXT not in note
+    panel.start_reply()  # the next reply: paused, not stopped, until its verdict says so
+    panel.add_batch(ReplyBatch(steps=steps, stats=stats))
+    panel.refresh()
+    note = panel.note.text().lower()
+    assert ls.STOPPED_TEXT not in note and ls.PAUSED_TEXT in note
+
+
 def test_green_tokens_are_counted_when_painted(loaded, qtbot) -> None:  # type: ignore[no-untyped-def]
     """Whenever the transcript shows accepted draft tokens, Accepted counts them."""
     page = loaded.chat

@@ -21,6 +21,9 @@ class PolicyVerdict:
     # answer (a pair where drafting barely pays: rates.SHORT_ANSWER). Without this a reply
     # that never drafted reads as a policy that gave up, when it chose not to feed the draft.
     held_back: bool = False
+    # The reply's drafting was ended by the stop-loss (policy/stop_loss.py): its draft steps
+    # lost more than a small share of the reply against plain steps, so it ran plain after.
+    stopped: bool = False
 
     def header_text(self) -> str:
         """The part after "Speculative: on" ('' while drafting runs)."""

@@ -34,12 +34,13 @@ class FinishedReply:
 
 def finish(text: str, token_ids: list[int], stats: dict[str, Any], stop_reason: str,
            message: str = "", continuing: Message | None = None,
-           paused: bool | None = None, held_back: bool = False) -> FinishedReply:
+           paused: bool | None = None, held_back: bool = False, stopped: bool = False) -> FinishedReply:
     """The reply that just ended (``continuing``: the stored reply it went on from;
     ``paused``: the adaptive policy's verdict at its end, what the header shows, kept
     with the statistics so the footer says the same now and when the chat is reopened;
     ``held_back``: the verdict said the draft was not fed for this short answer, kept the
-    same way so the footer says why the reply did not draft)."""
+    same way so the footer says why the reply did not draft; ``stopped``: the verdict said the
+    stop-loss ended its drafting, kept the same way)."""
     if continuing is not None:
         stats = reply_stats.merge(continuing.meta.get("stats"), stats)
         text = continuing.content + text
@@ -48,6 +49,8 @@ def finish(text: str, token_ids: list[int], stats: dict[str, Any], stop_reason: 
         stats = {**stats, "paused": paused}
     if held_back:
         stats = {**stats, "held_back": True}
+    if stopped:
+        stats = {**stats, "stopped": True}
     footer = footer_text(stats, stop_reason)
     if message:
         footer += f"\n{message}"

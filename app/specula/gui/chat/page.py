@@ -312,9 +312,10 @@ class ChatPage(QWidget):
         old = self._continuing
         verdict = done.verdict
         held_back = verdict is not None and verdict.held_back
+        stopped = verdict is not None and verdict.stopped
         reply = finish(done.text, done.token_ids, done.stats.to_dict(), done.stop_reason.value,
                        done.message, old, paused=verdict is not None and verdict.paused,
-                       held_back=held_back)
+                       held_back=held_back, stopped=stopped)
         if widget is not None:
             widget.set_text(reply.text)
             widget.set_footer(reply.footer)
@@ -332,7 +333,7 @@ class ChatPage(QWidget):
                     widget.position = msg.position
                 widget.set_versions(*shown_version(meta))
         self._earlier, self._continuing = [], None
-        self.stats_panel.finish(done.stats, held_back=held_back)
+        self.stats_panel.finish(done.stats, held_back=held_back, stopped=stopped)
         self.context.changed()
         self.model_bar.show_verdict(done.verdict)  # adaptive's judgement; None in the other modes
         self.reply_finished.emit(done)

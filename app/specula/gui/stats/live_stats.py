@@ -36,6 +36,10 @@ PAUSED_TEXT = "drafting paused: it is slower than plain on this machine"
 # before the draft was fed, on a pair where drafting saves too little to repay that in a
 # short answer. Said after "drafted in N of M steps".
 HELD_BACK_TEXT = "a short answer on a pair where drafting barely pays runs without the draft"
+# The verdict said stopped (core/engine/policy/stop_loss.py): the reply's draft steps lost
+# more than a small share of it against plain steps, and it ran plain from there. Said
+# instead of the pause it leaves, since it says why.
+STOPPED_TEXT = "drafting stopped: in this reply it was slower than plain decoding"
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,7 @@ class LiveFigures:
     mode: str
     paused: bool  # the adaptive policy stopped drafting because it does not pay
     held_back: bool = False  # it did not feed the draft for this short answer (verdict.py)
+    stopped: bool = False  # its drafting was ended by the stop-loss (verdict.py)
 
 
 def rate_or_none(tokens: int, ttft_s: float, total_s: float) -> float | None:
@@ -160,6 +165,11 @@ def with_held_back(f: LiveFigures, held_back: bool) -> LiveFigures:
     return f if f.held_back == held_back else replace(f, held_back=held_back)
 
 
+def with_stopped(f: LiveFigures, stopped: bool) -> LiveFigures:
+    """``f`` saying that the policy's stop-loss ended the reply's drafting."""
+    return f if f.stopped == stopped else replace(f, stopped=stopped)
+
+
 def figures_from_dict(d: dict[str, object]) -> LiveFigures:
     """Figures from a stored message's meta (``GenerationStats.to_dict``, with the adaptive
     policy's verdict as ``"paused"``; a message stored without it infers the pause from
@@ -178,7 +188,7 @@ def figures_from_dict(d: dict[str, object]) -> LiveFigures:
     )
     f = figures(stats)
     f = with_pause(f, d["paused"]) if isinstance(d.get("paused"), bool) else f
-    return with_held_back(f, d.get("held_back") is True)
+    return with_stopped(with_held_back(f, d.get("held_back") is True), d.get("stopped") is True)
 
 
 # -- formatting shared by the panel and the footer -----------------------------
@@ -201,6 +211,8 @@ def format_ttft(f: LiveFigures) -> str:
 
 def drafting_note(f: LiveFigures) -> str:
     """A sentence when drafting did not happen as the user might assume; else ''."""
+    if f.stopped:
+        return STOPPED_TEXT
     if f.paused:
         return PAUSED_TEXT
     if f.mode == "adaptive" and f.steps and f.drafting_steps < f.steps:

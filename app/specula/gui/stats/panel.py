@@ -77,6 +77,7 @@ class StatsPanel(QFrame):
         self.figures: ls.LiveFigures | None = None
         self.paused = False  # the adaptive verdict the chat header shows says "paused"
         self.held_back = False  # the verdict at the reply's end: the draft was held back for it
+        self.stopped = False  # the verdict at the reply's end: the stop-loss ended its drafting
         self.backend = ""
         self.n_threads = 0
         self._dirty = False
@@ -99,7 +100,7 @@ class StatsPanel(QFrame):
     def start_reply(self) -> None:
         self.live.clear()
         self.stats = None
-        self.held_back = False
+        self.held_back = self.stopped = False
         self._dirty = True
 
     def add_batch(self, batch: ReplyBatch) -> None:
@@ -113,11 +114,12 @@ class StatsPanel(QFrame):
         """The reply's figures from its final totals (what the footer shows too)."""
         return ls.figures(stats)
 
-    def finish(self, stats: GenerationStats, held_back: bool = False) -> None:
+    def finish(self, stats: GenerationStats, held_back: bool = False, stopped: bool = False) -> None:
         """The reply's final totals; ``held_back``: the adaptive verdict at its end said the
-        draft was not fed for this short answer (the note says so, as the footer does)."""
+        draft was not fed for this short answer; ``stopped``: its stop-loss ended the reply's
+        drafting (the note says so, as the footer does)."""
         self.stats = stats
-        self.held_back = held_back
+        self.held_back, self.stopped = held_back, stopped
         self.refresh()
 
     def refresh_if_dirty(self) -> None:
@@ -134,7 +136,8 @@ class StatsPanel(QFrame):
         self.chart.set_points(self.live.chart)
         f = self.live.figures(self.stats)
         if f is not None:
-            f = ls.with_held_back(ls.with_pause(f, self.paused), self.held_back)
+            f = ls.with_stopped(ls.with_held_back(ls.with_pause(f, self.paused), self.held_back),
+                                self.stopped)
         self.figures = f
         if f is None:
             self.big.setText(ls.DASH)

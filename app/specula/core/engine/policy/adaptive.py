@@ -347,7 +347,6 @@ class AdaptivePolicy(StopRule):
         the very next reply instead cost the replayed compute-bound sessions a probe on a
         short answer (0.83x), and backing off first cost the F16 ones held replies on
         easier text (docs/lab/2026-12-03-stop-loss.md)."""
-        self.stop_loss.stops += 1
         self.paused = self._held = True
         self.replies_since_probe = 0
 
@@ -516,7 +515,8 @@ class AdaptivePolicy(StopRule):
         """Whether the last reply found drafting paying, and how often a pause is re-checked."""
         return PolicyVerdict(paused=self.paused and self.allow_draft, recheck_every=RECHECK_EVERY,
                              erratic=self.cost.erratic,
-                             held_back=self.allow_draft and self._ended_short())
+                             held_back=self.allow_draft and self._ended_short(),
+                             stopped=self.allow_draft and self.stop_loss.stopped)
 
     def clear_verdict(self, calibration: Calibration | None = None) -> None:
         """Forget the measured costs (the user asked, or they are known to be stale): start

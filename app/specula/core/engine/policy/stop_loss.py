@@ -47,10 +47,12 @@ class StopLoss:
     plain: float = 0.0  # this reply: its tokens so far at plain steps (seconds)
     step_plain: float = 0.0  # a plain step's seconds, as last measured
     plain_overhead: float = 0.0  # host seconds of a plain step (this session, running)
+    stopped: bool = False  # this reply: its drafting was ended by the stop-loss
     stops: int = 0  # this session: replies whose drafting the stop-loss ended
 
     def start_reply(self) -> None:
         self.lost = self.probe_lost = self.plain = 0.0
+        self.stopped = False
 
     def allowance(self) -> float:
         return STOP_LOSS * self.plain + STOP_SLACK * self.step_plain
@@ -73,4 +75,8 @@ class StopLoss:
             return False
         within = self.lost <= self.allowance()
         self.lost += loss
-        return within and self.lost > self.allowance()
+        if within and self.lost > self.allowance():
+            self.stopped = True
+            self.stops += 1
+            return True
+        return False
