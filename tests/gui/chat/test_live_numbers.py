@@ -56,40 +56,43 @@ def test_adaptive_pause_is_said_in_words(qtbot) -> None:  # type: ignore[no-unty
     assert panel.values["per_step"].text() == ls.DASH
 
 
-def test_a_held_back_short_answer_is_said_in_words_until_the_next_reply(qtbot) -> None:  # type: ignore[no-untyped-def]
+def _reply_shown(panel: StatsPanel, steps: list[ls.StepPoint], stats: GenerationStats) -> None:
+    """A reply's steps shown live in ``panel``, its verdict not in yet."""
+    panel.start_reply()
+    panel.add_batch(ReplyBatch(steps=steps, stats=stats))
+    panel.refresh()
+
+
+def _shown_panel(qtbot, steps: list[ls.StepPoint], stats: GenerationStats) -> StatsPanel:  # type: ignore[no-untyped-def]
     panel = StatsPanel()
     qtbot.addWidget(panel)
     panel.show()
-    panel.start_reply()
+    _reply_shown(panel, steps, stats)
+    return panel
+
+
+def test_a_held_back_short_answer_is_said_in_words_until_the_next_reply(qtbot) -> None:  # type: ignore[no-untyped-def]
     steps = [ls.StepPoint(i, 0.15 * i, 0.1, 0, 0) for i in range(1, 18)]
     stats = GenerationStats(mode="adaptive", tokens=17, ttft_s=0.1, total_s=2.6, steps=17,
                             plain_run=17)
-    panel.add_batch(ReplyBatch(steps=steps, stats=stats))
+    panel = _shown_panel(qtbot, steps, stats)
     panel.finish(stats, held_back=True)  # the verdict at the reply's end
     assert panel.note.isVisible() and ls.HELD_BACK_TEXT in panel.note.text()
     assert footer_text({**stats.to_dict(), "paused": False, "held_back": True}).count(ls.HELD_BACK_TEXT) == 1
-    panel.start_reply()  # the next reply: not held back until its verdict says so
-    panel.add_batch(ReplyBatch(steps=steps, stats=stats))
-    panel.refresh()
+    _reply_shown(panel, steps, stats)  # the next reply: not held back until its verdict says so
     assert ls.HELD_BACK_TEXT not in panel.note.text()
 
 
 def test_a_reply_whose_drafting_the_stop_loss_ended_says_so_until_the_next_reply(qtbot) -> None:  # type: ignore[no-untyped-def]
-    panel = StatsPanel()
-    qtbot.addWidget(panel)
-    panel.show()
-    panel.start_reply()
     steps = [ls.StepPoint(i, 0.15 * i, 0.1, 3, 1) for i in range(1, 40)]
     stats = GenerationStats(mode="adaptive", tokens=40, ttft_s=0.1, total_s=6.0, steps=39,
                             drafted=3, accepted=1, drafting_steps=1, plain_run=38)
-    panel.add_batch(ReplyBatch(steps=steps, stats=stats))
+    panel = _shown_panel(qtbot, steps, stats)
     panel.set_pause(PolicyVerdict(paused=True, recheck_every=8, stopped=True))  # the header's
     panel.finish(stats, stopped=True)  # the verdict at the reply's end
     note = panel.note.text().lower()  # the panel capitalises the sentence
     assert panel.note.isVisible() and ls.STOPPED_TEXT in note and ls.PAUSED_TEXT not in note
-    panel.start_reply()  # the next reply: paused, not stopped, until its verdict says so
-    panel.add_batch(ReplyBatch(steps=steps, stats=stats))
-    panel.refresh()
+    _reply_shown(panel, steps, stats)  # the next reply: paused, not stopped, until its verdict says so
     note = panel.note.text().lower()
     assert ls.STOPPED_TEXT not in note and ls.PAUSED_TEXT in note
 
