@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -146,17 +145,19 @@ def closing_all(items: dict[str, C]) -> Iterator[dict[str, C]]:
 @contextmanager
 def logged_decodes(eng: Engine, monkeypatch: pytest.MonkeyPatch
                    ) -> Iterator[list[tuple[str, int, float]]]:
-    """While open, every llama decode is logged as ("draft" | "target", batch size, seconds)."""
+    """While open, every llama decode is logged as ("draft" | "target", batch size, seconds):
+    the seconds Context.decode returns, timed inside it and independently of the callers
+    that sum them."""
     gen = eng.generator
     assert gen is not None and gen.draft_model is not None
     draft_ctx = gen.draft_model.ctx
     log: list[tuple[str, int, float]] = []
     real = Context.decode
 
-    def decode(self: Context, batch: Batch) -> None:
-        t0 = time.perf_counter()
-        real(self, batch)
-        log.append(("draft" if self is draft_ctx else "target", batch.n_tokens, time.perf_counter() - t0))
+    def decode(self: Context, batch: Batch) -> float:
+        spent = real(self, batch)
+        log.append(("draft" if self is draft_ctx else "target", batch.n_tokens, spent))
+        return spent
 
     monkeypatch.setattr(Context, "decode", decode)
     try:

@@ -42,7 +42,9 @@ def test_loading_a_draft_times_every_verify_batch_and_leaves_both_caches_empty(e
     assert cal.catchup_long_per_token is not None and cal.catchup_long_per_token >= 0
     assert all(s > 0 for s in cal.verify.values())
     assert cal.draft is not None and cal.draft > 0
-    assert 0 < cal.seconds < 5
+    # the measurement's wall time holds every timing it reports (a median of a size's
+    # timings is at most their sum): no speed bound here, that is the benchmarks' job
+    assert cal.seconds >= sum(cal.verify.values()) + cal.draft
     gen = eng.generator
     assert gen is not None and gen.draft_model is not None
     assert gen.kv.tokens == [] and gen.draft_model.kv.tokens == []  # no made-up prefix survives

@@ -106,8 +106,10 @@ class Context(NativeHandle):
         """The llama_context pointer (None once closed)."""
         return self._ctx
 
-    def decode(self, batch: Batch) -> None:
-        """Evaluate ``batch``; raises :class:`ContextFull` or :class:`DecodeError`."""
+    def decode(self, batch: Batch) -> float:
+        """Evaluate ``batch``; returns its seconds in llama_decode, the very figure added to
+        ``decode_s`` (so a step's verify is never more than the decodes its host time
+        leaves out); raises :class:`ContextFull` or :class:`DecodeError`."""
         if not self._ctx:
             raise DecodeError("decode on a closed context")
         if batch.n_outputs > self.n_outputs_max:
@@ -117,13 +119,15 @@ class Context(NativeHandle):
         rc = L.llama_decode(self._ctx, batch.raw)
         if rc == 0:  # a GPU backend returns before the graph is done: wait here, not in
             L.llama_synchronize(self._ctx)  # the first logits read (host time otherwise)
-        self.decode_s += time.perf_counter() - t0
+        spent = time.perf_counter() - t0
+        self.decode_s += spent
         if rc == 1:
             raise ContextFull("no KV slot for the batch")
         if rc != 0:
             raise DecodeError(f"llama_decode returned {rc}")
         for observe in self.observers:
             observe(batch)
+        return spent
 
     def logits(self, i: int) -> F32:
         """Zero-copy, read-only view of the i-th output's logits (valid until the next decode)."""
