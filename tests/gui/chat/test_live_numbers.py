@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from specula.core.engine.events import TokenEvent, TokenOrigin
+from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.stats import GenerationStats
 from specula.core.engine.verdict import PolicyVerdict
 from specula.gui.engine_worker import ReplyBatch
@@ -147,3 +150,26 @@ def test_first_token_is_not_a_rate_event(make_window, tiny, qtbot) -> None:  # t
     panel.add_batch(ReplyBatch(tokens=[ev]))
     panel.refresh()
     assert panel.big.text() == ls.DASH
+
+
+def test_the_page_shows_and_stores_a_stopped_verdict(loaded, qtbot, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The page carries the engine's verdict to every place that says it: an adaptive reply
+    whose verdict says the stop-loss ended its drafting shows the stopped sentence in the
+    live panel's note and the reply's footer, and the stored message keeps it. The verdict
+    is the input here (the stop-loss itself is test_adaptive_stop_loss.py's)."""
+    real = AdaptivePolicy.verdict
+    monkeypatch.setattr(AdaptivePolicy, "verdict",
+                        lambda self: replace(real(self), paused=True, stopped=True))
+    page = loaded.chat
+    form = page.settings_panel.spec
+    form.mode.setCurrentIndex(form.mode.findData("adaptive"))
+    done = send_and_wait(qtbot, loaded, "a reply the stop-loss ended")
+    assert done.stats.mode == "adaptive" and done.verdict is not None and done.verdict.stopped
+    assert page.reply_widget is None  # the reply is finished on the page
+    footer = page.transcript.messages[-1].footer.text()
+    assert footer.count(ls.STOPPED_TEXT) == 1 and ls.PAUSED_TEXT not in footer
+    assert ls.STOPPED_TEXT in page.stats_panel.note.text().lower()
+    assert page.conversation_id is not None
+    stored = page.ctx.store.messages(page.conversation_id)[-1]
+    assert stored.role == "assistant" and stored.meta["stats"].get("stopped") is True
+    assert footer_text(stored.meta["stats"]).count(ls.STOPPED_TEXT) == 1
