@@ -11,7 +11,7 @@ import sys
 sys.path.insert(0, ".")
 from tests.core.engine.adaptive_sim import F16, F16_NOREPACK, Q4, Machine, run_reply, script
 
-import specula.core.engine.policy.adaptive as adaptive
+import specula.core.engine.policy.probe_cadence as probe_cadence
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.policy.fixed import ChainPolicy, PlainPolicy
@@ -32,7 +32,7 @@ def best(name: str, m: Machine, seed: int, ok: list[bool], p: list[float]) -> fl
 
 
 for evidence in (1e9, 12.0):
-    adaptive.PROBE_EVIDENCE = evidence
+    probe_cadence.PROBE_EVIDENCE = evidence
     print("without the shrink (before)" if evidence > 1e6 else f"PROBE_EVIDENCE = {evidence:g} (now)")
     for name, m, hard in MACHINES:
         cells = []

@@ -32,8 +32,9 @@ from tests.core.engine.adaptive_sim import F16, Q4, Machine, run_reply, script, 
 
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.policy import stop_loss
-from specula.core.engine.policy.adaptive import PROBE_MAX, AdaptivePolicy
+from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.policy.fixed import PlainPolicy
+from specula.core.engine.policy.probe_cadence import PROBE_MAX
 
 TOKENS = 96
 

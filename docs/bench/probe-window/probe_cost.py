@@ -25,7 +25,7 @@ from specula.core.bench import load_prompts
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import Done
-from specula.core.engine.policy import adaptive
+from specula.core.engine.policy import probe_cadence
 from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.sampling.rules import SamplingParams
 
@@ -43,13 +43,13 @@ def reply(eng: Engine, prompt: list[int], side: str, max_tokens: int) -> Done:
     else:
         spec = SpecConfig(mode=Mode.ADAPTIVE)
         policy = AdaptivePolicy(spec)
-    window = adaptive.PROBE_WINDOW
+    window = probe_cadence.PROBE_WINDOW
     if side == "whole":
-        adaptive.PROBE_WINDOW = None  # type: ignore[assignment]
+        probe_cadence.PROBE_WINDOW = None  # type: ignore[assignment]
     try:
         events = list(gen.generate(prompt, params, spec, policy))
     finally:
-        adaptive.PROBE_WINDOW = window
+        probe_cadence.PROBE_WINDOW = window
     done = events[-1]
     assert isinstance(done, Done)
     return done
@@ -69,7 +69,7 @@ def main() -> int:
     eng.load_target(a.target)
     eng.load_draft(a.draft)
     prompts = [p for p in load_prompts(a.prompts_file) if p.category in a.categories.split(",")]
-    print(f"PROBE_WINDOW {adaptive.PROBE_WINDOW}; {len(prompts)} prompts x {a.repeat}, "
+    print(f"PROBE_WINDOW {probe_cadence.PROBE_WINDOW}; {len(prompts)} prompts x {a.repeat}, "
           f"max {a.max_tokens} tokens, greedy, {a.threads} thread(s)")
     ratios: dict[str, list[float]] = {"window": [], "whole": []}
     try:

@@ -102,7 +102,7 @@ def test_power_saving_what_a_contended_session_measured_fails(
             self.cost, self.acc, self.shape_rate))
     monkeypatch.setattr("specula.core.engine.policy.calibration.PASSES", 1)
     monkeypatch.setattr("specula.core.engine.policy.calibration.CHECK_SIZES", ())
-    monkeypatch.setattr("specula.core.engine.policy.adaptive.RECHECK_EVERY", 10**6)
+    monkeypatch.setattr("specula.core.engine.policy.probe_cadence.RECHECK_EVERY", 10**6)
     best = _best_fixed_quiet()
     got = _after_contention(tmp_path)
     assert any(accepted == 0 or rate < 0.9 * best for rate, accepted in got), (best, got)

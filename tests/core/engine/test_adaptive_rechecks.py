@@ -10,15 +10,15 @@ import pytest
 
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.events import TokenOrigin
-from specula.core.engine.policy.adaptive import (
+from specula.core.engine.policy.adaptive import AdaptivePolicy
+from specula.core.engine.policy.calibration import Calibration
+from specula.core.engine.policy.fixed import PlainPolicy, PlanInput
+from specula.core.engine.policy.probe_cadence import (
     PROBE_STEPS,
     PROBE_WINDOW,
     RECHECK_EVERY,
     RETIME_WINDOW,
-    AdaptivePolicy,
 )
-from specula.core.engine.policy.calibration import Calibration
-from specula.core.engine.policy.fixed import PlainPolicy, PlanInput
 from tests.core.engine.adaptive_sim import Q4_DEAR_DRAFT, run_reply, unseen_traces
 from tests.core.engine.test_modes import ALL, _outcome, _train
 

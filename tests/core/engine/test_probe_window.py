@@ -23,7 +23,7 @@ from specula.core.engine.drafters import ChainDrafter, DraftModel, DraftRequest
 from specula.core.engine.drafters.model import SINK
 from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done, StepEvent, TokenOrigin
-from specula.core.engine.policy import adaptive
+from specula.core.engine.policy import probe_cadence
 from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.policy.fixed import DraftPolicy, Plan, PlanInput, StaticPolicy
 from specula.core.engine.policy.rates import SHORT_ANSWER
@@ -171,14 +171,14 @@ def test_an_adaptive_probe_in_a_long_chat_feeds_the_draft_a_window(
     """A new pair's first reply probes the draft; in a long chat it reads PROBE_WINDOW tokens.
     Power: without the window the same probe feeds the whole prompt."""
     prompt = _long_prompt(pair)
-    assert len(prompt) > 2 * adaptive.PROBE_WINDOW + SINK
+    assert len(prompt) > 2 * probe_cadence.PROBE_WINDOW + SINK
     plain, _, _ = _reply(pair, prompt, pair.policy_for(SpecConfig(mode=Mode.PLAIN)), monkeypatch)
     spec = SpecConfig(mode=Mode.ADAPTIVE, draft_max=4, tree_budget=0)
     done, _, feeds = _reply(pair, prompt, AdaptivePolicy(spec), monkeypatch)
     assert done.token_ids == plain.token_ids
     assert done.stats.drafted > 0  # the probe drafted
-    assert sum(n for n in feeds if n > 2) <= adaptive.PROBE_WINDOW + SINK
-    monkeypatch.setattr(adaptive, "PROBE_WINDOW", None)
+    assert sum(n for n in feeds if n > 2) <= probe_cadence.PROBE_WINDOW + SINK
+    monkeypatch.setattr(probe_cadence, "PROBE_WINDOW", None)
     whole, _, feeds = _reply(pair, prompt, AdaptivePolicy(spec), monkeypatch)
     assert whole.token_ids == plain.token_ids
     assert sum(n for n in feeds if n > 2) >= len(prompt) - 1
@@ -191,7 +191,7 @@ def _due_for_a_recheck(spec: SpecConfig) -> AdaptivePolicy:
     _train(pol, v1=0.030, per_token_verify=0.015, t_draft=0.030, accept=0.6)
     v1 = pol.cost.verify_time(1)
     assert v1 is not None and not pol._could_pay(v1)
-    for _ in range(adaptive.RECHECK_EVERY - 1):
+    for _ in range(probe_cadence.RECHECK_EVERY - 1):
         assert not pol.sync_draft_at_prefill()
     return pol
 
@@ -207,9 +207,9 @@ def test_a_recheck_of_a_draft_that_could_not_pay_re_times_it_on_a_few_tokens(
     done, recs, feeds = _reply(pair, prompt, _due_for_a_recheck(spec), monkeypatch, LONGER)
     assert done.token_ids == plain.token_ids
     assert [r.drafted for r in recs if r.source == TokenOrigin.CHAIN.value] == [1]
-    assert sum(n for n in feeds if n > 2) <= adaptive.RETIME_WINDOW + SINK
-    assert done.stats.draft_catchup_tokens <= adaptive.RETIME_WINDOW + SINK
-    monkeypatch.setattr(adaptive, "RETIME_WINDOW", None)
+    assert sum(n for n in feeds if n > 2) <= probe_cadence.RETIME_WINDOW + SINK
+    assert done.stats.draft_catchup_tokens <= probe_cadence.RETIME_WINDOW + SINK
+    monkeypatch.setattr(probe_cadence, "RETIME_WINDOW", None)
     whole, _, feeds = _reply(pair, prompt, _due_for_a_recheck(spec), monkeypatch, LONGER)
     assert whole.token_ids == plain.token_ids
     assert sum(n for n in feeds if n > 2) >= len(prompt) - 1

@@ -17,23 +17,17 @@ Nothing is tried that the measured costs say cannot pay: a draft that would lose
 acceptance is never probed, a tree is tried only where its best case beats the chain's
 measured rate (and used only while its own measured rate does), and a new lookup match
 length only where it would pay were it right. When plain wins, the draft is still probed
-now and then (exponential back-off over replies) so that a change of regime is noticed:
-before a probe the pair's rate is made to weigh as PROBE_EVIDENCE tokens, since nothing
-fades it while drafting is paused, and a probe outweighed by the stretch of text that
-paused drafting could never find that the text has changed; and a probe feeds the draft
-at most the last PROBE_WINDOW tokens of what it has not seen, so a probe in a long chat
-costs a window, not the chat (``DraftModel.begin``). The draft is fed the
+now and then (exponential back-off over replies) so that a change of regime is noticed
+(``probe_cadence.py``: when, how long, on how much of the chat). The draft is fed the
 conversation only when the plan first drafts, and that catch-up is weighed like any
 other cost: where lookup serves an edit of a long conversation, the draft's prefill is
 never paid, and on a pair where drafting barely pays a short answer never pays it
 (``rates.SHORT_ANSWER``).
 
 A verdict that drafting does not pay is never final: it is re-checked at least
-every RECHECK_EVERY replies, it is not trusted from erratic timings, and the costs
-of a session whose timings were erratic are never saved (``cost_model.py``), so a
-busy afternoon does not switch drafting off for good. Where the saved costs say no
-draft could pay even at 100% acceptance, the re-check is a *re-time*: one draft token
-on a few tokens of the chat, which times a draft decode (:meth:`_observe_retime`).
+every RECHECK_EVERY replies (``probe_cadence.py``), it is not trusted from erratic
+timings, and the costs of a session whose timings were erratic are never saved
+(``cost_model.py``), so a busy afternoon does not switch drafting off for good.
 :meth:`AdaptivePolicy.verdict` states the verdict; :meth:`clear_verdict` forgets it.
 The stop rule within a step is ``stop_rule.py``. The stop-loss (``stop_loss.py``) ends a
 reply's drafting once its steps have lost more than a small allowance against plain steps,
@@ -54,27 +48,21 @@ from specula.core.engine.policy.calibration import Calibration
 from specula.core.engine.policy.cost_model import MEASURED, SHORT_FEED, CostModel, expected_tokens
 from specula.core.engine.policy.fixed import Outcome, Plan, PlanInput
 from specula.core.engine.policy.hindsight import Hindsight
-from specula.core.engine.policy.rates import COULD_PAY_MARGIN, NEAR_TIE, SHORT_ANSWER
+from specula.core.engine.policy.probe_cadence import (
+    PROBE_FIRST,
+    PROBE_RATE,
+    PROBE_STEPS,
+    RECHECK_EVERY,
+    ProbeCadence,
+)
+from specula.core.engine.policy.rates import COULD_PAY_MARGIN, MARGIN
 from specula.core.engine.policy.shapes import ShapeRates
 from specula.core.engine.policy.stop_loss import StopLoss
-from specula.core.engine.policy.stop_rule import StopRule
-from specula.core.engine.stats import StepRecord
 from specula.core.engine.verdict import PolicyVerdict
 
-__all__ = ["AcceptanceModel", "AdaptivePolicy", "CostModel", "expected_tokens"]
+__all__ = ["MARGIN", "PROBE_STEPS", "RECHECK_EVERY", "AcceptanceModel", "AdaptivePolicy", "CostModel",
+           "expected_tokens"]
 
-RECHECK_EVERY = 8  # replies between re-checks of a draft judged not to pay, at the most
-PROBE_FIRST, PROBE_MAX = 2, RECHECK_EVERY  # replies between probes of a draft that does not pay (doubling)
-PROBE_STEPS = 3  # draft steps a probe makes
-PROBE_EVIDENCE = 12.0  # draft tokens the pair's rate weighs as when a paused draft is probed
-PROBE_RATE = 0.9  # the acceptance a probe's draft length is chosen for (it asks: could it pay?)
-# A probe feeds the draft at most this many tokens of the conversation past what it holds
-# (DraftModel.begin skips the stretch before them for the reply): in a long chat with a
-# paused draft a probe would otherwise catch it up on everything said since it last drafted
-# (thousands of tokens: seconds on a CPU), to ask a question a window answers.
-PROBE_WINDOW = 256
-RETIME_WINDOW = 4  # tokens a re-time feeds the draft (it times a decode; its proposal is unjudged)
-MARGIN = 0.02  # expected gain over plain decoding needed before drafting (noisy estimates)
 REFRESH_PLAIN = 128  # steps between plain steps that re-measure one-token decodes
 EXPLORE_SHARE = 0.05  # in a plain stretch, a draft probe may cost this share of its time
 # The share of steps prompt lookup serves (an edit that repeats the conversation: most),
@@ -94,7 +82,7 @@ WAIT_SHARE = 0.1
 LOOKUP_EXPLORE = 0.01
 
 
-class AdaptivePolicy(StopRule):
+class AdaptivePolicy(ProbeCadence):
     name = "adaptive"
     reads_confidence = True  # its stop rule and acceptance model are built on it
 
@@ -111,10 +99,8 @@ class AdaptivePolicy(StopRule):
         self.cost = CostModel()
         self.acc = AcceptanceModel()
         self.state_path = state_path
-        self.probe_every = PROBE_FIRST
-        self.replies_since_probe = 0
+        self._init_cadence()  # probe_cadence.py: when a paused draft is probed again
         self.since_plain = 0
-        self._probe_left = 0
         self._lag = 1  # tokens the draft must be fed before it can draft
         self._room = 1  # tokens the reply may still draft (the plan's room)
         self._probe = False
@@ -131,12 +117,7 @@ class AdaptivePolicy(StopRule):
         self.hindsight = Hindsight()  # what each chain length would have had on recent steps
         self._lookup_loss = 0.0  # seconds lookup probes lost against plain this session
         self._spent = 0.0  # seconds of every step this session
-        self._recheck_now = False  # the next reply probes whatever the costs say
-        self._retime = False  # this reply re-times the costs: one draft step, then none
-        self._sync_wait = 0  # reply tokens before this reply's probe feeds the draft (sync_after)
-        self._probe_ran = False  # a probe step was planned this reply
         self.stop_loss = StopLoss()  # what this reply's drafting has lost (stop_loss.py)
-        self._held = False  # paused by the stop-loss: only a probe whose steps gain lifts it
         self._planned = False  # the step observed next is one this policy planned
         if state_path is not None:
             self.load(state_path)
@@ -244,15 +225,6 @@ class AdaptivePolicy(StopRule):
         catch-up, held back for a short answer's length, was paid."""
         return self._late_seen and self._fresh
 
-    def _probe_k(self, k_max: int) -> int:
-        """A probe's draft length: the best one were acceptance high (a two-token probe
-        asks the wrong question where a short verify batch costs as much as a long one);
-        a re-time's, one token (one draft decode, the cheapest step that times it)."""
-        if self._retime:
-            return 1
-        _, k = self._draft_rate(k_max, a=max(self.acc.token_rate, PROBE_RATE))
-        return k or min(2, k_max)
-
     def _unmeasured_k(self, k_max: int) -> int:
         """A draft length whose verify batch has not been timed enough yet (0: none).
 
@@ -298,9 +270,6 @@ class AdaptivePolicy(StopRule):
         recent draft steps (``hindsight.py``; k_max until a step has been seen)."""
         return self.hindsight.cap(k_max)
 
-    def _observe_rollback(self, rec: StepRecord) -> None:
-        self.cost.observe_rollback(rec.checkpoint_s + rec.replay_s)
-
     def _lookup_budget(self, v1: float) -> bool:
         """Whether lookup probes have lost less than their share of the session's time."""
         return self._lookup_loss <= LOOKUP_EXPLORE * self._spent + 0.5 * v1
@@ -339,17 +308,6 @@ class AdaptivePolicy(StopRule):
                                                      self.cost.draft or 0.0):
             self._stop()
 
-    def _stop(self) -> None:
-        """This reply's drafting lost more than its stop-loss allows (``stop_loss.py``): it
-        drafts no more, and drafting is held paused whatever the rates say until a probe's
-        own steps gain (the rates said it paid and the steps did not: only steps lift it),
-        probed at the cadence (a probe that loses backs it off as any other). Probing in
-        the very next reply instead cost the replayed compute-bound sessions a probe on a
-        short answer (0.83x), and backing off first cost the F16 ones held replies on
-        easier text (docs/lab/2026-12-03-stop-loss.md)."""
-        self.paused = self._held = True
-        self.replies_since_probe = 0
-
     def _learn(self, outcome: Outcome) -> None:
         rec = outcome.record
         self._spent += rec.draft_s + rec.verify_s + rec.overhead_s
@@ -365,7 +323,7 @@ class AdaptivePolicy(StopRule):
             key = TokenOrigin(outcome.source).value
             self._observe_shape(key, rate)
         if rec.drafted:
-            self._observe_rollback(rec)
+            self.cost.observe_rollback(rec.checkpoint_s + rec.replay_s)
         if outcome.source == TokenOrigin.TREE:
             if rec.drafted and outcome.chain_run >= 0:
                 chain = self._chain_in_place(rec, outcome.chain_run, outcome.chain_depth)
@@ -380,37 +338,17 @@ class AdaptivePolicy(StopRule):
             self.hindsight.observe(rec.drafted, outcome.n_accepted, self.cost.draft or 0.0, self._v)
             self.acc.observe(outcome.top_probs, outcome.entropies, outcome.n_accepted)
             if self._probe and self._probe_left == 0:
-                # the probe's last step: back off further if drafting still does not pay
-                d_rate = self._draft_pays_rate(self.cfg.draft_max)
-                v1 = self.cost.verify_time(1)
-                pays = v1 is not None and d_rate > 1.0 / v1
-                if self._held:  # held by the stop-loss: the probe's own steps decide
-                    self._held = self.stop_loss.probe_lost >= 0.0
-                    pays = pays and not self._held
-                self.paused = self.paused and not pays
-                self.probe_every = PROBE_FIRST if pays else min(self.probe_every * 2, PROBE_MAX)
+                self._probe_ended()
         elif outcome.source == TokenOrigin.LOOKUP and rec.drafted:
             self.acc.observe_lookup(outcome.lookup_match, rec.drafted, outcome.n_accepted)
-
-    def _observe_retime(self, rec: StepRecord) -> None:
-        """A re-time's step: its costs are this session's figures; what it accepted is not
-        learnt (a draft that read RETIME_WINDOW tokens agrees less than one that read the
-        conversation, docs/bench/probe-window/window-agreement.txt). Where a chain could now
-        pay, the next reply takes the draft up again: it drafts where the pair's rate says
-        drafting pays, else it probes (the cadence's count is made due)."""
-        self.cost.observe_verify(rec.drafted + 1, rec.verify_s)
-        self.cost.observe_draft(rec.draft_decodes, rec.catchup, rec.draft_s)
-        self._observe_rollback(rec)
-        v1 = self.cost.verify_time(1)
-        if v1 is not None and self._could_pay(v1):
-            self.replies_since_probe = self.probe_every  # the next sync reaches the cadence
 
     def _observe_shape(self, key: str, rate: float) -> None:
         """One draft-model step's rate (``shapes.py``: the median of its recent steps)."""
         self.shapes.observe(key, rate)
 
     def sync_draft_at_prefill(self) -> bool:
-        """Feed the prompt to the draft for this reply only to probe it.
+        """Feed the prompt to the draft for this reply only to probe it
+        (:meth:`ProbeCadence._probe_now`).
 
         While drafting pays, the draft is not fed at prefill: the first draft step the
         plan chooses catches it up (the same batched feed, after the first token as
@@ -421,13 +359,11 @@ class AdaptivePolicy(StopRule):
         the start of a reply, when the draft has just seen the prompt (on a pair where
         drafting saves little, once the reply has outgrown a short answer:
         :meth:`sync_after`): later in a reply, catching the draft up on everything it
-        skipped would cost more than the probe can tell. A probe that finds drafting
-        still does not pay doubles the number of replies until the next one.
+        skipped would cost more than the probe can tell.
         """
         self.stop_loss.start_reply()
         if not self.allow_draft:
             return False
-        v1 = self.cost.verify_time(1)
         self._short_plain = self._short_plain + 1 if self._ended_short() else 0
         self._late_seen = False
         self._lag = 1
@@ -435,76 +371,7 @@ class AdaptivePolicy(StopRule):
         self._reply_tokens = 0
         self._waited = 0.0
         self._fresh = False
-        # a probe that waited for its reply to outgrow a short answer, in a reply that did not:
-        # it runs in this reply instead, as it was planned
-        owed = self._probe_left > 0 and self._sync_wait > 0 and not self._probe_ran
-        self._probe_ran = False
-        if owed:
-            return True
-        self._retime = False
-        self._sync_wait = 0
-        if v1 is None or self.cost.draft is None or self._recheck_now:
-            self._recheck_now = False
-            self.replies_since_probe = 0
-            self._probe_left = PROBE_STEPS
-            return True
-        if not self._held and self._draft_pays_rate(self.cfg.draft_max) > (1.0 + MARGIN) / v1:
-            self.paused = False
-            if self._short_plain >= self.probe_every:
-                # short answers have run plain while the catch-up waited, so nothing was
-                # learnt: probe at the usual cadence (a pair that really pays then drafts
-                # from the start again, since it repays its catch-up within a short answer)
-                self._short_plain = 0
-                self.replies_since_probe = 0
-                self._probe_left = PROBE_STEPS
-                self._sync_wait = SHORT_ANSWER if self._probe_waits(v1) else 0
-                return True
-            self._fresh = True  # drafting pays: the plan catches the draft up when it drafts
-            return False
-        self.paused = True
-        self.replies_since_probe += 1
-        # Where even 100% acceptance would lose, only the costs are in question: a re-time
-        # (one step on a short window) every RECHECK_EVERY replies (the machine may have been
-        # busy when they were measured), at the usual cadence while this session's timings
-        # are erratic.
-        could_pay = self._could_pay(v1)
-        every = self.probe_every if could_pay or self.cost.erratic else RECHECK_EVERY
-        if self.replies_since_probe >= every:
-            self.replies_since_probe = 0
-            self._sync_wait = SHORT_ANSWER if self._probe_waits(v1) else 0
-            if not could_pay:
-                self.cost.remeasure()  # the re-time's timings replace the ones that said "never"
-                self._retime = True
-                self._probe_left = 1
-                return True
-            self._probe_left = PROBE_STEPS
-            self.acc.shrink(PROBE_EVIDENCE)
-            return True
-        return False
-
-    def _probe_waits(self, v1: float) -> bool:
-        """Whether a probe's feed waits for the reply to outgrow a short answer: where even
-        at the acceptance a probe is sized for (PROBE_RATE) a drafted token would save less
-        than NEAR_TIE of a plain step, as on the compute-bound pair (a re-time: no chain
-        could pay at all). Where drafting could gain much (an F16 target), a probe that
-        waits gives up the reply's first SHORT_ANSWER tokens of drafting."""
-        rate, _ = self._draft_rate(self.cfg.draft_max, a=PROBE_RATE, fed=True)
-        return rate <= 0.0 or v1 - 1.0 / rate < NEAR_TIE * v1
-
-    def sync_window(self) -> int | None:
-        """Every sync at prefill is a probe (PROBE_STEPS draft steps), bounded by PROBE_WINDOW,
-        or a re-time (one step), bounded by RETIME_WINDOW."""
-        return RETIME_WINDOW if self._retime else PROBE_WINDOW
-
-    def sync_after(self) -> int:
-        """A probe where drafting would save little even at a probe's acceptance
-        (:meth:`_probe_waits`: a re-time, or a probe on the compute-bound pair) feeds the
-        draft once the reply has SHORT_ANSWER tokens: a short answer cannot repay that
-        catch-up (a probe that met an 18-token answer ran at 0.82x of plain on the
-        simulated compute-bound pair), and the probe then runs in the next reply instead.
-        Any other probe, a new pair's first or one the user asked for
-        (:meth:`clear_verdict`), feeds it after the first token."""
-        return self._sync_wait
+        return self._probe_now(self.cost.verify_time(1))
 
     def finish(self) -> None:
         self.save()

@@ -18,6 +18,7 @@ from specula.core.engine.policy.fixed import PlanInput
 from specula.core.engine.policy.hindsight import Hindsight
 from specula.core.engine.stats import StepRecord
 
+MARGIN = 0.02  # expected gain over plain decoding needed before drafting (noisy estimates)
 COULD_PAY_MARGIN = 0.05  # gain at 100% acceptance a draft must offer before it is ever probed
 # The draft's first catch-up in a reply (the conversation) is paid as an exploration cost,
 # as feeding it at prefill did, while it is at most SUNK_SHARE of the reply's plain time; a
