@@ -136,20 +136,53 @@ def _stale_slow_draft(state: Path) -> None:
 
 
 def test_a_stale_slower_verdict_is_rechecked_within_recheck_every_replies(tmp_path: Path) -> None:
+    """The header counts down to the re-check: the reply it names is the one that drafts."""
     state = tmp_path / "pair.json"
     _stale_slow_draft(state)
     pol = _policy(F16, state)
-    drafted_by_reply = []
+    drafted_by_reply, said = [], []
     for s in range(RECHECK_EVERY + 3):
         r = run_reply(pol, F16, *script(RATE, 200, s))
         drafted_by_reply.append(sum(d for src, d, _ in r.steps if src == "draft"))
-        if s == 0:
-            v = pol.verdict()
+        v = pol.verdict()
+        said.append(v.recheck_in if v.paused else None)
+        if s == 0:  # the first reply of the session ran plain: seven more until the re-check
             assert v.paused and v.header_text() == (
-                f"paused: slower here (re-checked every {RECHECK_EVERY} replies)")
+                f"paused: slower here (re-checked in {RECHECK_EVERY - 1} replies)")
     assert drafted_by_reply[0] == 0  # the stale verdict holds at first ...
     assert all(d > 0 for d in drafted_by_reply[RECHECK_EVERY:]), drafted_by_reply  # ... not for good
     assert not pol.verdict().paused
+    first = drafted_by_reply.index(next(d for d in drafted_by_reply if d > 0))
+    # the countdown: RECHECK_EVERY - 1, ..., 1, and the reply after "next reply" re-checks
+    assert said[:first] == list(range(RECHECK_EVERY - 1, 0, -1)), said
+    assert first == RECHECK_EVERY - 1
+
+
+def test_a_paused_verdict_names_the_reply_that_re_checks(tmp_path: Path) -> None:
+    """On the compute-bound pair a pause is probed at the cadence (2 replies, doubling while
+    probes lose): the verdict after each reply names the reply that probes next, whatever
+    the cadence is then, and no reply before it probes."""
+    from tests.core.engine.adaptive_sim import Q4, unseen_traces
+
+    t = unseen_traces()["unseen-ts-retry"]
+    pol = _policy(Q4, tmp_path / "pair.json")
+    probed: list[bool] = []
+    said: list[int | None] = []
+    for _ in range(16):
+        run_reply(pol, Q4, t["ok"], t["p_top"], max_tokens=96, entropy=t["entropy"])
+        probed.append(pol._probe_ran)  # this reply planned a probe's step (or a re-time's)
+        v = pol.verdict()
+        said.append(v.recheck_in if v.paused else None)
+    paused_at = [i for i, n in enumerate(said) if n is not None]
+    assert len(paused_at) >= 8, said
+    checked = 0
+    for i in paused_at:
+        n = said[i]
+        j = i + n  # the reply the verdict named
+        if j < len(probed) and all(said[i + m] is not None for m in range(n)):
+            assert probed[j] and not any(probed[i + 1:j]), (i, said, probed)
+            checked += 1
+    assert checked >= 4 and sum(probed) >= 2, (said, probed)
 
 
 def test_clearing_the_verdict_drafts_on_the_next_reply(tmp_path: Path) -> None:

@@ -53,7 +53,7 @@ def test_adaptive_pause_is_said_in_words(qtbot) -> None:  # type: ignore[no-unty
         mode="adaptive", tokens=20, ttft_s=0.1, total_s=2.0, steps=20, plain_run=20)))
     panel.refresh()
     assert panel.note.text() == "Drafted in 0 of 20 steps"  # plain steps are not a verdict
-    panel.set_pause(PolicyVerdict(paused=True, recheck_every=8))  # the header's verdict
+    panel.set_pause(PolicyVerdict(paused=True, recheck_in=8))  # the header's verdict
     assert panel.note.isVisible() and "slower than plain" in panel.note.text()
     assert panel.values["acceptance"].text() == ls.DASH  # not "100%" over nothing
     assert panel.values["per_step"].text() == ls.DASH
@@ -91,7 +91,7 @@ def test_a_reply_whose_drafting_the_stop_loss_ended_says_so_until_the_next_reply
     stats = GenerationStats(mode="adaptive", tokens=40, ttft_s=0.1, total_s=6.0, steps=39,
                             drafted=3, accepted=1, drafting_steps=1, plain_run=38)
     panel = _shown_panel(qtbot, steps, stats)
-    panel.set_pause(PolicyVerdict(paused=True, recheck_every=8, stopped=True))  # the header's
+    panel.set_pause(PolicyVerdict(paused=True, recheck_in=8, stopped=True))  # the header's
     panel.finish(stats, stopped=True)  # the verdict at the reply's end
     note = panel.note.text().lower()  # the panel capitalises the sentence
     assert panel.note.isVisible() and ls.STOPPED_TEXT in note and ls.PAUSED_TEXT not in note

@@ -8,7 +8,8 @@ restores the pair) it says so instead of "off". Turning it off lasts until the
 next draft load; it is not saved, so an old session cannot silently disable a
 draft given today. When the adaptive mode has paused drafting because it measured
 it slower than plain here, the label says so ("Speculative: on · paused: slower
-here (re-checked every N replies)") and :class:`RecheckButton` clears the verdict.
+here (re-checked in N replies)", a count down to the reply that re-checks) and
+:class:`RecheckButton` clears the verdict.
 """
 
 from __future__ import annotations

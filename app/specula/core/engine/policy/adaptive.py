@@ -379,8 +379,8 @@ class AdaptivePolicy(ProbeCadence):
     # -- the verdict ---------------------------------------------------------
 
     def verdict(self) -> PolicyVerdict:
-        """Whether the last reply found drafting paying, and how often a pause is re-checked."""
-        return PolicyVerdict(paused=self.paused and self.allow_draft, recheck_every=RECHECK_EVERY,
+        """Whether the last reply found drafting paying, and when a pause is re-checked."""
+        return PolicyVerdict(paused=self.paused and self.allow_draft, recheck_in=self.replies_to_recheck(),
                              erratic=self.cost.erratic,
                              held_back=self.allow_draft and self._ended_short(),
                              stopped=self.allow_draft and self.stop_loss.stopped)

@@ -99,6 +99,19 @@ class ProbeCadence(StopRule):
             return True
         return False
 
+    def replies_to_recheck(self) -> int:
+        """While paused, which reply from now re-checks drafting (1: the next one), by the
+        count :meth:`_probe_now` keeps: a probe at the cadence, or a re-time every
+        RECHECK_EVERY replies where no chain could pay (the cadence while timings are
+        erratic). A probe owed by a reply that ended as a short answer runs in the next."""
+        if self._probe_left > 0 and self._sync_wait > 0 and not self._probe_ran:
+            return 1
+        v1 = self.cost.verify_time(1)
+        if v1 is None or self.cost.draft is None or self._recheck_now:
+            return 1
+        every = self.probe_every if self._could_pay(v1) or self.cost.erratic else RECHECK_EVERY
+        return max(every - self.replies_since_probe, 1)
+
     def _probe_waits(self, v1: float) -> bool:
         """Whether a probe's feed waits for the reply to outgrow a short answer: where even
         at the acceptance a probe is sized for (PROBE_RATE) a drafted token would save less
