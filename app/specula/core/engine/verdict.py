@@ -28,6 +28,9 @@ class PolicyVerdict:
     # lost more than a small share of the reply against plain steps, so it ran plain after.
     stopped: bool = False
 
+    def _when(self) -> str:
+        return "the next reply" if self.recheck_in <= 1 else f"{self.recheck_in} replies"
+
     def header_text(self) -> str:
         """The part after "Speculative: on" ('' while drafting runs)."""
         if not self.paused:
@@ -38,8 +41,7 @@ class PolicyVerdict:
     def tooltip(self) -> str:
         text = ("The adaptive mode measured that drafting is slower than plain decoding on this "
                 "machine, so replies run without the draft. It drafts a few steps to check "
-                f"again {'in the next reply' if self.recheck_in <= 1 else f'in {self.recheck_in} replies'}; "
-                "each check that finds it still slower waits longer for the next one.")
+                f"again in {self._when()}; while the checks find it slower, they come less often.")
         if self.erratic:
             text += (" The timings of this session were erratic (a busy machine): they are not "
                      "saved, and the next session measures again.")
