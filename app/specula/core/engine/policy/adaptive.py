@@ -323,7 +323,7 @@ class AdaptivePolicy(ProbeCadence):
             key = TokenOrigin(outcome.source).value
             self._observe_shape(key, rate)
         if rec.drafted:
-            self.cost.observe_rollback(rec.checkpoint_s + rec.replay_s)
+            self._observe_rollback(rec)
         if outcome.source == TokenOrigin.TREE:
             if rec.drafted and outcome.chain_run >= 0:
                 chain = self._chain_in_place(rec, outcome.chain_run, outcome.chain_depth)

@@ -54,13 +54,13 @@ class ProbeCadence(StopRule):
         """At a reply's start: whether this reply probes (the draft is fed the prompt for it),
         and whether drafting is paused. A probe that waited for its reply to outgrow a short
         answer, in a reply that did not, runs in this reply instead, as it was planned."""
-        owed = self._probe_left > 0 and self._sync_wait > 0 and not self._probe_ran
+        owed = self._owed()
         self._probe_ran = False
         if owed:
             return True
         self._retime = False
         self._sync_wait = 0
-        if v1 is None or self.cost.draft is None or self._recheck_now:
+        if v1 is None or self._unmeasured():
             self._recheck_now = False
             self.replies_since_probe = 0
             self._probe_left = PROBE_STEPS
@@ -85,8 +85,7 @@ class ProbeCadence(StopRule):
         # busy when they were measured), at the usual cadence while this session's timings
         # are erratic.
         could_pay = self._could_pay(v1)
-        every = self.probe_every if could_pay or self.cost.erratic else RECHECK_EVERY
-        if self.replies_since_probe >= every:
+        if self.replies_since_probe >= self._every(could_pay):
             self.replies_since_probe = 0
             self._sync_wait = SHORT_ANSWER if self._probe_waits(v1) else 0
             if not could_pay:
@@ -104,13 +103,25 @@ class ProbeCadence(StopRule):
         count :meth:`_probe_now` keeps: a probe at the cadence, or a re-time every
         RECHECK_EVERY replies where no chain could pay (the cadence while timings are
         erratic). A probe owed by a reply that ended as a short answer runs in the next."""
-        if self._probe_left > 0 and self._sync_wait > 0 and not self._probe_ran:
-            return 1
         v1 = self.cost.verify_time(1)
-        if v1 is None or self.cost.draft is None or self._recheck_now:
+        if self._owed() or v1 is None or self._unmeasured():
             return 1
-        every = self.probe_every if self._could_pay(v1) or self.cost.erratic else RECHECK_EVERY
-        return max(every - self.replies_since_probe, 1)
+        return max(self._every(self._could_pay(v1)) - self.replies_since_probe, 1)
+
+    def _owed(self) -> bool:
+        """A probe that waited for its reply to outgrow a short answer, in a reply that did
+        not: it runs in the next reply."""
+        return self._probe_left > 0 and self._sync_wait > 0 and not self._probe_ran
+
+    def _unmeasured(self) -> bool:
+        """The next reply probes whatever the rates say: no draft decode timed yet, or the
+        user asked (``AdaptivePolicy.clear_verdict``)."""
+        return self.cost.draft is None or self._recheck_now
+
+    def _every(self, could_pay: bool) -> int:
+        """Replies between re-checks now: the probe cadence, or where no chain could pay even
+        at 100% acceptance a re-time every RECHECK_EVERY (the cadence while timings are erratic)."""
+        return self.probe_every if could_pay or self.cost.erratic else RECHECK_EVERY
 
     def _probe_waits(self, v1: float) -> bool:
         """Whether a probe's feed waits for the reply to outgrow a short answer: where even
@@ -176,7 +187,11 @@ class ProbeCadence(StopRule):
         drafting pays, else it probes (the cadence's count is made due)."""
         self.cost.observe_verify(rec.drafted + 1, rec.verify_s)
         self.cost.observe_draft(rec.draft_decodes, rec.catchup, rec.draft_s)
-        self.cost.observe_rollback(rec.checkpoint_s + rec.replay_s)
+        self._observe_rollback(rec)
         v1 = self.cost.verify_time(1)
         if v1 is not None and self._could_pay(v1):
             self.replies_since_probe = self.probe_every  # the next sync reaches the cadence
+
+    def _observe_rollback(self, rec: StepRecord) -> None:
+        """A drafted step's cost of keeping a recurrent or hybrid target exact."""
+        self.cost.observe_rollback(rec.checkpoint_s + rec.replay_s)
