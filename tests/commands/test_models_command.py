@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import threading
@@ -124,7 +123,9 @@ def test_pull_interrupted_leaves_a_resumable_part(
         guard = time.monotonic() + STALL_GUARD_S
         while not (part.exists() and part.stat().st_size) and time.monotonic() < guard:
             time.sleep(0.01)  # until the received bytes are on disk
-        os.kill(os.getpid(), signal.SIGINT)
+        # to the main thread itself: a process-wide kill may land on another thread, and the
+        # main thread would only see it when its read timed out
+        signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
 
     presser = threading.Thread(target=press_ctrl_c)
     presser.start()

@@ -23,6 +23,17 @@ INTERVAL_MS = 500
 when a generation is past its threshold, as the automatic collector would)."""
 
 
+def generation_due(counts: tuple[int, int, int],
+                   thresholds: tuple[int, int, int]) -> int | None:
+    """The oldest generation Python's automatic collector would collect at these
+    allocation counts, or None: generation 0 only past its threshold, an older one
+    only when every younger one is past its threshold too."""
+    (c0, c1, c2), (t0, t1, t2) = counts, thresholds
+    if t0 == 0 or c0 <= t0:
+        return None
+    return 2 if (c1 > t1 and c2 > t2) else 1 if c1 > t1 else 0
+
+
 class GuiThreadCollector(QObject):
     """Owns the switch: automatic collection off from creation to :meth:`uninstall`."""
 
@@ -37,12 +48,8 @@ class GuiThreadCollector(QObject):
 
     def collect_due(self) -> int:
         """Collect the generations past their thresholds, here; returns objects freed."""
-        c0, c1, c2 = gc.get_count()
-        t0, t1, t2 = self._thresholds
-        if t0 == 0 or c0 <= t0:
-            return 0
-        generation = 2 if (c1 > t1 and c2 > t2) else 1 if c1 > t1 else 0
-        return gc.collect(generation)
+        generation = generation_due(gc.get_count(), self._thresholds)
+        return 0 if generation is None else gc.collect(generation)
 
     def uninstall(self) -> None:
         """Collect what is left on this thread, then give collection back to Python."""

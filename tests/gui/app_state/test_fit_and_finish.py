@@ -170,8 +170,8 @@ def test_copy_says_copied(loaded, qtbot) -> None:  # type: ignore[no-untyped-def
     widget.body.anchorClicked.emit(QUrl("copy:0"))
     assert QGuiApplication.clipboard().text().strip() == "print('hi')"
     assert COPIED in widget.body.toPlainText()
-    qtbot.waitUntil(lambda: widget.copy_button.text() == "Copy", timeout=5000)
-    qtbot.waitUntil(lambda: COPIED not in widget.body.toPlainText(), timeout=5000)
+    qtbot.waitUntil(lambda: widget.copy_button.text() == "Copy", timeout=60000)
+    qtbot.waitUntil(lambda: COPIED not in widget.body.toPlainText(), timeout=60000)
 
 
 def test_an_identical_greedy_regeneration_says_why(loaded, qtbot) -> None:  # type: ignore[no-untyped-def]

@@ -83,13 +83,13 @@ def test_token_counter_follows_the_composer(small_ctx, qtbot):  # type: ignore[n
                               {"role": "user", "content": "hello"},
                               {"role": "assistant", "content": done.text}])
     qtbot.waitUntil(lambda: page.context_bar.tokens.text() == f"{whole} / 256 tokens",
-                    timeout=5000)
+                    timeout=60000)
     typed = "some words typed here"
     page.composer.setPlainText(typed)
     n = page.meter.count_text(typed)
     assert n > 0
     qtbot.waitUntil(lambda: page.context_bar.tokens.text() == f"{whole} + {n} / 256 tokens",
-                    timeout=5000)
+                    timeout=60000)
 
 
 def test_delete_edit_and_branch_any_message(loaded, qtbot):  # type: ignore[no-untyped-def]

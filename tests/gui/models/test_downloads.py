@@ -8,7 +8,7 @@ from specula.core.hub.download import DownloadState
 from specula.core.hub.partial_files import part_file
 from specula.gui.downloads.manager import DownloadManager
 from specula.gui.downloads.page import DownloadsPage
-from tests.fixtures.fake_hub import FakeHub
+from tests.fixtures.fake_hub import STALL_GUARD_S, FakeHub
 from tests.fixtures.hub_repos import SMALL_FILE, SMALL_REPO, SPLIT_FIRST, TARGET_FILE, TARGET_REPO
 
 
@@ -51,9 +51,9 @@ def test_pause_resume_and_restart(ctx, fake_hub: FakeHub, qtbot) -> None:  # typ
     page = _page(ctx, qtbot)
     fake_hub.stall_after[TARGET_FILE] = 30_000
     ctx.downloads.start(TARGET_REPO, TARGET_FILE)
-    assert fake_hub.stalled.wait(10)
+    assert fake_hub.stalled.wait(STALL_GUARD_S)
     row = page.row(TARGET_REPO, TARGET_FILE)
-    qtbot.waitUntil(lambda: row.pause_button.isEnabled(), timeout=5000)
+    qtbot.waitUntil(lambda: row.pause_button.isEnabled(), timeout=60000)
     row.pause_button.click()
     fake_hub.release.set()
     qtbot.waitUntil(lambda: _state(ctx, TARGET_REPO, TARGET_FILE) is DownloadState.PAUSED,
@@ -80,9 +80,9 @@ def test_cancel_deletes_the_part(ctx, fake_hub: FakeHub, qtbot) -> None:  # type
     page = _page(ctx, qtbot)
     fake_hub.stall_after[SMALL_FILE] = 20_000
     ctx.downloads.start(SMALL_REPO, SMALL_FILE)
-    assert fake_hub.stalled.wait(10)
+    assert fake_hub.stalled.wait(STALL_GUARD_S)
     row = page.row(SMALL_REPO, SMALL_FILE)
-    qtbot.waitUntil(lambda: row.cancel_button.isEnabled(), timeout=5000)
+    qtbot.waitUntil(lambda: row.cancel_button.isEnabled(), timeout=60000)
     row.cancel_button.click()
     fake_hub.release.set()
     qtbot.waitUntil(lambda: _state(ctx, SMALL_REPO, SMALL_FILE) is DownloadState.CANCELLED,
@@ -124,7 +124,7 @@ def test_nav_badge_while_running(make_window, fake_hub: FakeHub, qtbot) -> None:
     fake_hub.stall_after[SMALL_FILE] = 10_000
     w.ctx.downloads.start(SMALL_REPO, SMALL_FILE)
     assert nav_item.text() == "Downloads (1)"
-    assert fake_hub.stalled.wait(10)
+    assert fake_hub.stalled.wait(STALL_GUARD_S)
     fake_hub.release.set()
     qtbot.waitUntil(lambda: nav_item.text() == "Downloads", timeout=15000)
 
@@ -136,10 +136,10 @@ def test_every_row_has_its_own_buttons(ctx, fake_hub: FakeHub, qtbot) -> None:  
         ctx.downloads.start(SMALL_REPO, SMALL_FILE)
     fake_hub.stall_after[TARGET_FILE] = 30_000
     ctx.downloads.start(TARGET_REPO, TARGET_FILE)
-    assert fake_hub.stalled.wait(10)
+    assert fake_hub.stalled.wait(STALL_GUARD_S)
     done_row, running = page.row(SMALL_REPO, SMALL_FILE), page.row(TARGET_REPO, TARGET_FILE)
     assert running is not None and done_row is not None and running is not done_row
-    qtbot.waitUntil(lambda: running.pause_button.isEnabled(), timeout=5000)  # nothing selected
+    qtbot.waitUntil(lambda: running.pause_button.isEnabled(), timeout=60000)  # nothing selected
     assert running.cancel_button.isEnabled() and not running.pause_button.isHidden()
     assert running.resume_button.isHidden()  # one of Pause / Resume at a time
     assert done_row.pause_button.isHidden() and done_row.resume_button.isHidden()

@@ -57,7 +57,7 @@ def test_load_remove_and_reveal(ctx, hub_models, qtbot) -> None:  # type: ignore
     page = _library(ctx, qtbot, hub_models)
     small = ctx.library.models_dir / SMALL_REPO / SMALL_FILE
     page.select_path(str(small))
-    with qtbot.waitSignal(ctx.load_requested, timeout=1000) as blocker:
+    with qtbot.waitSignal(ctx.load_requested, timeout=30000) as blocker:
         page.details.load_draft.click()
     assert blocker.args == ["draft", str(small)]
     opened: list[str] = []
