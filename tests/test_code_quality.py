@@ -1,4 +1,4 @@
-"""The checks CI runs on the code itself: ruff, mypy --strict on specula.core,
+"""The checks CI runs on the code itself: ruff, mypy --strict on specula.core, the server and the commands,
 and the import-linter contracts (specula.core never imports Qt, the GUI or the server)."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def test_ruff() -> None:
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-def test_mypy_core() -> None:
+def test_mypy_strict() -> None:
     r = _run(_tool("mypy"))
     assert r.returncode == 0, r.stdout + r.stderr
 

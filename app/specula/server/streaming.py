@@ -44,7 +44,7 @@ def usage(prompt_tokens: int, done: Done) -> dict[str, int]:
 def spec_stats(done: Done, draft: str | None) -> dict[str, Any]:
     """The speculative statistics of one reply (acceptance is of drafted tokens)."""
     s = done.stats
-    out = {
+    out: dict[str, object] = {
         "mode": s.mode, "draft": draft if s.mode != "plain" else None,
         "acceptance_rule": s.acceptance_rule,
         "drafted": s.drafted, "accepted": s.accepted,
