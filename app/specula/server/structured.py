@@ -28,7 +28,7 @@ the body and :func:`bind_tools` finishes the job against a template.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from specula.core.chat.tool_calls import ToolFormat, known_families
 from specula.core.engine.grammar.json_schema_limits import GrammarLimitError, check_gbnf
@@ -41,7 +41,7 @@ from specula.server.errors import bad
 
 if TYPE_CHECKING:
     from specula.core.chat.template import ChatTemplate
-    from specula.server.schemas import GenerationRequest
+    from specula.core.engine.sampling.rules import SamplingParams
 
 CHOICES = ("auto", "none", "required")
 MAX_TOOLS = 128  # as the OpenAI API
@@ -182,7 +182,15 @@ def parse_structure(body: dict[str, Any], kind: str) -> Structure:
     return s
 
 
-def bind_tools(req: GenerationRequest, template: ChatTemplate) -> None:
+class WithStructure(Protocol):
+    """What this module needs of a request (schemas.GenerationRequest, which imports this
+    module: naming it here would make the two a circle)."""
+
+    structure: Structure
+    sampling: SamplingParams
+
+
+def bind_tools(req: WithStructure, template: ChatTemplate) -> None:
     """Tie the request's tools to ``template``'s family: the format its reply is read
     in, and for "required" or a named function the grammar that forces the call.
 
@@ -206,6 +214,6 @@ def bind_tools(req: GenerationRequest, template: ChatTemplate) -> None:
         req.sampling = replace(req.sampling, grammar=grammar, grammar_root=root)
 
 
-def prompt_tools(req: GenerationRequest) -> list[dict[str, Any]] | None:
+def prompt_tools(req: WithStructure) -> list[dict[str, Any]] | None:
     """The tools the template shows the model ("none" shows none)."""
     return req.structure.tools if req.structure.wants_tools else None
