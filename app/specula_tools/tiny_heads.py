@@ -141,10 +141,10 @@ def build_head(path: str | Path, spec: HeadSpec) -> Path:
 
 def layers_for(kind: str, n_layer: int) -> tuple[int, ...]:
     """Target layers a head of ``kind`` reads on a target of ``n_layer`` layers: low,
-    middle and high for EAGLE-3 (three ids, as llama.cpp requires), two for DFlash."""
+    middle and high for EAGLE-3 (three ids, as llama.cpp requires), low and high for DFlash."""
     if kind == "eagle3":
         return (0, n_layer // 2, n_layer - 1)
-    return (1, n_layer - 1)
+    return (0, n_layer - 1)
 
 
 def spec_for(kind: str, n_layer: int, **changes: object) -> HeadSpec:

@@ -70,7 +70,14 @@ class _Eagle3Native:
         if not tokens:
             self._fresh = False
             return 0.0
-        spent = self.h.decode(tokens, pos0, rows, outputs=1 if logits else 0)
+        spent = 0.0
+        if logits and len(tokens) > 1:
+            # llama.cpp's EAGLE-3 graph does not pick the output rows out of a batch: with
+            # one output asked of several entries it returns the *first* entry's logits and
+            # row. Its drafter only ever asks a one-entry batch for them; so does this one.
+            spent += self.h.decode(tokens[:-1], pos0, rows[:-1], outputs=0)
+            tokens, rows, pos0 = tokens[-1:], rows[-1:], pos0 + len(tokens) - 1
+        spent += self.h.decode(tokens, pos0, rows, outputs=1 if logits else 0)
         self._fresh = logits
         return spent
 

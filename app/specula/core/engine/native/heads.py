@@ -107,12 +107,9 @@ def bind_symbol(lib: Any, names: tuple[str, ...], argtypes: list[Any], restype: 
     raise AttributeError(f"none of {', '.join(names)} is exported")
 
 
-def _bind(lib: Any = None) -> str:
-    """Bind every call once; "" when all are there, else the sentence saying what is not."""
-    global _missing
-    if _missing is not None and lib is None:
-        return _missing
-    lib = lib if lib is not None else L.llama_cpp._lib
+def bind_all(lib: Any) -> tuple[dict[str, Any], str]:
+    """Every call of :data:`_SIGNATURES` from ``lib``: (the functions, ""), or ({}, the
+    sentence saying what is missing)."""
     found: dict[str, Any] = {}
     try:
         for key, (names, argtypes, restype) in _SIGNATURES.items():
@@ -121,11 +118,17 @@ def _bind(lib: Any = None) -> str:
                      "llama_batch_ext_set_embd_token", "llama_set_causal_attn"):
             getattr(L, name)
     except AttributeError as exc:
-        _missing = f"this llama.cpp library has no draft-head support ({exc})"
-        return _missing
-    _fn.update(found)
-    _missing = ""
-    return ""
+        return {}, f"this llama.cpp library has no draft-head support ({exc})"
+    return found, ""
+
+
+def _bind() -> str:
+    """Bind every call once; "" when all are there, else the sentence saying what is not."""
+    global _missing
+    if _missing is None:
+        found, _missing = bind_all(L.llama_cpp._lib)
+        _fn.update(found)
+    return _missing
 
 
 def _floats(addr: int, n: int) -> F32:
