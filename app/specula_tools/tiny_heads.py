@@ -148,7 +148,9 @@ def layers_for(kind: str, n_layer: int) -> tuple[int, ...]:
 
 
 def spec_for(kind: str, n_layer: int, **changes: object) -> HeadSpec:
-    return HeadSpec(kind, layers_for(kind, n_layer), **changes)  # type: ignore[arg-type]
+    """The head of ``kind`` for a target of ``n_layer`` layers, with ``changes`` (a misfit)."""
+    changes.setdefault("layer_ids", layers_for(kind, n_layer))
+    return HeadSpec(kind, **changes)  # type: ignore[arg-type]
 
 
 # The tiny targets' layer counts (tiny_models.TARGET, tiny_families.FAMILIES).

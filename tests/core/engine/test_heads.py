@@ -22,9 +22,12 @@ import pytest
 
 from specula.core.engine.drafters.heads import DFlashHead, Eagle3Head
 from specula.core.engine.engine import Engine
-from specula.core.engine.events import StopReason, TokenOrigin
+from specula.core.engine.events import Done, StopReason, TokenOrigin
 from specula.core.engine.sampling.rules import Rule, SamplingParams
 from tests.core.engine.conftest import PLAIN, run
+from tests.core.engine.reference import FreshTarget, Transform
+from tests.core.engine.sampling_runs import ALPHA_PASS, check, prompt_of
+from tests.core.engine.sampling_runs import spec as sr_spec
 from tests.core.engine.heads_support import (
     KINDS,
     TARGETS,
@@ -59,7 +62,7 @@ def case(request: pytest.FixtureRequest, tiny: dict[str, Path], families: dict[s
 
 
 def test_a_head_loads_and_says_what_it_is(case: tuple[str, str, Engine]) -> None:
-    target, kind, eng = case
+    _target, kind, eng = case
     assert eng.head_info is not None and eng.head_info.kind == kind
     head = eng._head
     assert isinstance(head, Eagle3Head if kind == "eagle3" else DFlashHead)
@@ -102,7 +105,7 @@ def test_coupled_text_equals_plains(case: tuple[str, str, Engine], seed: int) ->
 
 def test_two_replies_in_one_engine(case: tuple[str, str, Engine]) -> None:
     """The second reply reuses the conversation's prefix (the head keeps what it holds of it)."""
-    target, kind, eng = case
+    _target, kind, eng = case
     sp = SamplingParams(max_tokens=20, seed=5, **HOT)  # type: ignore[arg-type]
     conv = [{"role": "user", "content": PROMPTS[1]}]
     a_plain = list(eng.chat(conv, sp, PLAIN))[-1]
@@ -158,7 +161,7 @@ def test_the_head_sees_what_a_fresh_head_sees(case: tuple[str, str, Engine]) -> 
     """At every drafting step (after partial acceptances, target replays on the hybrids
     included) the head's logits are those of a head fed from scratch with the target's
     layers for the committed prefix."""
-    target, kind, eng = case
+    _target, kind, eng = case
     bad, compared, done = _fidelity(eng, kind)
     assert done.stats.draft_stopped == ""
     assert compared >= 5
@@ -231,3 +234,43 @@ def test_power_a_broken_head_is_seen(target: str, kind: str, breaks: str, tiny: 
     finally:
         monkeypatch.undo()
         eng.close()
+
+
+# -- rejection sampling: the law of the reply ------------------------------------------------
+
+# (target, kind, top-k, tokens judged): where the random head's top tokens and the
+# target's meet at this prompt (the EAGLE-3 head's top 12 miss the target's: top-k 40, one token).
+CHI_CASES = [("llama", "eagle3", 40, 1), ("llama", "dflash", 12, 2), ("qwen35", "dspark", 12, 2)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target,kind,top_k,n", CHI_CASES)
+def test_rejection_sampling_draws_from_the_target(target: str, kind: str, top_k: int, n: int,
+                                                  tiny: dict[str, Path],
+                                                  families: dict[str, Path], head_dir: Path) -> None:
+    """Chi-square of the first 3 tokens against the reference (a fresh target per prefix),
+    with the head's q in the acceptance ratio."""
+    path = target_path(target, tiny, families)
+    eng = head_engine(path, head_path(head_dir, target, kind))
+    ref = FreshTarget(path)
+    stopped: set[str] = set()
+    gen_events = eng.generate_tokens
+
+    def watching(*a: Any, **kw: Any) -> Any:  # no reply may lose its head on the way
+        for ev in gen_events(*a, **kw):
+            if isinstance(ev, Done) and ev.stats.draft_stopped:
+                stopped.add(ev.stats.draft_stopped)
+            yield ev
+
+    eng.generate_tokens = watching  # type: ignore[method-assign]
+    try:
+        res = check(f"{kind} on {target} k=2, rejection, top-k {top_k}", eng, ref, prompt_of(eng),
+                    Transform(temperature=1.0, top_k=top_k), n, sr_spec(kind, draft_max=2), 1500,
+                    max_tokens=n + 1)
+    finally:
+        ref.close()
+        eng.close()
+    assert res.p > ALPHA_PASS
+    assert res.tally.drafted > 0 and res.tally.accepted > 0
+    assert res.tally.rules == {"rejection-sampling"}
+    assert not stopped, stopped

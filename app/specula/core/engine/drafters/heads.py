@@ -308,8 +308,9 @@ class DFlashHead:
             return 0.0
 
     def _write(self, committed: Sequence[int], end: int) -> float:
-        """Write the features of ``committed[held:end]`` into the cache at their positions."""
-        self.held = min(self.held, common_prefix(self.tokens, committed))
+        """Write the features of ``committed[held:end]`` into the cache at their positions
+        (and cut what it holds past ``end``: the block goes there)."""
+        self.held = min(self.held, common_prefix(self.tokens, committed), end)
         del self.tokens[self.held:]
         self._cut()
         start = self.held
