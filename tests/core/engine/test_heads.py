@@ -25,9 +25,6 @@ from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done, StopReason, TokenOrigin
 from specula.core.engine.sampling.rules import Rule, SamplingParams
 from tests.core.engine.conftest import PLAIN, run
-from tests.core.engine.reference import FreshTarget, Transform
-from tests.core.engine.sampling_runs import ALPHA_PASS, check, prompt_of
-from tests.core.engine.sampling_runs import spec as sr_spec
 from tests.core.engine.heads_support import (
     KINDS,
     TARGETS,
@@ -38,6 +35,9 @@ from tests.core.engine.heads_support import (
     spec,
     target_path,
 )
+from tests.core.engine.reference import FreshTarget, Transform
+from tests.core.engine.sampling_runs import ALPHA_PASS, check, prompt_of
+from tests.core.engine.sampling_runs import spec as sr_spec
 
 PROMPTS = ["hello world the model", "def print(self): return the code"]
 GREEDY = SamplingParams(max_tokens=32)
