@@ -16,6 +16,7 @@ a head proposes. The heads are a few hundred KB.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,18 +48,22 @@ class HeadSpec:
     markov_rank: int = 8  # DSpark
     seed: int = 4343
     scale: float = 1.0
+    f16: bool = False  # matrices in F16 (a real-size head), else F32
+
+
+Tokenizer = Callable[[gguf.GGUFWriter], int]  # writes a vocabulary, returns its size
 
 
 class _Head:
-    def __init__(self, path: Path, spec: HeadSpec) -> None:
+    def __init__(self, path: Path, spec: HeadSpec, tokenizer: Tokenizer | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         arch = "eagle3" if spec.kind == "eagle3" else "dflash"
         self.path, self.spec, self.arch = path, spec, arch
         self.rng = np.random.default_rng(spec.seed)
         self.w = gguf.GGUFWriter(str(path), arch)
         self.w.add_name(f"tiny-{spec.kind}-head")
-        self.w.add_file_type(gguf.LlamaFileType.ALL_F32)
-        self.n_vocab = add_tokenizer(self.w, TinySpec())
+        self.w.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if spec.f16 else gguf.LlamaFileType.ALL_F32)
+        self.n_vocab = tokenizer(self.w) if tokenizer else add_tokenizer(self.w, TinySpec())
 
     def key(self, name: str, value: int | bool | list[int]) -> None:
         """``<arch>.<name>`` in the exact type llama.cpp reads it as."""
@@ -73,7 +78,8 @@ class _Head:
     def mat(self, name: str, rows: int, cols: int, scale: float | None = None) -> None:
         """A (rows, cols) numpy matrix: ggml's {cols, rows}, llama.cpp's {n_in, n_out}."""
         s = (cols ** -0.5 if scale is None else scale) * self.spec.scale
-        self.w.add_tensor(name, self.rng.standard_normal((rows, cols)).astype(np.float32) * s)
+        m = self.rng.standard_normal((rows, cols), dtype=np.float32) * np.float32(s)
+        self.w.add_tensor(name, m.astype(np.float16) if self.spec.f16 else m)
 
     def ones(self, name: str, n: int) -> None:
         self.w.add_tensor(name, np.ones(n, dtype=np.float32))
@@ -134,9 +140,10 @@ class _Head:
         return write_out(self.w, self.path)
 
 
-def build_head(path: str | Path, spec: HeadSpec) -> Path:
-    """Write the head ``spec`` describes at ``path``."""
-    return _Head(Path(path), spec).write()
+def build_head(path: str | Path, spec: HeadSpec, tokenizer: Tokenizer | None = None) -> Path:
+    """Write the head ``spec`` describes at ``path`` (with the tiny tokenizer unless
+    ``tokenizer`` writes another: a head carries its target's vocabulary)."""
+    return _Head(Path(path), spec, tokenizer).write()
 
 
 def layers_for(kind: str, n_layer: int) -> tuple[int, ...]:
