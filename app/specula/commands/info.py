@@ -43,9 +43,8 @@ def format_info(info: ModelInfo) -> str:
         ("add BOS / EOS", f"{info.add_bos} / {info.add_eos}"),
         ("chat template", "yes" if info.has_chat_template else "no"),
         ("tokenizer fingerprint", info.tokenizer_fingerprint),
-        *kind_rows(info),
-        *mtp_use_rows(info),
-        *head_rows(info),
+        # a head has no memory or experts of its own to speak of: what it is instead
+        *(head_rows(info) if is_head(info) else [*kind_rows(info), *mtp_use_rows(info)]),
     ]
     return "\n".join(f"{k:>22}: {v}" for k, v in rows)
 
