@@ -274,3 +274,44 @@ def test_rejection_sampling_draws_from_the_target(target: str, kind: str, top_k:
     assert res.tally.drafted > 0 and res.tally.accepted > 0
     assert res.tally.rules == {"rejection-sampling"}
     assert not stopped, stopped
+
+
+# -- the head's own limits ---------------------------------------------------------------------
+
+
+def test_a_d2t_head_drafts_only_its_own_vocabulary(tiny: dict[str, Path], head_dir: Path) -> None:
+    """An EAGLE-3 head with a d2t map: llama.cpp's graph puts its logits on the mapped target
+    ids (-inf elsewhere), so every drafted token is one of them; the reply is plain's."""
+    import gguf
+
+    path = head_path(head_dir, "llama", "eagle3", draft_vocab=64)
+    d2t = next(t for t in gguf.GGUFReader(str(path)).tensors if t.name == "d2t")
+    mapped = {int(x) for x in d2t.data}
+    assert len(mapped) == 64
+    eng = head_engine(tiny["target"], path)
+    try:
+        drafted: list[int] = []
+        with recording(eng) as steps:
+            plain, _ = run(eng, PROMPTS[0], GREEDY, PLAIN)
+            done, _ = run(eng, PROMPTS[0], GREEDY, spec("eagle3", k=3))
+        for st in steps:
+            drafted += st.drafted
+        assert done.token_ids == plain.token_ids
+        assert drafted and set(drafted) <= mapped
+    finally:
+        eng.close()
+
+
+def test_a_dflash_block_caps_the_draft(tiny: dict[str, Path], head_dir: Path) -> None:
+    """A DFlash head of block size 4 drafts at most 3 tokens a step (the block minus its
+    anchor), a DSpark head 4 (it drafts from the anchor), whatever draft_max asks."""
+    for kind, cap in (("dflash", 3), ("dspark", 4)):
+        eng = head_engine(tiny["target"], head_path(head_dir, "llama", kind))
+        try:
+            with recording(eng) as steps:
+                done, _ = run(eng, PROMPTS[1], GREEDY, spec(kind, k=8))
+            lengths = {len(st.drafted) for st in steps}
+            assert max(lengths) == cap, (kind, lengths)
+            assert done.stats.drafted > 0
+        finally:
+            eng.close()
