@@ -185,3 +185,21 @@ def test_chat_with_a_head_says_which_and_counts_its_tokens(tiny: dict[str, Path]
     r = _chat(tiny["target"], "--draft", str(head), "--mode", "eagle3", home=specula_home)
     assert r.returncode != 0
     assert "mode eagle3 drafts with a eagle3 head" in r.stderr and "the head given is dflash" in r.stderr
+
+
+def test_bench_runs_a_head_mode_beside_plain(tiny: dict[str, Path], hdir: Path, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text(json.dumps({"id": "p1", "category": "test", "prompt": "hello world the model"}) + "\n")
+    out = tmp_path / "bench.json"
+    assert main(["bench", "--target", str(tiny["target"]), "--draft", str(head_path(hdir, "llama", "eagle3")),
+                 "--prompts", str(prompts), "--modes", "plain,eagle3", "--max-tokens", "16",
+                 "--threads", "1", "--no-calibrate", "--repeat", "1", "--json", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "an EAGLE-3 head reading target layers 0, 1, 1" in err
+    runs = json.loads(out.read_text())["runs"]
+    by_mode = {r["mode"]: r for r in runs}
+    assert by_mode["eagle3"]["drafted"] > 0
+    assert by_mode["eagle3"]["identical"] is True
