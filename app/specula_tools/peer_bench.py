@@ -7,11 +7,16 @@
     python -m specula_tools.peer_bench --llama-server PATH/llama-server \\
         --target T-with-MTP.gguf --modes plain,mtp,adaptive --peer-draft-max "" --peer-mtp-max 1,3
 
+    python -m specula_tools.peer_bench --llama-server PATH/llama-server \\
+        --target T.gguf --head EAGLE3-HEAD.gguf --modes plain,eagle3 --peer-draft-max "" --peer-head-max 3
+
 Starts llama-server without a draft, llama-server with the draft once per
 ``--peer-draft-max`` (``-md D --spec-type draft-simple --spec-draft-n-max K``:
 ``-md`` alone loads the draft but enables no drafter), llama-server drafting with
 the target's own MTP layers once per ``--peer-mtp-max`` (``--spec-type draft-mtp``),
-and one ``specula serve``
+llama-server drafting with a draft head once per ``--peer-head-max`` (``-md HEAD --spec-type
+draft-eagle3 | draft-dflash | draft-dspark``, the kind read from the head's header),
+and one ``specula serve`` (with ``--head``: serving with the head, modes ``eagle3`` ...)
 whose mode is chosen per request. Every server answers the same streamed chat
 request for each prompt, sides rotating from prompt to prompt (greedy; each timed
 request follows an untimed one-token request with another prompt, so no side
@@ -153,7 +158,7 @@ def _specula_modes(text: str) -> list[tuple[str, dict[str, object]]]:
     out = []
     for item in [m.strip() for m in text.split(",") if m.strip()]:
         mode, _, k = item.partition(":")
-        if mode not in ("plain", "adaptive", "chain", "tree", "lookup", "mtp"):
+        if mode not in ("plain", "adaptive", "chain", "tree", "lookup", "mtp", "eagle3", "dflash", "dspark"):
             raise ValueError(f"unknown Specula mode {mode!r}")
         field: dict[str, object] = {"mode": mode}
         if k:
@@ -165,6 +170,17 @@ def _specula_modes(text: str) -> list[tuple[str, dict[str, object]]]:
 def _ints(text: str) -> list[int]:
     """'3,8' -> [3, 8]; '' -> []."""
     return [int(x) for x in text.split(",") if x.strip()]
+
+
+def _head_kind(path: str) -> str:
+    """eagle3, dflash or dspark, from the head's header (ValueError when it is no head)."""
+    from specula.core.gguf.draft_head import read_head_info
+    from specula.core.gguf.model_info import GGUFError
+
+    try:
+        return read_head_info(path).kind
+    except GGUFError as exc:
+        raise ValueError(str(exc)) from exc
 
 
 def build_sides(a: argparse.Namespace, log_dir: Path) -> tuple[list[Side], list[Server]]:
@@ -192,6 +208,16 @@ def build_sides(a: argparse.Namespace, log_dir: Path) -> tuple[list[Side], list[
                             "--spec-draft-n-max", str(k)], log_dir=log_dir)
         servers.append(srv)
         sides.append(Side(name, srv, {"cache_prompt": True}))
+    head_kind = _head_kind(a.head) if a.head else ""
+    for k in _ints(a.peer_head_max) if a.head else []:
+        # a draft head (EAGLE-3, DFlash, DSpark): llama-server needs its --spec-type (an
+        # EAGLE-3 head given without it loads and silently drafts nothing)
+        name = f"llama-server {head_kind}:{k}"
+        srv = Server(name, [a.llama_server, *common, "-md", a.head, "--spec-type", f"draft-{head_kind}",
+                            "--spec-draft-n-max", str(k), "-ngld", str(a.draft_gpu_layers)],
+                     log_dir=log_dir)
+        servers.append(srv)
+        sides.append(Side(name, srv, {"cache_prompt": True}))
     env = {"SPECULA_HOME": a.specula_home or tempfile.mkdtemp(prefix="specula-peer-")}
     if a.no_repack:
         env["SPECULA_CPU_EXTRA_BUFFERS"] = "0"
@@ -203,7 +229,8 @@ def build_sides(a: argparse.Namespace, log_dir: Path) -> tuple[list[Side], list[
         boot = ("from specula.core.engine.drafters.ngram_store import NgramStore; "
                 "NgramStore.learn_reply = lambda self, tokens: None; " + boot)
     spec = Server("specula", [sys.executable, "-c", boot,
-                              "serve", "--model", a.target, *(["--draft", a.draft] if a.draft else []),
+                              "serve", "--model", a.target,
+                              *(["--draft", a.head or a.draft] if a.head or a.draft else []),
                               "--threads", threads, "--ctx", str(a.ctx), "--gpu-layers", str(a.gpu_layers),
                               "--draft-gpu-layers", str(a.draft_gpu_layers)], env=env, log_dir=log_dir)
     servers.append(spec)
@@ -226,6 +253,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--peer-mtp-max", default="",
                     help="llama-server MTP settings (--spec-type draft-mtp --spec-draft-n-max K), "
                          "one server each; needs a target with MTP (NextN) layers")
+    ap.add_argument("--head", help="a draft head (EAGLE-3, DFlash, DSpark) for the target: Specula "
+                                   "serves with it (modes eagle3 / dflash / dspark) instead of --draft")
+    ap.add_argument("--peer-head-max", default="3",
+                    help="with --head: llama-server settings (-md HEAD --spec-type draft-<kind> "
+                         "--spec-draft-n-max K), one server each")
     ap.add_argument("--max-tokens", type=int, default=96)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
@@ -241,9 +273,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--json", dest="json_out", help="write every run and the table here")
     ap.add_argument("--logs", help="folder for the servers' logs (default: a temporary one)")
     a = ap.parse_args(argv)
-    for path in (a.llama_server, a.target, a.draft):
+    for path in (a.llama_server, a.target, a.draft, a.head):
         if path is not None and not Path(path).exists():
             ap.error(f"{path} does not exist")
+    if a.head:
+        try:
+            _head_kind(a.head)
+        except ValueError as exc:
+            ap.error(str(exc))
     try:
         prompts = load_prompts(a.prompts)
     except (OSError, ValueError) as exc:

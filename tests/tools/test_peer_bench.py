@@ -68,3 +68,31 @@ def test_mtp_sides_run_without_a_draft_model(
     assert runs["specula mtp"]["text"] == runs["specula plain"]["text"]
     assert runs["specula mtp"]["drafted"] > 0  # the MTP layers did draft
     assert "specula mtp / llama-server's best mtp setting" in table
+
+
+def test_head_sides_give_the_same_text(tiny: dict[str, Path], tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """A draft head beside llama-server's: llama-server gets ``-md HEAD --spec-type
+    draft-<kind>`` (the stand-in refuses ``-md`` without a drafter type), Specula serves with
+    the head, and its head mode gives plain's text."""
+    from specula_tools.tiny_heads import build_head, spec_for
+
+    head = build_head(tmp_path / "tiny-dflash.gguf", spec_for("dflash", 2))
+    server = tmp_path / "llama-server"
+    server.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE} \"$@\"\n")
+    server.chmod(0o755)
+    out = tmp_path / "peer.json"
+    assert peer_bench.main([
+        "--llama-server", str(server), "--target", str(tiny["target"]), "--head", str(head),
+        "--limit", "1", "--repeat", "1", "--max-tokens", "8", "--threads", "1",
+        "--modes", "plain,dflash", "--peer-draft-max", "", "--peer-head-max", "3", "--json", str(out),
+        "--logs", str(tmp_path / "logs")]) == 0
+    capsys.readouterr()
+    data = json.loads(out.read_text())
+    assert {r["side"] for r in data["runs"]} == {"llama-server", "llama-server dflash:3",
+                                                 "specula plain", "specula dflash"}
+    (row,) = data["rows"]
+    assert row["decode"]["llama-server dflash:3"] == 13.0  # the stand-in drafted (10 + k)
+    runs = {r["side"]: r for r in data["runs"]}
+    assert runs["specula dflash"]["text"] == runs["specula plain"]["text"]
+    assert runs["specula dflash"]["drafted"] > 0  # the head did draft

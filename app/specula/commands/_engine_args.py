@@ -12,7 +12,8 @@ from specula.core.engine.sampling.rules import DEFAULT_RULE, Rule, SamplingParam
 
 def add_model_args(p: argparse.ArgumentParser, *, target_flag: str = "--model") -> None:
     p.add_argument(target_flag, dest="target", required=True, help="target GGUF")
-    p.add_argument("--draft", help="draft GGUF (same tokenizer)")
+    p.add_argument("--draft", help="draft GGUF (same tokenizer), or a draft head (EAGLE-3, DFlash, "
+                                   "DSpark: recognised from its header, drafting in its own mode)")
     p.add_argument("--ctx", type=int, default=4096, help="context length (default 4096)")
     p.add_argument("--threads", type=int, default=None, help="CPU threads (default: physical cores)")
     p.add_argument("--gpu-layers", type=gpu_layers, default="auto",
@@ -133,14 +134,39 @@ def load_engine(a: argparse.Namespace) -> Engine:
     print(f"loading {a.target} ...", file=sys.stderr)
     engine.load_target(a.target)
     if a.draft:
-        print(f"loading draft {a.draft} ...", file=sys.stderr)
-        engine.load_draft(a.draft)
+        load_draft_or_head(engine, a)
     check_mtp(engine, [a.mode] if getattr(a, "mode", None) else [])
     return engine
 
 
+def load_draft_or_head(engine: Engine, a: argparse.Namespace) -> None:
+    """``--draft``: a draft model, or a draft head recognised from its header (then the
+    mode is the head's own unless ``--mode`` says otherwise, and it is said which)."""
+    from specula.core.gguf.draft_head import is_head
+    from specula.core.gguf.model_info import GGUFError, read_model_info
+
+    try:
+        head = is_head(read_model_info(a.draft))
+    except (GGUFError, OSError):
+        head = False  # load_draft reports the file's problem
+    if not head:
+        print(f"loading draft {a.draft} ...", file=sys.stderr)
+        engine.load_draft(a.draft)
+        return
+    info = engine.load_head(a.draft)
+    if getattr(a, "mode", None) is None and hasattr(a, "mode"):
+        a.mode = info.kind
+    print(f"{a.draft}: {info.describe()}; drafting with it in mode {info.kind}", file=sys.stderr)
+
+
 def check_mtp(engine: Engine, modes: list[str]) -> None:
-    """Fail closed: mode ``mtp`` on a target without MTP layers would run plain unsaid."""
+    """Fail closed: mode ``mtp`` on a target without MTP layers would run plain unsaid;
+    so would a head mode (``eagle3``, ``dflash``, ``dspark``) without that kind of head."""
+    loaded = engine.head_info.kind if engine.head_info is not None else None
+    for mode in modes:
+        if mode in (Mode.EAGLE3.value, Mode.DFLASH.value, Mode.DSPARK.value) and mode != loaded:
+            have = f"the head given is {loaded}" if loaded else "no draft head was given"
+            raise LoadError(f"mode {mode} drafts with a {mode} head (--draft HEAD.gguf); {have}")
     if Mode.MTP.value in modes and not engine.mtp_layers:
         raise LoadError(f"{engine.target_info.source if engine.target_info else 'the target'} "
                         "has no MTP (NextN) layers this llama.cpp can run: mode mtp needs a "

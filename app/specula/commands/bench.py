@@ -15,6 +15,7 @@ from specula.commands._engine_args import (
     add_sampling_args,
     check_mtp,
     engine_options,
+    load_draft_or_head,
     sampling_params,
 )
 from specula.core.bench import RunResult, format_report, load_prompts, parse_modes, run_bench
@@ -77,7 +78,7 @@ def run(a: argparse.Namespace) -> int:
         engine = Engine(dataclasses.replace(engine_options(a), calibrate=not a.no_calibrate))
         engine.load_target(a.target)
         if a.draft:
-            engine.load_draft(a.draft)
+            load_draft_or_head(engine, a)
         check_mtp(engine, [m.spec.mode.value for m in modes])
     except LoadError as exc:
         return fail(str(exc))

@@ -1,4 +1,5 @@
-"""`specula compat TARGET.gguf DRAFT.gguf`: exit 0 when the pair can be used, 1 when not."""
+"""`specula compat TARGET.gguf DRAFT.gguf`: exit 0 when the pair can be used, 1 when not.
+The draft may be a draft head (EAGLE-3, DFlash, DSpark): then the head's own checks."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 
 from specula.commands._common import fail, print_json
 from specula.core.gguf.compat import check, format_report
+from specula.core.gguf.draft_head import head_misfits, is_head, read_head_info
 from specula.core.gguf.model_info import GGUFError, read_model_info
 
 
@@ -21,6 +23,20 @@ def run(args: argparse.Namespace) -> int:
         draft = read_model_info(args.draft)
     except GGUFError as exc:
         return fail(str(exc))
+    if is_head(draft):
+        try:
+            head = read_head_info(args.draft)
+        except GGUFError as exc:
+            return fail(str(exc))
+        reasons = head_misfits(target, head)
+        if args.json:
+            print_json({"usable": not reasons, "head": head.kind, "describe": head.describe(),
+                        "reasons": reasons})
+        else:
+            print(f"{args.draft}: {head.describe()}.")
+            print("It fits the target." if not reasons else
+                  "It cannot draft for the target:\n" + "\n".join(f"  - {r}" for r in reasons))
+        return 0 if not reasons else 1
     report = check(target, draft)
     if args.json:
         print_json(report.to_dict())

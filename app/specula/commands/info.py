@@ -7,6 +7,7 @@ import argparse
 from specula.commands._common import fail, print_json
 from specula.commands._engine_args import rpc_endpoints
 from specula.commands._models_text import human
+from specula.core.gguf.draft_head import head_info_from_header, is_head
 from specula.core.gguf.memory_kind import MTP_ARCHS
 from specula.core.gguf.model_info import GGUFError, ModelInfo, read_model_info
 from specula.core.gguf.speculation_notes import kind_rows
@@ -42,8 +43,8 @@ def format_info(info: ModelInfo) -> str:
         ("add BOS / EOS", f"{info.add_bos} / {info.add_eos}"),
         ("chat template", "yes" if info.has_chat_template else "no"),
         ("tokenizer fingerprint", info.tokenizer_fingerprint),
-        *kind_rows(info),
-        *mtp_use_rows(info),
+        # a head has no memory or experts of its own to speak of: what it is instead
+        *(head_rows(info) if is_head(info) else [*kind_rows(info), *mtp_use_rows(info)]),
     ]
     return "\n".join(f"{k:>22}: {v}" for k, v in rows)
 
@@ -54,6 +55,20 @@ def mtp_use_rows(info: ModelInfo) -> list[tuple[str, str]]:
         return []
     return [("draft with MTP", "--mode mtp, or adaptive with no --draft (the app's picker: "
                                "Built-in (MTP))")]
+
+
+def head_rows(info: ModelInfo) -> list[tuple[str, str]]:
+    """What a draft head is (EAGLE-3, DFlash, DSpark), from its header; GGUFError when
+    llama.cpp would refuse it."""
+    if not is_head(info):
+        return []
+    from specula.core.gguf.reader import FileSource, read_header
+
+    head = head_info_from_header(read_header(FileSource(info.source)))
+    mode = head.kind
+    return [("draft head", head.describe()),
+            ("draft with it", f"specula chat TARGET --draft {info.source} --mode {mode} "
+                              f"(check the pair: specula compat TARGET {info.source})")]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -82,8 +97,12 @@ def run(args: argparse.Namespace) -> int:
         info = read_model_info(args.model)
     except GGUFError as exc:
         return fail(str(exc))
+    try:
+        text = format_info(info)
+    except GGUFError as exc:
+        return fail(str(exc))
     if args.json:
         print_json(info.to_dict())
     else:
-        print(format_info(info))
+        print(text)
     return 0

@@ -13,6 +13,9 @@ class Mode(str, Enum):
     TREE = "tree"  # the draft proposes a token tree, verified in one decode
     LOOKUP = "lookup"  # n-gram prompt lookup, no draft model needed
     MTP = "mtp"  # the target's own MTP (NextN) layers draft a chain, no draft model needed
+    EAGLE3 = "eagle3"  # a loaded EAGLE-3 head drafts a chain from the target's hidden states
+    DFLASH = "dflash"  # a loaded DFlash head drafts a block in one decode
+    DSPARK = "dspark"  # a loaded DSpark head (DFlash with a Markov head)
 
 
 DEFAULT_MODE = Mode.ADAPTIVE  # the one default of core, CLI, server and GUI: drafts only where it pays

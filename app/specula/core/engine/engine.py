@@ -21,6 +21,8 @@ from specula.core.cancel import Cancelled
 from specula.core.chat.template import ChatTemplate, TemplateError
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.drafters import MAX_TREE_SEQS, DraftModel
+from specula.core.engine.drafters.heads import DFlashHead, Eagle3Head
+from specula.core.engine.drafters.heads import open_head as open_draft_head
 from specula.core.engine.drafters.mtp import MTPHead, open_head
 from specula.core.engine.drafters.ngram_store import NgramStore, cache_dir
 from specula.core.engine.events import Done, Event, TokenOrigin
@@ -40,11 +42,13 @@ from specula.core.engine.policy.fixed import (
     PlainPolicy,
     TreePolicy,
 )
+from specula.core.engine.policy.head_choice import HEAD_MODES, HeadPolicy
 from specula.core.engine.policy.lookup import LookupPolicy
 from specula.core.engine.policy.mtp_choice import MTPAsDraft, MTPPolicy, RateChooser
 from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.engine.verdict import PolicyVerdict
 from specula.core.gguf.compat import CompatReport, check
+from specula.core.gguf.draft_head import HeadInfo, head_misfits, read_head_info
 from specula.core.gguf.model_info import GGUFError, ModelInfo, read_model_info
 
 __all__ = [
@@ -52,12 +56,21 @@ __all__ = [
     "Engine",
     "EngineOptions",
     "IncompatibleDraft",
+    "IncompatibleHead",
     "LoadError",
 ]
 
 log = logging.getLogger("specula.engine")
 Progress = Callable[[float], bool]
 MAX_VERIFY_TOKENS = 64  # n_outputs_max: the largest verify batch (chain or tree) plus margin
+
+
+class IncompatibleHead(LoadError):
+    """A draft head that does not fit the loaded target; ``reasons`` says why (nothing was loaded)."""
+
+    def __init__(self, path: str | Path, reasons: list[str]) -> None:
+        super().__init__(f"{path}: this head cannot draft for the target: {'; '.join(reasons)}")
+        self.reasons = reasons
 
 
 class IncompatibleDraft(LoadError):
@@ -106,6 +119,8 @@ class Engine:
         self._gen: Generator | None = None
         self._draft_model: DraftModel | None = None  # its context, mirrored: what the drafters use
         self._mtp: MTPHead | None = None
+        self._head: Eagle3Head | DFlashHead | None = None  # a loaded draft head (EAGLE-3, DFlash)
+        self.head_info: HeadInfo | None = None
         self._template: ChatTemplate | None = None
         self._policies: dict[str, DraftPolicy] = {}
         self.calibration: Calibration | None = None
@@ -237,8 +252,35 @@ class Engine:
         self.calibration = None
         self._policies = {}
 
+    def load_head(self, path: str | Path) -> HeadInfo:
+        """Load a draft head (EAGLE-3, DFlash, DSpark) for the loaded target, after its
+        header says it fits (IncompatibleHead with the reasons, before anything loads);
+        the modes ``eagle3`` / ``dflash`` / ``dspark`` draft with it."""
+        if self._target is None or self.target_info is None or self._gen is None:
+            raise LoadError("Load a target model before a draft head.")
+        try:
+            info = read_head_info(path)
+        except GGUFError as exc:
+            raise LoadError(str(exc)) from exc
+        reasons = head_misfits(self.target_info, info)
+        if reasons:
+            raise IncompatibleHead(path, reasons)
+        head = open_draft_head(str(path), self._target, self._gen.ctx, info,
+                               gpu_layers=self.options.n_gpu_layers_draft)
+        self.unload_head()
+        self._head, self.head_info = head, info
+        return info
+
+    def unload_head(self) -> None:
+        if self._head is not None:
+            if self._gen is not None and self._gen.mtp is self._head:
+                self._gen.set_mtp(self._mtp)
+            self._head.close()
+        self._head, self.head_info = None, None
+
     def unload(self) -> None:
         self.unload_draft()
+        self.unload_head()
         if self.ngrams is not None:
             self.ngrams.flush()
             self.ngrams = None
@@ -267,6 +309,10 @@ class Engine:
         """
         if spec.mode is Mode.PLAIN:
             return PlainPolicy()
+        if spec.mode in HEAD_MODES:  # the loaded head of that kind, else plain
+            head = self._head
+            fits = head is not None and head.kind == spec.mode.value
+            return HeadPolicy(spec, head.max_draft) if fits and head is not None else PlainPolicy()
         if spec.mode is Mode.MTP or (spec.mode in (Mode.CHAIN, Mode.TREE) and self._draft_model is None):
             return MTPPolicy(spec) if self._mtp is not None else PlainPolicy()
         if spec.mode is Mode.ADAPTIVE and self._mtp is not None:
@@ -371,8 +417,16 @@ class Engine:
         if grammar is None and sampling.grammar:
             grammar = self.open_grammar(sampling.grammar, sampling.grammar_root)
         policy = self.policy_for(spec)
-        if self._mtp is not None:  # the head follows the target's decodes only when it may draft
-            self._mtp.watch(TokenOrigin.MTP in policy.wants)
+        # One head follows the target's decodes, and only when it may draft: a draft head in
+        # its modes, the target's MTP layers otherwise.
+        head = self._head if isinstance(policy, HeadPolicy) else self._mtp
+        for other in (self._mtp, self._head):
+            if other is not None and other is not head:
+                other.watch(False)
+        if self._gen.mtp is not head:
+            self._gen.set_mtp(head)
+        if head is not None:
+            head.watch(TokenOrigin.MTP in policy.wants)
         events = self._gen.generate(prompt, sampling, spec, policy, cancel, grammar)
         if isinstance(policy, AdaptivePolicy) and policy.allow_draft:
             events = self._with_verdict(events, policy)

@@ -51,6 +51,35 @@ class Drafter(Protocol):
         """After verification: ``committed`` is the reply so far; drop what was not kept."""
 
 
+class Timed(Protocol):
+    @property
+    def decode_s(self) -> float:
+        """Seconds spent in its decodes."""
+
+
+class TargetHead(Protocol):
+    """A drafter's state fed from the target's own decodes (the target's MTP layers, an
+    EAGLE-3 or DFlash head): the generator holds one, under ``TokenOrigin.MTP``."""
+
+    n_layers: int
+
+    @property
+    def ctx(self) -> Timed:
+        """What its decode time is read from."""
+
+    def reset(self) -> None:
+        """Forget everything (the target's cache was cleared)."""
+
+    def drafter(self) -> Drafter:
+        """The drafter that proposes from it."""
+
+    def watch(self, on: bool) -> None:
+        """Read the target's rows after each of its decodes, or stop."""
+
+    def close(self) -> None:
+        """Free its context (before the target's)."""
+
+
 def keep_short_draft(n_drafted: int, draft_min: int, rule: AcceptanceRule) -> bool:
     """*Patch point*, the one place a drafted chain may be thrown away: whether to keep a
     chain of ``n_drafted`` tokens when ``draft_min`` asks for at least that many.

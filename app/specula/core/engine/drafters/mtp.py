@@ -58,9 +58,11 @@ class MTPHead(DraftModel):
     with the head's own (a proposal), cut before the next feed.
     """
 
+    label = "MTP head"  # how messages name it (an EAGLE-3 head is this class fed otherwise)
+
     def __init__(self, model: Model, target: Context, n_layers: int) -> None:
         # DraftModel's own state is a KVCache fed from token lists; the head's is below.
-        self.mtp = mtp_native.MTPContext(model, target, n_batch=target.n_batch)
+        self.mtp = self._open(model, target)
         self.target = target
         self.n_layers = n_layers
         self.n_embd = self.mtp.n_embd
@@ -81,6 +83,18 @@ class MTPHead(DraftModel):
         self.watching = False
         self.missing_rows = 0  # rows fed as zeros because the target's was gone
         self.rows_for = self._rows_for  # patch point: a test breaks the carried rows on purpose
+
+    def _open(self, model: Model, target: Context) -> mtp_native.MTPContext:
+        """The head's own context (a draft head's class opens its own kind)."""
+        return mtp_native.MTPContext(model, target, n_batch=target.n_batch)
+
+    def _rows_on(self, on: bool) -> None:
+        """Whether the target keeps the rows this head reads (its nextn rows here)."""
+        mtp_native.set_target_rows(self.target, on)
+
+    def _target_rows(self, n: int) -> F32 | None:
+        """The head's input rows for the last target decode's ``n`` tokens."""
+        return mtp_native.target_rows(self.target, n, self.n_embd)
 
     # -- DraftModel's face ---------------------------------------------------------------
     @property
@@ -141,7 +155,7 @@ class MTPHead(DraftModel):
                 obs.remove(self._observe)
             self._win_toks, self._win_rows = [], []
         if self.target.ptr:
-            mtp_native.set_target_rows(self.target, on)
+            self._rows_on(on)
 
     def _observe(self, batch: Batch) -> None:
         """A target decode just ran: keep its rows of what it put in sequence 0."""
@@ -156,7 +170,7 @@ class MTPHead(DraftModel):
         self._forget_from(p0, toks)
         if not linear:  # a token tree: not one path (the positions it commits get zeros)
             return
-        rows = mtp_native.target_rows(self.target, n, self.n_embd)
+        rows = self._target_rows(n)
         if rows is None:
             return
         if self._win_toks and self._win_start + len(self._win_toks) != p0:
@@ -209,7 +223,7 @@ class MTPHead(DraftModel):
         try:
             return self._feed(committed, end, logits=logits)
         except (ContextFull, DecodeError) as exc:
-            self.stop(f"the MTP head could not follow ({exc})")
+            self.stop(f"the {self.label} could not follow ({exc})")
             return 0, 0.0
 
     def _feed(self, committed: Sequence[int], end: int, *, logits: bool) -> tuple[int, float]:
@@ -251,7 +265,7 @@ class MTPHead(DraftModel):
                  room_after: int = 1) -> tuple[int, float]:
         """Feed the head up to the pending token (its logits and row kept)."""
         if len(committed) + room_after - 1 > self.mtp.n_ctx:
-            self.stop(f"the MTP context window ({self.mtp.n_ctx} tokens) is full")
+            self.stop(f"the {self.label}'s context window ({self.mtp.n_ctx} tokens) is full")
             return 0, 0.0
         return self._safe_feed(committed, len(committed), logits=True)
 
@@ -263,11 +277,16 @@ class MTPHead(DraftModel):
         try:
             spent = self.mtp.decode([token], len(self.tokens), self._row[None, :], logits=True)
         except (ContextFull, DecodeError) as exc:
-            self.stop(f"the MTP context window is full ({exc})")
+            self.stop(f"the {self.label}'s context window is full ({exc})")
             return None
         self.tokens.append(token)
         self._row = self.mtp.row()
         return spent
+
+
+    def drafter(self) -> MTPDrafter:
+        """The drafter the generator asks for this head's proposals."""
+        return MTPDrafter(self)
 
 
 class MTPDrafter(ChainDrafter):

@@ -31,7 +31,7 @@ from specula.core.engine.drafters import (
     Proposal,
     TreeDrafter,
 )
-from specula.core.engine.drafters.mtp import MTPDrafter, MTPHead
+from specula.core.engine.drafters.base import TargetHead
 from specula.core.engine.drafters.ngram_cache import NgramCache
 from specula.core.engine.drafters.tree import MAX_TREE_SEQS
 from specula.core.engine.events import Event, StepEvent, StopReason, TokenEvent, TokenOrigin
@@ -71,7 +71,7 @@ class Generator(KVHolder):
         self.lookup = LookupDrafter(cache=ngram_cache)
         self._target = TargetVerifier(self.kv)
         self.draft_model: DraftModel | None = None
-        self.mtp: MTPHead | None = None
+        self.mtp: TargetHead | None = None
         self._drafters: dict[TokenOrigin, Drafter] = {}
         self.set_draft(draft_model)
 
@@ -88,10 +88,11 @@ class Generator(KVHolder):
             self._drafters[TokenOrigin.CHAIN] = chain
             self._drafters[TokenOrigin.TREE] = TreeDrafter(draft) if self.trees_run else chain
         if self.mtp is not None:
-            self._drafters[TokenOrigin.MTP] = MTPDrafter(self.mtp)
+            self._drafters[TokenOrigin.MTP] = self.mtp.drafter()
 
-    def set_mtp(self, head: MTPHead | None) -> None:
-        """Attach (or detach) the target's own MTP head (a drafter that needs no model)."""
+    def set_mtp(self, head: TargetHead | None) -> None:
+        """Attach (or detach) the head that drafts from the target's own decodes: its MTP
+        layers or a draft head (EAGLE-3, DFlash), a drafter that needs no draft model."""
         self.mtp = head
         self.set_draft(self.draft_model)
 
