@@ -75,3 +75,21 @@ def test_stop_strings_still_end_a_free_reply(tool_client: Any) -> None:
     assert stop and stop in free
     content, finish, _ = _create(tool_client, False, max_tokens=40, stop=[stop])
     assert finish == "stop" and content == free[: free.index(stop)]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_stop_strings_do_not_cut_a_completion_under_a_gbnf(tool_client: Any, stream: bool) -> None:
+    import re
+
+    grammar = 'root ::= "ab" [c-e] [c-e]? [c-e]? "."'
+    kw: dict[str, Any] = {"model": MODEL, "prompt": "the code", "max_tokens": 20, "temperature": 0,
+                          "stop": ["b", "."], "extra_body": {"specula": {"grammar": grammar}}}
+    if stream:
+        chunks = [c for c in tool_client.completions.create(**kw, stream=True) if c.choices]
+        text = "".join(c.choices[0].text for c in chunks)
+        finish = next(c.choices[0].finish_reason for c in reversed(chunks)
+                      if c.choices[0].finish_reason)
+    else:
+        choice = tool_client.completions.create(**kw).choices[0]
+        text, finish = choice.text, choice.finish_reason
+    assert finish == "stop" and re.fullmatch(r"ab[c-e]{1,3}\.", text), text
