@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from specula.core.engine.config import DEFAULT_DRAFT_MAX, DEFAULT_MODE, Mode, SpecConfig, mtp_refusal
+from specula.core.engine.config import (
+    DEFAULT_DRAFT_MAX,
+    DEFAULT_MODE,
+    Mode,
+    SpecConfig,
+    mtp_refusal,
+)
 from specula.core.engine.engine import Engine, EngineOptions, LoadError
 from specula.core.engine.sampling.rules import DEFAULT_RULE, Rule, SamplingParams
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 
-from specula.core.gguf.model_info import ModelInfo, TokenizerInfo
 from specula.core.gguf.memory_kind import MemoryKind
+from specula.core.gguf.model_info import ModelInfo, TokenizerInfo
 from specula.core.gguf.speculation_notes import (
     draft_experts_note,
     draft_memory_note,
