@@ -27,7 +27,7 @@ def test_a_chat_longer_than_the_context_goes_on(tiny: dict[str, Path], specula_h
     lines = b"".join(b"message number %d with some words in it\n" % i for i in range(12))
     code, _out, err = chat(tiny["target"], lines + b"/quit\n", home=specula_home)
     assert code == 0, err
-    assert "earlier messages left out of the context]" in err
+    assert "earlier messages left out of the context:\n  #3 user: message number 1" in err  # the first turn kept
     assert "does not fit" not in err and "error" not in err
 
 

@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from specula.core.engine.config import DEFAULT_DRAFT_MAX, DEFAULT_MODE, Mode, SpecConfig
+from specula.core.engine.config import (
+    DEFAULT_DRAFT_MAX,
+    DEFAULT_MODE,
+    Mode,
+    SpecConfig,
+    mtp_refusal,
+)
 from specula.core.engine.engine import Engine, EngineOptions, LoadError
 from specula.core.engine.sampling.rules import DEFAULT_RULE, Rule, SamplingParams
 
@@ -168,6 +174,8 @@ def check_mtp(engine: Engine, modes: list[str]) -> None:
             have = f"the head given is {loaded}" if loaded else "no draft head was given"
             raise LoadError(f"mode {mode} drafts with a {mode} head (--draft HEAD.gguf); {have}")
     if Mode.MTP.value in modes and not engine.mtp_layers:
-        raise LoadError(f"{engine.target_info.source if engine.target_info else 'the target'} "
-                        "has no MTP (NextN) layers this llama.cpp can run: mode mtp needs a "
-                        "target such as Qwen3.5 / Qwen3.6 or Qwen3-Next with them")
+        raise LoadError(mtp_refusal(target_name(engine)))
+
+
+def target_name(engine: Engine) -> str:
+    return engine.target_info.source if engine.target_info else "the target"

@@ -17,9 +17,10 @@ from specula.commands._engine_args import (
     engine_options,
     load_draft_or_head,
     sampling_params,
+    target_name,
 )
 from specula.core.bench import RunResult, format_report, load_prompts, parse_modes, run_bench
-from specula.core.engine.config import DEFAULT_DRAFT_MAX
+from specula.core.engine.config import DEFAULT_DRAFT_MAX, Mode, mtp_refusal
 from specula.core.engine.engine import Engine, LoadError
 
 
@@ -79,9 +80,18 @@ def run(a: argparse.Namespace) -> int:
         engine.load_target(a.target)
         if a.draft:
             load_draft_or_head(engine, a)
-        check_mtp(engine, [m.spec.mode.value for m in modes])
+        # a head mode without its head fails closed; mtp without MTP layers is skipped below
+        check_mtp(engine, [m.spec.mode.value for m in modes if m.spec.mode is not Mode.MTP])
     except LoadError as exc:
         return fail(str(exc))
+    skipped: list[str] = []
+    if not engine.mtp_layers and any(m.spec.mode is Mode.MTP for m in modes):
+        # a mode the target cannot run is left out with a note; the others still run
+        skipped = [f"{m.label}: skipped: {mtp_refusal(target_name(engine))}"
+                   for m in modes if m.spec.mode is Mode.MTP]
+        modes = [m for m in modes if m.spec.mode is not Mode.MTP]
+    for note in skipped:
+        print(f"specula: note: {note}", file=sys.stderr)
     params = sampling_params(a)
     if engine.ngrams is not None and engine.ngrams.notice:
         print(engine.ngrams.notice, file=sys.stderr)
@@ -95,6 +105,10 @@ def run(a: argparse.Namespace) -> int:
 
     report = run_bench(engine, prompts, modes, params, repeat=a.repeat, on_run=progress, cold=a.cold,
                        fresh=not a.reuse_prefix, learn_ngrams=a.learn_ngrams)
+    report.skipped[:0] = skipped  # the report lists them with the prompts it skipped
+    if not report.runs:
+        engine.close()
+        return fail("no prompt this target can run")
     report.setup.update({
         "target": a.target, "draft": a.draft, "backend": engine.backend, "threads": engine.n_threads,
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),

@@ -21,6 +21,7 @@ from specula.commands._engine_args import (
     load_engine,
     sampling_params,
     spec_config,
+    target_name,
 )
 from specula.commands._load_defaults import apply_load_defaults, defer_defaults
 from specula.core.chat.overflow import (
@@ -31,15 +32,16 @@ from specula.core.chat.overflow import (
     prompt_budget,
 )
 from specula.core.chat.template import TemplateError
-from specula.core.engine.config import Mode, SpecConfig
+from specula.core.engine.config import Mode, SpecConfig, mtp_refusal
 from specula.core.engine.engine import Engine, LoadError
 from specula.core.engine.events import Done, StopReason, TokenEvent, TokenOrigin
 from specula.core.engine.sampling.rules import SamplingParams
+from specula.core.safe_text import display_text
 
 GREEN, CYAN, RESET, DIM = "\x1b[32m", "\x1b[36m", "\x1b[0m", "\x1b[2m"
 # Drafted tokens are green, but those copied from text (no model drafted them) cyan.
 COPIED = frozenset({TokenOrigin.LOOKUP, TokenOrigin.NGRAM_CACHE})
-HELP = "commands: /draft on|off, /mode plain|chain|adaptive|tree|lookup, /reset, /stats, /quit"
+HELP = "commands: /draft on|off, /mode plain|chain|adaptive|tree|lookup|mtp, /reset, /stats, /quit"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -71,6 +73,9 @@ def _handle_command(line: str, state: dict[str, object], engine: Engine) -> bool
         if state["draft_on"] and not engine.has_draft:
             print("no draft model loaded (start with --draft)", file=sys.stderr)
         print(f"draft {parts[1]}", file=sys.stderr)
+    elif cmd == "/mode" and len(parts) == 2 and parts[1] == Mode.MTP.value and not engine.mtp_layers:
+        # refused as `--mode mtp` is: without MTP layers it would run plain unsaid
+        print(f"specula: error: {mtp_refusal(target_name(engine))}", file=sys.stderr)
     elif cmd == "/mode" and len(parts) == 2 and parts[1] in {m.value for m in Mode}:
         state["spec"] = replace(spec, mode=Mode(parts[1]))
         print(f"mode {parts[1]}", file=sys.stderr)
@@ -101,6 +106,29 @@ def clean_line(line: str) -> str:
     except UnicodeEncodeError:  # a surrogate that no decoder made: replace it
         raw = line.encode("utf-8", "replace")
     return raw.decode("utf-8", "replace")
+
+
+def _brief(text: str, width: int = 48) -> str:
+    one_line = display_text(" ".join(text.split()))
+    return one_line if len(one_line) <= width else one_line[: width - 1] + "…"
+
+
+def left_out_list(messages: list[dict[str, str]], start: int, n: int, already: int = 0,
+                  most: int = 6) -> str:
+    """Which messages an overflow left out, one brief line each (numbered as in the
+    conversation), so the user sees what the model no longer reads: those beyond the
+    ``already`` left out before (they stay out), all of them after a change of course;
+    past ``most``, the first and last ones and how many between."""
+    if not n:
+        return ""
+    skip = already if 0 < already < n else 0
+    gone = list(enumerate(messages[start + skip:start + n], start + skip + 1))
+    hidden = len(gone) - most
+    if hidden > 0:
+        gone = [*gone[: most // 2], (0, {}), *gone[-(most - most // 2):]]
+    lines = [f"\n  ... {hidden} more" if not i else
+             f"\n  #{i} {m.get('role', '?')}: {_brief(str(m.get('content', '')))}" for i, m in gone]
+    return ("; now also:" if skip else ":") + "".join(lines)
 
 
 def reply_params(params: SamplingParams) -> SamplingParams:
@@ -148,10 +176,12 @@ def run(a: argparse.Namespace) -> int:
         done: Done | None = None
         reply = reply_params(params)
         try:
+            before = int(state["left_out"])  # type: ignore[call-overload,unused-ignore]
             fitted = fit(msgs, DEFAULT_POLICY, prompt_budget(engine.n_ctx, reply.max_tokens),
-                         lambda m: len(engine.tokenize_chat(m)), keep_out=int(state["left_out"]))  # type: ignore[call-overload,unused-ignore]
-            if fitted.left_out != state["left_out"]:
-                print(f"[{left_out_text(fitted.left_out)}]", file=sys.stderr)
+                         lambda m: len(engine.tokenize_chat(m)), keep_out=before)
+            if fitted.left_out != before:
+                print(f"[{left_out_text(fitted.left_out)}"
+                      f"{left_out_list(msgs, fitted.start, fitted.left_out, before)}]", file=sys.stderr)
             state["left_out"] = fitted.left_out
             for ev in engine.chat(fitted.messages, reply, spec, cancel):
                 if isinstance(ev, TokenEvent):

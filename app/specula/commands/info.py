@@ -8,7 +8,7 @@ from specula.commands._common import fail, print_json
 from specula.commands._engine_args import rpc_endpoints
 from specula.commands._models_text import human
 from specula.core.gguf.draft_head import head_info_from_header, is_head
-from specula.core.gguf.memory_kind import MTP_ARCHS
+from specula.core.gguf.memory_kind import MTP_ARCHS, MemoryKind
 from specula.core.gguf.model_info import GGUFError, ModelInfo, read_model_info
 from specula.core.gguf.speculation_notes import kind_rows
 
@@ -36,7 +36,7 @@ def format_info(info: ModelInfo) -> str:
         ("layers", f"{info.trunk_layers} + {info.nextn_layers} MTP" if info.nextn_layers
          else info.n_layers),
         ("embedding size", info.n_embd),
-        ("heads / KV heads", f"{info.n_head} / {info.n_head_kv}"),
+        ("heads / KV heads", heads_text(info)),
         ("tokenizer", f"{info.tokenizer_model} (pre: {info.tokenizer_pre})"),
         ("vocab size", info.vocab_size),
         ("BOS / EOS", f"{info.bos_id} / {info.eos_id}"),
@@ -47,6 +47,16 @@ def format_info(info: ModelInfo) -> str:
         *(head_rows(info) if is_head(info) else [*kind_rows(info), *mtp_use_rows(info)]),
     ]
     return "\n".join(f"{k:>22}: {v}" for k, v in rows)
+
+
+def heads_text(info: ModelInfo) -> str:
+    """Attention heads and KV heads; a recurrent model has no attention, and says so
+    rather than printing the header's empty (or zero) counts."""
+    if not info.n_head:
+        if info.memory is MemoryKind.RECURRENT:
+            return "none (recurrent: no attention layers)"
+        return "not in the header"
+    return f"{info.n_head} / {info.n_head_kv or info.n_head}"
 
 
 def mtp_use_rows(info: ModelInfo) -> list[tuple[str, str]]:

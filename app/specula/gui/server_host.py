@@ -53,7 +53,7 @@ class GuiServerHost:
             target = self._paths.get("target", c.target_info.source)
             draft = Path(self._paths.get("draft", c.draft_info.source)).stem if c.draft_info else None
             served = ServedModel(Path(target).stem, target, draft, self._n_ctx, c.backend or "CPU",
-                                 aliases=aliases_for(target, c.target_info))
+                                 aliases=aliases_for(target, c.target_info), mtp_layers=c.mtp_layers)
         with self._lock:
             self._served = served
 

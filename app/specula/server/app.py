@@ -32,11 +32,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from specula.core.engine.config import Mode, mtp_refusal
 from specula.core.engine.events import Done, StopReason
 from specula.core.engine.grammar.compile import GRAMMAR_BUDGET_MESSAGE
 from specula.server import streaming as S
 from specula.server.connections import HEAD_TIMEOUT_S, Connections, Phase, fd_limited_max
-from specula.server.errors import OpenAIError
+from specula.server.errors import OpenAIError, bad
 from specula.server.jobs import Message, generation_job, render_chat
 from specula.server.limits import content_length, parse_json
 from specula.server.logprobs import TokenLogprob
@@ -302,6 +303,9 @@ class Handler(BaseHTTPRequestHandler):
         if not served.matches(req.model):
             raise OpenAIError(404, f"The model '{req.model}' does not exist; this server "
                               f"serves '{served.id}'.", param="model", code="model_not_found")
+        if req.spec.mode is Mode.MTP and not served.mtp_layers:  # it would run plain unsaid
+            raise bad("specula.mode", f"'specula.mode': {mtp_refusal(served.id)}.",
+                      "unsupported_value")
         if kind == "chat" and served.template is not None:  # here, not on the engine thread
             bind_tools(req, served.template)
             req.rendered = render_chat(served.template, req, served.n_ctx, owner.render_timeout_s)

@@ -148,6 +148,8 @@ def generation_job(req: GenerationRequest, out: queue.Queue[Message], cancel: th
                         out.put(("text", (ev.text, pending)))
                         pending = []
                 elif isinstance(ev, Done):
+                    if pending:  # a last character cut by the end: its tokens still count
+                        out.put(("text", ("", pending)))
                     out.put(("done", ev))
                     return
         except Exception as exc:

@@ -61,6 +61,8 @@ class ServedModel:
     # Other names a client may use: the model's display name, its name without quantization
     # words, the file's stem without its quantization (compared ignoring case and separators).
     aliases: tuple[str, ...] = field(default=(), compare=False)
+    # The target's MTP (NextN) layers: without them a request for mode "mtp" is a 400.
+    mtp_layers: int = field(default=0, compare=False)
 
     @classmethod
     def from_engine(cls, engine: Engine, target_path: str | Path,
@@ -70,7 +72,7 @@ class ServedModel:
         return cls(Path(target_path).stem, str(target_path),
                    Path(draft_path).stem if draft_path else None, engine.n_ctx, engine.backend,
                    template=ChatTemplate.for_model(model) if model is not None else None,
-                   aliases=aliases_for(target_path, info))
+                   aliases=aliases_for(target_path, info), mtp_layers=engine.mtp_layers)
 
     def matches(self, name: str) -> bool:
         """The id, the file name, the full path or an alias name the model (aliases and the

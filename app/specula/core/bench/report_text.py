@@ -62,6 +62,8 @@ def format_report(report: BenchReport) -> str:
         assert isinstance(cats, dict)
         lines.append(f"  {mode:<10}" + "  ".join(f"{c} {v:.2f}x" for c, v in cats.items()))
     lines.extend(_format_oracle(report.oracle))
+    if report.skipped:
+        lines.extend(["", "Skipped (what this target cannot run)", *(f"  {n}" for n in report.skipped)])
     return "\n".join(lines)
 
 
@@ -76,6 +78,9 @@ def _format_per_pos(summary: dict[str, object]) -> list[str]:
         cells = [f"{i + 1}: {a}/{d} {a / d:.0%}" if d else f"{i + 1}: 0/0"
                  for i, (a, d) in enumerate(zip(s.get("accepted_per_pos") or [], s["drafted_per_pos"], strict=False))]
         lines.append(f"  {mode:<10}" + "  ".join(cells))
+    if any(str(mode).startswith("tree") for mode, _ in rows):
+        lines.append("  (a tree: position = depth, a step counted once at each depth its tree reached; "
+                     "its accept above is per node, of every node drafted on every branch)")
     return lines
 
 

@@ -88,10 +88,12 @@ class BenchReport:
     summary: dict[str, object] = field(default_factory=dict)
     oracle: dict[str, object] = field(default_factory=dict)
     setup: dict[str, object] = field(default_factory=dict)
+    # what the target cannot run, left out with the reason ("struct-tool-booking: skipped: ...")
+    skipped: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         return {"setup": self.setup, "runs": [asdict(r) for r in self.runs], "summary": self.summary,
-                "oracle": self.oracle}
+                "oracle": self.oracle, "skipped": self.skipped}
 
 
 def _median(xs: Sequence[float]) -> float:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from specula.core.bench.prompts import BenchPrompt
 from specula.core.bench.results import BenchReport, RunResult, _median, _quantile, oracle, summarize
-from specula.core.chat.template import ChatTemplate
+from specula.core.chat.template import ChatTemplate, TemplateError
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done, StepEvent
@@ -121,12 +121,27 @@ def _structured(engine: Engine, prompt: BenchPrompt, messages: list[dict[str, st
     if prompt.tools and choice not in (None, "auto", "none"):
         fmt = template.tool_format
         if fmt is None:
-            raise ValueError(f"{prompt.id}: the target's chat template has no tool-call format")
+            raise ValueError("the target's chat template has no tool-call format, so a forced "
+                             "tool call cannot be built")
         name = choice["function"]["name"] if isinstance(choice, dict) else None
         grammar, root = forced_call_grammar(fmt, prompt.tools, name)
     tools = prompt.tools if choice != "none" else None
     tokens = template.tokenize(model, messages, tools)
     return tokens, replace(params, grammar=grammar, grammar_root=root)
+
+
+def skip_reason(engine: Engine, prompt: BenchPrompt, params: SamplingParams) -> str | None:
+    """Why the target cannot run ``prompt`` (its chat template refuses the messages, or
+    has no tool-call format for a forced call), or None: the benchmark leaves such a
+    prompt out with a note rather than stopping on it."""
+    try:
+        if prompt.response_format or prompt.tools:
+            _structured(engine, prompt, prompt.messages, params)
+        else:
+            engine.tokenize_chat(prompt.messages)
+    except (ValueError, TemplateError) as exc:
+        return str(exc)
+    return None
 
 
 def run_bench(
@@ -149,6 +164,16 @@ def run_bench(
     is read as it was and learns nothing, or a mode would draft a reply another mode
     already wrote for the same prompt."""
     report = BenchReport()
+    runnable = []
+    for prompt in prompts:
+        why = skip_reason(engine, prompt, params)
+        if why is None:
+            runnable.append(prompt)
+        else:
+            report.skipped.append(f"{prompt.id}: skipped: {why}")
+    if not runnable:
+        return report
+    prompts = runnable
     store = engine.ngrams
     learning = store.learning if store is not None else False
     if store is not None:

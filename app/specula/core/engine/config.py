@@ -64,3 +64,12 @@ class SpecConfig:
         d = asdict(self)
         d["mode"] = self.mode.value
         return d
+
+
+def mtp_refusal(target: str) -> str:
+    """Why mode ``mtp`` cannot run on ``target`` (a name or path), in the one wording every
+    surface uses (`specula chat --mode` and `/mode`, `specula serve`, the server's
+    ``"specula": {"mode"}``, `specula bench`): without MTP layers the mode would draft
+    nothing and run plain unsaid, so it is refused instead."""
+    return (f"{target} has no MTP (NextN) layers this llama.cpp can run: mode mtp needs a "
+            "target such as Qwen3.5 / Qwen3.6 or Qwen3-Next with them")

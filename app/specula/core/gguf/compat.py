@@ -18,8 +18,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 
+from specula.core.gguf.memory_kind import MemoryKind
 from specula.core.gguf.model_info import ModelInfo, TokenizerInfo
-from specula.core.gguf.speculation_notes import memory_note, mtp_note
+from specula.core.gguf.speculation_notes import (
+    draft_experts_note,
+    draft_memory_note,
+    experts_note,
+    memory_note,
+    mtp_note,
+)
 
 VOCAB_MAX_SIZE_DIFFERENCE = 128  # SPEC_VOCAB_MAX_SIZE_DIFFERENCE
 VOCAB_CHECK_START_TOKEN_ID = 5  # SPEC_VOCAB_CHECK_START_TOKEN_ID
@@ -203,6 +210,14 @@ def _notes(target: ModelInfo, draft: ModelInfo) -> list[Check]:
                 "on how alike the two models are.")
     notes = [Check("architecture", True, N, arch),
              Check("target_memory", True, N, f"Target {memory_note(target.memory)}.")]
+    if draft.memory in (MemoryKind.RECURRENT, MemoryKind.HYBRID):
+        notes.append(Check("draft_memory", True, N, f"Draft {draft_memory_note(draft.memory)}."))
+    if target.expert_count:
+        notes.append(Check("target_experts", True, N, "Target experts: "
+                           f"{experts_note(target.expert_count, target.expert_used_count)}."))
+    if draft.expert_count:
+        notes.append(Check("draft_experts", True, N, "Draft experts: "
+                           f"{draft_experts_note(draft.expert_count, draft.expert_used_count)}."))
     if target.nextn_layers:
         notes.append(Check("target_mtp", True, N,
                            f"Target MTP: {mtp_note(target.nextn_layers, target.architecture)}."))

@@ -50,6 +50,27 @@ def experts_note(total: int | None, used: int | None) -> str:
             "than one token does, so drafting gains less than on a dense model")
 
 
+def draft_memory_note(kind: MemoryKind | None) -> str:
+    """One line on what a recurrent or hybrid draft means for speculation."""
+    if kind is MemoryKind.RECURRENT:
+        return ("recurrent memory: the draft's rejected tokens cannot be cut out of its state, "
+                "so after a rejection it restores a checkpoint and is fed the accepted tokens "
+                "again (a state copy per drafting step); it holds one sequence, so tree drafts "
+                "run as chains")
+    if kind is MemoryKind.HYBRID:
+        return ("hybrid memory: the draft's rejected tokens cannot be cut out of its recurrent "
+                "state, so after a rejection it restores a checkpoint and is fed the accepted "
+                "tokens again (a state copy per drafting step)")
+    return memory_note(kind)
+
+
+def draft_experts_note(total: int, used: int | None) -> str:
+    """One line on a mixture-of-experts draft."""
+    active = f"{used} of {total} active per token" if used else f"{total} experts"
+    return (f"{active}: a drafted token costs what its active experts cost, not its whole "
+            "size; exactness does not depend on it (the target checks every token)")
+
+
 def mtp_note(layers: int | None, architecture: str | None) -> str:
     """One line on the model's MTP (NextN) layers."""
     if layers is None:

@@ -3,6 +3,17 @@ ends (end of turn, a stop string, the token limit).
 
 UTF-8 characters split over tokens come out whole and a stop string is never
 emitted in part (loop/text.py), so what a consumer is handed is always final.
+
+Two rules keep one text for a reply on every surface and every reply valid:
+
+* The reply's text is exactly the text of its events: a reply that ends inside a UTF-8
+  character (the token limit cut it there) ends before that character, in the stream
+  and in ``Done.text`` alike; the incomplete bytes are no character, and a U+FFFD in
+  the stored text that the stream never showed would make the two differ.
+* Stop strings never cut a grammar-constrained reply: the grammar (a JSON schema, a
+  forced tool call, a client's GBNF) spans the whole reply and only the end of turn
+  may follow its completion, so a stop string could only cut inside the structure and
+  leave a reply that says it finished but does not parse.
 """
 
 from __future__ import annotations
@@ -22,7 +33,7 @@ class Emitter:
 
     def __init__(self, model: Model, params: SamplingParams) -> None:
         self.utf8 = Utf8Stream()
-        self.stops = StopFilter(params.stop)
+        self.stops = StopFilter(() if params.grammar else params.stop)
         self.max_tokens = params.max_tokens
         self._is_eog, self._piece = model.is_eog, model.piece
 
@@ -57,10 +68,9 @@ class Emitter:
 
     def flush(self, run: ReplyRun) -> list[TokenEvent]:
         """At the end of the reply: the events a possible stop string still held (none
-        when one matched: it is cut), and the text of a last incomplete character."""
+        when one matched: it is cut). The bytes of a last incomplete character are
+        dropped, from the stream and the reply's text alike (the module's docstring)."""
         held = [] if run.reason is StopReason.STOP_STRING else self.stops.flush()
         run.released.extend(ev.text for ev in held)
-        tail = self.utf8.flush()
-        if tail:
-            run.released.append(tail)
+        self.utf8.flush()
         return held
