@@ -38,7 +38,7 @@ def _view(pol: AdaptivePolicy, inp: PlanInput, out: Plan) -> str:
     v1 = pol.cost.verify_time(1)
     k_max = min(pol.cfg.draft_max, inp.room)
     l_rate, l_k = pol._lookup_rate(inp, k_max)
-    d_rate, d_k = pol._draft_rate(k_max) if inp.has_draft else (0.0, 0)
+    d_rate, d_k = pol.draft_rate(k_max) if inp.has_draft else (0.0, 0)
     plain = 1.0 / v1 if v1 else 0.0
     return (f"m{inp.lookup_match}/{len(inp.lookup_tokens)} lag{inp.draft_lag} "
             f"{plain:.1f}/{l_rate:.1f}@{l_k}/{d_rate:.1f}@{d_k} -> {out.source.value}:{out.k}")

@@ -16,6 +16,7 @@ from specula.core.engine.policy.mtp_choice import (
     RateChooser,
 )
 from specula.core.engine.stats import StepRecord
+from specula.core.engine.verdict import PolicyVerdict
 
 ALL = frozenset({TokenOrigin.MTP, TokenOrigin.LOOKUP})
 
@@ -40,6 +41,8 @@ class Recorder:
     seen: list[PlanInput] = field(default_factory=list)
     outcomes: list[Outcome] = field(default_factory=list)
     finished: int = 0
+    cleared: int = 0
+    said: PolicyVerdict | None = None
     cfg: SpecConfig = field(default_factory=SpecConfig)
 
     def plan(self, inp: PlanInput) -> Plan:
@@ -63,6 +66,12 @@ class Recorder:
 
     def finish(self) -> None:
         self.finished += 1
+
+    def verdict(self) -> PolicyVerdict | None:
+        return self.said
+
+    def clear(self) -> None:
+        self.cleared += 1
 
 
 def outcome(source: TokenOrigin, emitted: int, seconds: float) -> Outcome:
@@ -114,3 +123,30 @@ def test_the_faster_of_head_and_draft_model_by_measured_rate() -> None:
     assert ch.plan(PlanInput(room=5, available=ALL)) == ch.arm.plan(PlanInput(room=5, available=ALL))
     draft.sync_window = lambda: 9  # type: ignore[method-assign]
     assert ch.sync_window() == (9 if ch.arm is draft else 7)
+
+
+def test_three_drafters_each_slower_one_is_retried_in_turn() -> None:
+    """A head registered beside MTP and the draft model: the choice runs over all three,
+    and the slower ones are retried in turn (not always the same one)."""
+    arms = {name: Recorder(Plan(TokenOrigin.CHAIN, 2)) for name in ("mtp", "eagle3", "draft")}
+    ch = RateChooser(dict(arms))
+    speed = {"mtp": 10.0, "eagle3": 30.0, "draft": 20.0}
+    ran = [_reply(ch, speed) for _ in range(4 * RETRY_EVERY)]
+    assert ran[:3] == ["mtp", "eagle3", "draft"]
+    later = ran[3:]
+    assert later.count("eagle3") > later.count("draft") + later.count("mtp")
+    assert later.count("mtp") >= 1 and later.count("draft") >= 1
+
+
+def test_the_choice_shows_the_verdict_of_the_arm_that_ran_and_re_check_clears_every_arm() -> None:
+    mtp, draft = Recorder(Plan(TokenOrigin.MTP, 2)), Recorder(Plan(TokenOrigin.CHAIN, 4))
+    mtp.said = PolicyVerdict(paused=True, recheck_in=2)
+    draft.said = PolicyVerdict(paused=False, recheck_in=1)
+    ch = RateChooser({"mtp": mtp, "draft": draft})
+    assert _reply(ch, {"mtp": 10.0, "draft": 20.0}) == "mtp"
+    assert ch.verdict() == mtp.said  # the reply the user just saw ran on the head
+    assert _reply(ch, {"mtp": 10.0, "draft": 20.0}) == "draft"
+    assert ch.verdict() == draft.said
+    ch.clear()
+    assert mtp.cleared == draft.cleared == 1
+    assert ch.rate == {} and ch.current == "mtp"  # every arm is measured again

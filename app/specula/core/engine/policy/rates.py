@@ -15,6 +15,7 @@ from specula.core.engine.config import SpecConfig
 from specula.core.engine.policy.acceptance_model import AcceptanceModel
 from specula.core.engine.policy.cost_model import CostModel, expected_tokens
 from specula.core.engine.policy.fixed import PlanInput
+from specula.core.engine.policy.governor import Governor
 from specula.core.engine.policy.hindsight import Hindsight
 from specula.core.engine.stats import StepRecord
 
@@ -47,7 +48,12 @@ class ExpectedRates:
     _reply_tokens: int  # tokens this reply has emitted
     lookup_cover: float  # share of recent steps lookup served
     hindsight: Hindsight  # what each chain length would have had on recent steps
-    paused: bool  # the last reply's judgement: drafting does not pay here
+    governor: Governor  # the judgement between replies (governor.py)
+
+    @property
+    def paused(self) -> bool:
+        """The last judgement: drafting does not pay here (paused, or held by the stop-loss)."""
+        return self.governor.paused
 
     def _v(self, n: int) -> float:
         """Verify seconds for n tokens (callers check that something was measured)."""
@@ -110,11 +116,11 @@ class ExpectedRates:
             return "cost"
         if self._reply_tokens >= SHORT_ANSWER:
             return "sunk"
-        rate = self._draft_pays_rate(self.cfg.draft_max, fed=True)
+        rate = self.draft_pays_rate(self.cfg.draft_max, fed=True)
         gain = v1 - 1.0 / rate if rate > 0 else 0.0  # seconds a drafted token saves
         return "sunk" if gain >= NEAR_TIE * v1 or c <= SHORT_ANSWER * gain else "late"
 
-    def _draft_rate(self, k_max: int, a: float | None = None, *, fed: bool = False) -> tuple[float, int]:
+    def draft_rate(self, k_max: int, a: float | None = None, *, fed: bool = False) -> tuple[float, int]:
         """Best expected tokens/s of a draft chain (and its length) at per-token acceptance
         ``a`` (default: what the pair's chains measured, depth by depth); ``fed``: as if the
         draft had been fed the conversation at prefill (no catch-up)."""
@@ -130,14 +136,14 @@ class ExpectedRates:
                 best, best_k = rate, k
         return best, best_k
 
-    def _draft_pays_rate(self, k_max: int, *, fed: bool = False) -> float:
+    def draft_pays_rate(self, k_max: int, *, fed: bool = False) -> float:
         """The draft chain's rate that decides between drafting and not: the expected one,
         or while the pair's acceptance rests on little evidence the rate at one standard
         error above it (``AcceptanceModel.optimistic_rate``), so a few unlucky probe steps
         do not stop drafting for the reply and the replies after it.
 
         Two exceptions. Where no chain could beat plain decoding by COULD_PAY_MARGIN even at
-        100% acceptance (:meth:`_could_pay`), 0: a gain that small is within the measured
+        100% acceptance (:meth:`could_pay`), 0: a gain that small is within the measured
         costs' own spread, and drafting there staked the draft's catch-up and every
         rejection on it (the compute-bound pair on a day its draft decode took 74-97 ms).
         And while drafting is paused, the expected rate alone: the benefit of the doubt
@@ -146,13 +152,13 @@ class ExpectedRates:
         pair the probes of a paused draft drafted on, by the optimistic rate, into replies
         at 0.88x-0.98x of plain, docs/lab/2026-12-03-probe-window.md)."""
         v1 = self.cost.verify_time(1)
-        if v1 is not None and self.cost.draft is not None and not self._could_pay(v1):
+        if v1 is not None and self.cost.draft is not None and not self.could_pay(v1):
             return 0.0
-        rate, _ = self._draft_rate(k_max, fed=fed)
+        rate, _ = self.draft_rate(k_max, fed=fed)
         a = self.acc.optimistic_rate()
         if a is None or self.paused:
             return rate
-        return max(rate, self._draft_rate(k_max, a=a, fed=fed)[0])
+        return max(rate, self.draft_rate(k_max, a=a, fed=fed)[0])
 
     def _lookup_rate(self, inp: PlanInput, k_max: int, a: float | None = None) -> tuple[float, int]:
         """Best expected tokens/s of a lookup chain (and its length) at acceptance ``a``
@@ -196,7 +202,7 @@ class ExpectedRates:
         (checkpoint, restore, replay: kv.py); 0 on attention targets."""
         return self.cost.rollback_time()
 
-    def _could_pay(self, v1: float) -> bool:
+    def could_pay(self, v1: float) -> bool:
         """Whether some chain length would beat plain decoding were every draft token
         accepted (the measured costs alone decide: on a compute-bound target the
         draft can cost more than it could ever save, and probing it is pure loss)."""
