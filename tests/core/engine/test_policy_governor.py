@@ -32,7 +32,7 @@ def test_the_transition_table() -> None:
     for p in (D, E, P, H):
         expected[(p, "clear")] = E
         expected[(p, "stop")] = H
-    assert TRANSITIONS == expected
+    assert expected == TRANSITIONS
     g = Governor()
     assert g.phase is D and not g.paused
     for event, phase, paused in [("loses", P, True), ("stop", H, True), ("loses", H, True),
