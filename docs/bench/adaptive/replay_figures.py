@@ -15,9 +15,17 @@ from pathlib import Path
 
 from tests.core.engine import (
     test_adaptive_busy_machine as busy,
+)
+from tests.core.engine import (
     test_adaptive_lookup as lookup,
+)
+from tests.core.engine import (
     test_adaptive_real_traces as real,
+)
+from tests.core.engine import (
     test_adaptive_stop_loss as stop,
+)
+from tests.core.engine import (
     test_adaptive_unseen_traces as unseen,
 )
 

@@ -45,10 +45,11 @@ from specula.core.engine.events import TokenOrigin
 from specula.core.engine.policy import state as policy_state
 from specula.core.engine.policy.acceptance_model import AcceptanceModel
 from specula.core.engine.policy.calibration import Calibration
-from specula.core.engine.policy.cost_model import MEASURED, SHORT_FEED, CostModel, expected_tokens
+from specula.core.engine.policy.cost_model import MEASURED, SHORT_FEED, CostModel
 from specula.core.engine.policy.fixed import Outcome, Plan, PlanInput
 from specula.core.engine.policy.governor import Governor, Phase
 from specula.core.engine.policy.hindsight import Hindsight
+from specula.core.engine.policy.planner import Option, choose, expected_tokens
 from specula.core.engine.policy.probe_cadence import (
     PROBE_FIRST,
     PROBE_RATE,
@@ -177,10 +178,10 @@ class AdaptivePolicy(ProbeCadence):
             if (o_rate > max(plain * (1.0 + COULD_PAY_MARGIN), d_rate)
                     and (not draft_pays or long_copy(inp.lookup_match))):
                 return self._decide(Plan(TokenOrigin.LOOKUP, o_k, inp.lookup_tokens[:o_k]), probe=True)
-        bar = plain * (1.0 + MARGIN)
-        if l_rate > max(bar, d_rate):
+        best = choose(v1, [Option(TokenOrigin.CHAIN, 0, d_rate), Option(TokenOrigin.LOOKUP, l_k, l_rate)], MARGIN)
+        if best.source is TokenOrigin.LOOKUP:
             return self._decide(Plan(TokenOrigin.LOOKUP, l_k, inp.lookup_tokens[:l_k]))
-        if d_rate > bar:
+        if best.source is TokenOrigin.CHAIN:  # its length: the hindsight cap, cut by the stop rule
             if self._late(inp.draft_lag):  # a short answer would not repay the catch-up
                 self._late_seen = True
                 return self._decide(Plan(TokenOrigin.TARGET, 0))

@@ -252,12 +252,3 @@ class CostModel:
             return per * (tokens - 1)
         long = self.catchup_long_per_token if self.catchup_long_per_token is not None else per
         return per * (SHORT_FEED - 1) + long * (tokens - SHORT_FEED)
-
-
-
-def expected_tokens(a: float, k: int) -> float:
-    """Tokens per step with per-token acceptance a and k drafted: (1 - a^(k+1)) / (1 - a)."""
-    if a >= 1.0:
-        return float(k + 1)
-    return (1.0 - a ** (k + 1)) / (1.0 - a)
-

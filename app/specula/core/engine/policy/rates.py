@@ -12,8 +12,9 @@ share of steps lookup serves) and chooses by these rates.
 from __future__ import annotations
 
 from specula.core.engine.config import SpecConfig
+from specula.core.engine.policy import planner
 from specula.core.engine.policy.acceptance_model import AcceptanceModel
-from specula.core.engine.policy.cost_model import CostModel, expected_tokens
+from specula.core.engine.policy.cost_model import CostModel
 from specula.core.engine.policy.fixed import PlanInput
 from specula.core.engine.policy.governor import Governor
 from specula.core.engine.policy.hindsight import Hindsight
@@ -63,30 +64,18 @@ class ExpectedRates:
         v1 = self.cost.verify_time(1) or 0.0
         return v1 * (1 + 0.5 * (n - 1))
 
-    def _catch_share(self, e: float) -> float:
-        """The catch-up this step pays. A lag of 1-2 tokens recurs every step (the bonus
-        token, and the last drafted one the draft never fed) and is paid in full; a longer
-        one (the conversation, which the draft is fed only once drafting pays, or what
-        lookup and plain steps emitted) is paid once and then serves the draft steps left:
-        the steps left less the share lookup is expected to serve, so that a conversation
-        lookup copies from never pays the draft's prefill for a few draft steps."""
-        return self._share_of(self._catch_terms(), e)
-
-    def _catch_terms(self) -> tuple[float, float, float] | None:
-        """(recurring, one-time, draft room) of this step's catch-up; None when it is sunk
-        (as if the draft had been fed the prompt at prefill). The same for every length a
-        plan weighs, so worked out once per plan."""
+    def _catch_terms(self) -> planner.CatchUp | None:
+        """This step's catch-up (None when it is sunk: as if the draft had been fed the prompt
+        at prefill). A lag of 1-2 tokens recurs every step (the bonus token, and the last
+        drafted one the draft never fed) and is paid in full; a longer one (the
+        conversation, which the draft is fed only once drafting pays, or what lookup and
+        plain steps emitted) is paid once and then serves the draft steps left: the steps
+        left less the share lookup is expected to serve, so that a conversation lookup
+        copies from never pays the draft's prefill for a few draft steps."""
         if self._sunk(self._lag):
             return None
-        recurring = self.cost.catchup_time(min(self._lag, 2))
-        return recurring, self._once(self._lag), self._room * (1.0 - self.lookup_cover)
-
-    @staticmethod
-    def _share_of(terms: tuple[float, float, float] | None, e: float) -> float:
-        if terms is None:
-            return 0.0
-        recurring, once, draft_room = terms
-        return recurring + once * min(1.0, e / max(draft_room, 1.0))
+        return planner.CatchUp(self.cost.catchup_time(min(self._lag, 2)), self._once(self._lag),
+                               self._room * (1.0 - self.lookup_cover))
 
     def _once(self, lag: int) -> float:
         """The one-time part of a catch-up of ``lag`` tokens (0 when paid as exploration)."""
@@ -126,15 +115,10 @@ class ExpectedRates:
         draft had been fed the conversation at prefill (no catch-up)."""
         if self.cost.draft is None or self.cost.verify_time(1) is None:
             return 0.0, 0
-        best, best_k = 0.0, 0
-        pooled = self.acc.expected_upto(k_max) if a is None else []
-        terms = None if fed else self._catch_terms()
-        for k in range(1, k_max + 1):
-            e = pooled[k - 1] if a is None else expected_tokens(a, k)
-            rate = e / (self._share_of(terms, e) + k * self.cost.draft + self._v(k + 1) + self._rollback())
-            if rate > best:
-                best, best_k = rate, k
-        return best, best_k
+        expected = (self.acc.expected_upto(k_max) if a is None
+                    else [planner.expected_tokens(a, k) for k in range(1, k_max + 1)])
+        return planner.best_chain(expected, self.cost.draft, self._v,
+                                  catchup=None if fed else self._catch_terms(), rollback_s=self._rollback())
 
     def draft_pays_rate(self, k_max: int, *, fed: bool = False) -> float:
         """The draft chain's rate that decides between drafting and not: the expected one,
@@ -166,12 +150,7 @@ class ExpectedRates:
         if not inp.lookup_tokens or self.cost.verify_time(1) is None:
             return 0.0, 0
         a = self.acc.predict_lookup(inp.lookup_match) if a is None else a
-        best, best_k = 0.0, 0
-        for k in range(1, min(k_max, len(inp.lookup_tokens)) + 1):
-            rate = expected_tokens(a, k) / (self._v(k + 1) + self._rollback())
-            if rate > best:
-                best, best_k = rate, k
-        return best, best_k
+        return planner.best_lookup(a, min(k_max, len(inp.lookup_tokens)), self._v, self._rollback())
 
     def _chain_in_place(self, rec: StepRecord, run: int, depth: int) -> float:
         """The rate a chain would have had on a tree step's text. The tree's top path is the
@@ -193,9 +172,8 @@ class ExpectedRates:
         draft decode per level and a verify of every node (a tree fills its budget)."""
         w = max(self.cfg.tree_width, 1)
         nodes = min(self.cfg.tree_budget, sum(w ** d for d in range(1, depth + 1)))
-        t = (self._catch_share(depth + 1) + depth * (self.cost.draft or 0.0) + self._v(nodes + 1)
-             + self._rollback())
-        return (depth + 1) / t if t > 0 else 0.0
+        return planner.tree_best_case(depth, nodes, self.cost.draft or 0.0, self._v,
+                                      catchup=self._catch_terms(), rollback_s=self._rollback())
 
     def _rollback(self) -> float:
         """Seconds a drafted step spends keeping a recurrent or hybrid target exact
