@@ -102,8 +102,8 @@ def test_power_saving_what_a_contended_session_measured_fails(
     monkeypatch.setattr(AdaptivePolicy, "to_dict", lambda self: __import__(
         "specula.core.engine.policy.state", fromlist=["state_dict"]).state_dict(
             self.cost, self.acc, self.shape_rate))
-    monkeypatch.setattr("specula.core.engine.policy.calibration.PASSES", 1)
-    monkeypatch.setattr("specula.core.engine.policy.calibration.CHECK_SIZES", ())
+    monkeypatch.setattr("specula.core.engine.loop.calibration.PASSES", 1)
+    monkeypatch.setattr("specula.core.engine.loop.calibration.CHECK_SIZES", ())
     monkeypatch.setattr("specula.core.engine.policy.probe_cadence.RECHECK_EVERY", 10**6)
     best = _best_fixed_quiet()
     got = _after_contention(tmp_path)

@@ -10,8 +10,8 @@ import pytest
 
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.events import TokenOrigin
+from specula.core.engine.loop.calibration import Calibration
 from specula.core.engine.policy.adaptive import AdaptivePolicy
-from specula.core.engine.policy.calibration import Calibration
 from specula.core.engine.policy.fixed import PlainPolicy, PlanInput
 from specula.core.engine.policy.probe_cadence import (
     PROBE_STEPS,

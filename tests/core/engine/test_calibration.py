@@ -10,8 +10,8 @@ import pytest
 
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine, EngineOptions
+from specula.core.engine.loop.calibration import MAX_BATCH, TREE_BATCH, Calibration, timed_passes
 from specula.core.engine.policy.adaptive import AdaptivePolicy
-from specula.core.engine.policy.calibration import MAX_BATCH, TREE_BATCH, Calibration, timed_passes
 from specula.core.engine.policy.cost_model import CostModel
 from specula.core.engine.sampling.rules import SamplingParams
 from tests.core.engine.conftest import PLAIN, run

@@ -165,7 +165,7 @@ def test_adaptive_state_persists_per_pair(tiny: dict[str, Path], monkeypatch: py
     # timings read as quiet whatever else this machine runs (erratic ones are not saved:
     # test_adaptive_busy_machine.py)
     monkeypatch.setattr("specula.core.engine.policy.cost_model.ERRATIC_DEV", float("inf"))
-    monkeypatch.setattr("specula.core.engine.policy.calibration._disagree", lambda a, b: False)
+    monkeypatch.setattr("specula.core.engine.loop.calibration._disagree", lambda a, b: False)
     eng = make_engine(tiny["target"], tiny["draft"])
     spec = SpecConfig(mode=Mode.ADAPTIVE, draft_max=4)
     run(eng, PROMPTS[0], GREEDY, spec)

@@ -26,6 +26,7 @@ from specula.core.engine.drafters.ngram_store import NgramStore, cache_dir
 from specula.core.engine.events import Done, Event, TokenOrigin
 from specula.core.engine.grammar.compile import validate_grammar
 from specula.core.engine.grammar.state import GrammarState
+from specula.core.engine.loop.calibration import Calibration, measure
 from specula.core.engine.loop.generator import Generator
 from specula.core.engine.native.backend import backend_name, default_threads
 from specula.core.engine.native.context import Context
@@ -33,7 +34,6 @@ from specula.core.engine.native.devices import add_rpc_servers, local_gpu_handle
 from specula.core.engine.native.llama import LoadError, Model
 from specula.core.engine.native.mtp import has_mtp_graph
 from specula.core.engine.policy import registry
-from specula.core.engine.policy.calibration import Calibration, measure
 from specula.core.engine.policy.fixed import DraftPolicy
 from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.engine.verdict import PolicyVerdict
@@ -77,7 +77,7 @@ class EngineOptions:
     # llama-cpp-python built with -DGGML_RPC=on.
     rpc_servers: tuple[str, ...] = ()
     # Time verify batches of 1..8 tokens and draft decodes right after a draft loads
-    # (core/engine/policy/calibration.py): a pair without saved adaptive state starts from them.
+    # (core/engine/loop/calibration.py): a pair without saved adaptive state starts from them.
     calibrate: bool = True
     # Load a target's MTP (NextN) layers when it has them, as a draft that needs no draft
     # model (docs/engine.md, "MTP"); off: they are skipped at load (less memory).

@@ -7,7 +7,7 @@ sessions (``policy_state.py``), so a second session starts at the right shape:
 
 * the cost model (``cost_model.py``): the target's verify time for each batch
   size, the draft's time per decode and per token of catch-up; a new pair's is
-  measured at draft load (``calibration.py``);
+  measured at draft load (``loop/calibration.py``);
 * the acceptance model (``acceptance_model.py``): the pair's per-token rate,
   which chooses between drafting and plain decoding, and the acceptance given
   the draft's confidence, which cuts a chain at a token not worth its cost.
@@ -44,8 +44,7 @@ from specula.core.engine.drafters.proposal import long_copy
 from specula.core.engine.events import TokenOrigin
 from specula.core.engine.policy import state as policy_state
 from specula.core.engine.policy.acceptance_model import AcceptanceModel
-from specula.core.engine.policy.calibration import Calibration
-from specula.core.engine.policy.cost_model import MEASURED, SHORT_FEED, CostModel
+from specula.core.engine.policy.cost_model import MEASURED, SHORT_FEED, CostModel, Seeder
 from specula.core.engine.policy.fixed import Outcome, Plan, PlanInput
 from specula.core.engine.policy.governor import Governor, Phase
 from specula.core.engine.policy.hindsight import Hindsight
@@ -89,7 +88,7 @@ class AdaptivePolicy(ProbeCadence):
     reads_confidence = True  # its stop rule and acceptance model are built on it
 
     def __init__(self, cfg: SpecConfig, state_path: Path | None = None, *,
-                 allow_draft: bool = True, calibration: Calibration | None = None) -> None:
+                 allow_draft: bool = True, calibration: Seeder | None = None) -> None:
         self.cfg = cfg
         self.allow_draft = allow_draft
         # the drafter's timing at load: what a new pair (and a Re-check) starts from
@@ -402,7 +401,7 @@ class AdaptivePolicy(ProbeCadence):
         """The user's Re-check: :meth:`clear_verdict` from the calibration at load."""
         self.clear_verdict(self.calibration)
 
-    def clear_verdict(self, calibration: Calibration | None = None) -> None:
+    def clear_verdict(self, calibration: Seeder | None = None) -> None:
         """Forget the measured costs (the user asked, or they are known to be stale): start
         again from ``calibration`` (the pair's timing at load) and probe on the next reply;
         what was learnt about acceptance stays. Saved at once."""

@@ -1,6 +1,6 @@
 """What a step costs on this machine: the target's verify time per batch size and the
 draft's time per decode, measured as the engine runs (and at draft load, see
-:mod:`specula.core.engine.policy.calibration`).
+:mod:`specula.core.engine.loop.calibration`).
 
 The adaptive policy chooses a draft length from these figures, so they are kept
 per (target, draft, machine) and start the next session (``policy_state.py``).
@@ -18,6 +18,7 @@ from __future__ import annotations
 import statistics
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Protocol
 
 MEASURED = 3  # observations of a batch size before its own average replaces the fit
 # A catch-up feed of up to SHORT_FEED tokens (the bonus token, a few plain steps) costs
@@ -252,3 +253,12 @@ class CostModel:
             return per * (tokens - 1)
         long = self.catchup_long_per_token if self.catchup_long_per_token is not None else per
         return per * (SHORT_FEED - 1) + long * (tokens - SHORT_FEED)
+
+
+class Seeder(Protocol):
+    """What fills a new pair's cost model: the timing at load (``loop/calibration.py``, beside
+    the loop: it times native decodes), kept out of the policy's arithmetic."""
+
+    def seed(self, cost: CostModel) -> bool:
+        """Fill ``cost`` (or replace figures taken on a slower machine); whether it did."""
+        ...

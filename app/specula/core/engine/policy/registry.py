@@ -23,7 +23,7 @@ from pathlib import Path
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.events import TokenOrigin
 from specula.core.engine.policy.adaptive import AdaptivePolicy
-from specula.core.engine.policy.calibration import Calibration
+from specula.core.engine.policy.cost_model import Seeder
 from specula.core.engine.policy.fixed import ChainPolicy, DraftPolicy, PlainPolicy, TreePolicy
 from specula.core.engine.policy.lookup import LookupPolicy
 from specula.core.engine.policy.mtp_choice import MTP_DRAFT_MAX, HeadAsDraft, MTPPolicy, RateChooser
@@ -55,7 +55,7 @@ class Loaded:
     """What the engine has loaded, as the factories need it."""
 
     drafters: tuple[str, ...] = ()  # the drafter kinds that can propose, first tried first
-    calibration: Calibration | None = None  # the draft model's timing at load
+    calibration: Seeder | None = None  # the draft model's timing at load (loop/calibration.py)
     state_path: Callable[[str], Path | None] = lambda key: None  # where a pair's models live
 
 
