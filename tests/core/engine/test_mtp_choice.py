@@ -4,6 +4,7 @@ place, and the choice between the head and a draft model by measured rate."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from specula.core.engine.config import SpecConfig
 from specula.core.engine.events import TokenOrigin
@@ -150,3 +151,40 @@ def test_the_choice_shows_the_verdict_of_the_arm_that_ran_and_re_check_clears_ev
     ch.clear()
     assert mtp.cleared == draft.cleared == 1
     assert ch.rate == {} and ch.current == "mtp"  # every arm is measured again
+
+
+def test_a_registered_drafter_kind_joins_adaptive_with_its_own_saved_models(tmp_path: Path) -> None:
+    """Adding a drafter (a head from the drafters issue) is registering its kind: adaptive
+    then runs one policy per loaded drafter, each under its own state file, and plans the
+    new head's chains under its origin, cut to its length."""
+    from specula.core.engine.config import Mode
+    from specula.core.engine.policy import registry
+    from specula.core.engine.policy.adaptive import AdaptivePolicy
+
+    registry.register_drafter(registry.DrafterKind("test-head", TokenOrigin.MTP, 2))
+    try:
+        keys: list[str] = []
+
+        def where(key: str) -> Path:
+            keys.append(key)
+            return tmp_path / f"{key}.json"
+
+        spec = SpecConfig(mode=Mode.ADAPTIVE, draft_max=8)
+        pol = registry.build(spec, registry.Loaded(("mtp", "test-head", "draft", "unknown"), None, where))
+        assert isinstance(pol, RateChooser) and list(pol.arms) == ["mtp", "test-head", "draft"]
+        assert keys == ["adaptive-mtp", "adaptive-test-head", "adaptive"]
+        head = pol.arms["test-head"]
+        assert isinstance(head, MTPAsDraft) and head.max_k == 2
+        assert isinstance(pol.arms["draft"], AdaptivePolicy)
+        # one drafter alone: its policy, no chooser; none: lookup under the adaptive cost model
+        alone = registry.build(spec, registry.Loaded(("test-head",), None, where))
+        assert isinstance(alone, MTPAsDraft) and alone.wants == {TokenOrigin.MTP, TokenOrigin.LOOKUP}
+        none = registry.build(spec, registry.Loaded((), None, where))
+        assert isinstance(none, AdaptivePolicy)
+        # every mode answers the protocol, Re-check included
+        for mode in Mode:
+            p = registry.build(SpecConfig(mode=mode), registry.Loaded(("mtp", "draft"), None, where))
+            p.clear()
+            assert (p.verdict() is None) == (mode is not Mode.ADAPTIVE), mode
+    finally:
+        registry.DRAFTERS.pop("test-head")

@@ -21,21 +21,22 @@ class Phase(str, Enum):
     HELD = "held"  # the stop-loss ended a reply's drafting: paused until a probe's steps gain
 
 
-D, E, P, H = Phase.DRAFTING, Phase.EXPLORING, Phase.PAUSED, Phase.HELD
 # (phase, event) -> next phase. Events: at a reply's start "pays" / "loses" (the models'
 # judgement; a hold is not judged by them: "loses"), "explore" (the re-check's probe
 # starts); at a probe's end "probe pays" / "probe loses", and under a hold first "probe
 # gained" / "probe lost" (its own steps against plain ones); "stop" (the stop-loss);
 # "clear" (the user's Re-check).
 TRANSITIONS: dict[tuple[Phase, str], Phase] = {
-    **{(p, "clear"): E for p in Phase},
-    **{(p, "stop"): H for p in Phase},
-    (E, "explore"): D, (D, "explore"): D,
-    (D, "pays"): D, (P, "pays"): D,
-    (D, "loses"): P, (P, "loses"): P, (H, "loses"): H,
-    (D, "probe pays"): D, (P, "probe pays"): D,
-    (D, "probe loses"): D, (P, "probe loses"): P,
-    (H, "probe gained"): P, (H, "probe lost"): H,
+    **{(p, "clear"): Phase.EXPLORING for p in Phase},
+    **{(p, "stop"): Phase.HELD for p in Phase},
+    **{(p, "explore"): Phase.DRAFTING for p in (Phase.EXPLORING, Phase.DRAFTING)},
+    **{(p, "pays"): Phase.DRAFTING for p in (Phase.DRAFTING, Phase.PAUSED)},
+    **{(p, "loses"): Phase.PAUSED for p in (Phase.DRAFTING, Phase.PAUSED)},
+    (Phase.HELD, "loses"): Phase.HELD,
+    **{(p, "probe pays"): Phase.DRAFTING for p in (Phase.DRAFTING, Phase.PAUSED)},
+    **{(p, "probe loses"): p for p in (Phase.DRAFTING, Phase.PAUSED)},
+    (Phase.HELD, "probe gained"): Phase.PAUSED,
+    (Phase.HELD, "probe lost"): Phase.HELD,
 }
 
 
