@@ -51,6 +51,10 @@ def main() -> None:
         after = busy._after_contention(Path(d))
     out["busy: quiet after contended, min rate over best fixed"] = _r(min(r for r, _ in after) / best)
     out["busy: quiet after contended, min accepted"] = min(a for _, a in after)
+    for cal in (True, False):  # a steadily contended session, then a quiet one (after, fresh)
+        with tempfile.TemporaryDirectory() as d:
+            out[f"busy: quiet after steady contention, accepted (after, fresh), calibrate={cal}"] = (
+                busy._quiet_after_steady(Path(d), cal))
     bad = lookup._over_plain_with_bad_lookup()
     out["compute-bound bad lookup: min over plain"] = _r(min(bad))
     out["compute-bound bad lookup: per reply"] = [_r(x) for x in bad]
