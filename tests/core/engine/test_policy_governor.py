@@ -28,6 +28,7 @@ def test_the_transition_table() -> None:
         (D, "probe pays"): D, (P, "probe pays"): D,
         (D, "probe loses"): D, (P, "probe loses"): P,
         (H, "probe gained"): P, (H, "probe lost"): H,
+        (H, "new session"): P,
     }
     for p in (D, E, P, H):
         expected[(p, "clear")] = E
@@ -61,6 +62,9 @@ def test_the_phase_is_saved_with_the_models_and_not_from_an_erratic_session(tmp_
     assert json.loads(state.read_text())["phase"] == pol.governor.phase.value
     again = AdaptivePolicy(spec, state)
     assert again.governor.phase is pol.governor.phase
+    pol.governor.on("stop")  # a hold is about the text of the session that lost
+    pol.save()
+    assert AdaptivePolicy(spec, state).governor.phase is P
     pol.cost.erratic = True  # timings under contention never outlive their session
     pol.save()
     assert "phase" not in json.loads(state.read_text())

@@ -432,6 +432,7 @@ class AdaptivePolicy(ProbeCadence):
             self.shape_rate, phase = loaded
             if phase in {p.value for p in Phase}:
                 self.governor.phase = Phase(phase)
+                self.governor.on("new session")
 
     def save(self) -> None:
         if self.state_path is not None:

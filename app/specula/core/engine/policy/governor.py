@@ -25,7 +25,8 @@ class Phase(str, Enum):
 # judgement; a hold is not judged by them: "loses"), "explore" (the re-check's probe
 # starts); at a probe's end "probe pays" / "probe loses", and under a hold first "probe
 # gained" / "probe lost" (its own steps against plain ones); "stop" (the stop-loss);
-# "clear" (the user's Re-check).
+# "clear" (the user's Re-check); "new session" (the saved phase read back: a hold was
+# about the text of the session that lost, the models judge the next one).
 TRANSITIONS: dict[tuple[Phase, str], Phase] = {
     **{(p, "clear"): Phase.EXPLORING for p in Phase},
     **{(p, "stop"): Phase.HELD for p in Phase},
@@ -37,6 +38,7 @@ TRANSITIONS: dict[tuple[Phase, str], Phase] = {
     **{(p, "probe loses"): p for p in (Phase.DRAFTING, Phase.PAUSED)},
     (Phase.HELD, "probe gained"): Phase.PAUSED,
     (Phase.HELD, "probe lost"): Phase.HELD,
+    (Phase.HELD, "new session"): Phase.PAUSED,
 }
 
 
