@@ -146,7 +146,7 @@ class AdaptivePolicy(ProbeCadence):
             self.since_plain = 0
             return self._decide(Plan(TokenOrigin.TARGET, 0))
         plain = 1.0 / v1
-        l_rate, l_k = self._lookup_rate(inp, k_max)
+        l_rate, l_k = self.lookup_rate(inp, k_max)
         d_rate = 0.0
         may_draft = self._may_draft(inp)
         if may_draft and (not self._retime or self._probe_left > 0):
@@ -172,7 +172,7 @@ class AdaptivePolicy(ProbeCadence):
             # it asks whether the first is right, and a long proposal of a guess mostly
             # pays a long verify for one token)
             cap = k_max if long_copy(inp.lookup_match) else min(k_max, 2)
-            o_rate, o_k = self._lookup_rate(inp, cap, a=PROBE_RATE)
+            o_rate, o_k = self.lookup_rate(inp, cap, a=PROBE_RATE)
             draft_pays = inp.draft_lag <= 2 and d_rate > plain * (1.0 + MARGIN)
             if (o_rate > max(plain * (1.0 + COULD_PAY_MARGIN), d_rate)
                     and (not draft_pays or long_copy(inp.lookup_match))):
@@ -218,7 +218,7 @@ class AdaptivePolicy(ProbeCadence):
         if k == 0:
             return False
         e = self.acc.expected(k)
-        step = (self.cost.catchup_time(inp.draft_lag) + k * (self.cost.draft or 0.0) + self._v(k + 1)
+        step = (self.cost.catchup_time(inp.draft_lag) + k * (self.cost.draft or 0.0) + self.verify_s(k + 1)
                 + self._rollback())
         loss = step - e * v1
         return loss <= EXPLORE_SHARE * self._plain_streak * v1
@@ -344,7 +344,7 @@ class AdaptivePolicy(ProbeCadence):
             self.since_plain = 0
         if outcome.source == TokenOrigin.CHAIN and rec.drafted:
             self.cost.observe_draft(rec.draft_decodes, rec.catchup, rec.draft_s)
-            self.hindsight.observe(rec.drafted, outcome.n_accepted, self.cost.draft or 0.0, self._v)
+            self.hindsight.observe(rec.drafted, outcome.n_accepted, self.cost.draft or 0.0, self.verify_s)
             self.acc.observe(outcome.top_probs, outcome.entropies, outcome.n_accepted)
             if self._probe and self._probe_left == 0:
                 self._probe_ended()

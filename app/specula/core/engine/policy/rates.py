@@ -56,7 +56,7 @@ class ExpectedRates:
         """The last judgement: drafting does not pay here (paused, or held by the stop-loss)."""
         return self.governor.paused
 
-    def _v(self, n: int) -> float:
+    def verify_s(self, n: int) -> float:
         """Verify seconds for n tokens (callers check that something was measured)."""
         v = self.cost.verify_time(n)
         if v:
@@ -117,7 +117,7 @@ class ExpectedRates:
             return 0.0, 0
         expected = (self.acc.expected_upto(k_max) if a is None
                     else [planner.expected_tokens(a, k) for k in range(1, k_max + 1)])
-        return planner.best_chain(expected, self.cost.draft, self._v,
+        return planner.best_chain(expected, self.cost.draft, self.verify_s,
                                   catchup=None if fed else self._catch_terms(), rollback_s=self._rollback())
 
     def draft_pays_rate(self, k_max: int, *, fed: bool = False) -> float:
@@ -144,13 +144,13 @@ class ExpectedRates:
             return rate
         return max(rate, self.draft_rate(k_max, a=a, fed=fed)[0])
 
-    def _lookup_rate(self, inp: PlanInput, k_max: int, a: float | None = None) -> tuple[float, int]:
+    def lookup_rate(self, inp: PlanInput, k_max: int, a: float | None = None) -> tuple[float, int]:
         """Best expected tokens/s of a lookup chain (and its length) at acceptance ``a``
         (default: what this match length has earned)."""
         if not inp.lookup_tokens or self.cost.verify_time(1) is None:
             return 0.0, 0
         a = self.acc.predict_lookup(inp.lookup_match) if a is None else a
-        return planner.best_lookup(a, min(k_max, len(inp.lookup_tokens)), self._v, self._rollback())
+        return planner.best_lookup(a, min(k_max, len(inp.lookup_tokens)), self.verify_s, self._rollback())
 
     def _chain_in_place(self, rec: StepRecord, run: int, depth: int) -> float:
         """The rate a chain would have had on a tree step's text. The tree's top path is the
@@ -164,7 +164,7 @@ class ExpectedRates:
         if run >= depth:
             k = max(depth, 1)
         t_d = self.cost.draft or 0.0
-        secs = self.cost.catchup_time(rec.catchup) + k * t_d + self._v(k + 1) + rec.overhead_s
+        secs = self.cost.catchup_time(rec.catchup) + k * t_d + self.verify_s(k + 1) + rec.overhead_s
         return (min(run, k) + 1) / max(secs, 1e-9)
 
     def _tree_best_case(self, depth: int) -> float:
@@ -172,7 +172,7 @@ class ExpectedRates:
         draft decode per level and a verify of every node (a tree fills its budget)."""
         w = max(self.cfg.tree_width, 1)
         nodes = min(self.cfg.tree_budget, sum(w ** d for d in range(1, depth + 1)))
-        return planner.tree_best_case(depth, nodes, self.cost.draft or 0.0, self._v,
+        return planner.tree_best_case(depth, nodes, self.cost.draft or 0.0, self.verify_s,
                                       catchup=self._catch_terms(), rollback_s=self._rollback())
 
     def _rollback(self) -> float:
@@ -186,6 +186,6 @@ class ExpectedRates:
         draft can cost more than it could ever save, and probing it is pure loss)."""
         d = self.cost.draft or 0.0
         for k in range(1, self.cfg.draft_max + 1):
-            if (k + 1) / (k * d + self._v(k + 1) + self._rollback()) > (1.0 + COULD_PAY_MARGIN) / v1:
+            if (k + 1) / (k * d + self.verify_s(k + 1) + self._rollback()) > (1.0 + COULD_PAY_MARGIN) / v1:
                 return True
         return False
