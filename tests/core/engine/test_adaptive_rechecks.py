@@ -208,11 +208,12 @@ def test_a_token_is_kept_where_drafting_on_past_a_verify_jump_pays() -> None:
     Calibration(verify={1: 0.174, **{n: 0.321 + 0.020 * (n - 2) for n in range(2, 10)}},
                 draft=0.043).seed(pol.cost)
     assert pol.acc.predict(0.6, 0.5) == pytest.approx(0.6) and pol.acc.hazard(1) == pytest.approx(0.8)
-    pol._decide(Plan(TokenOrigin.CHAIN, 8))
+    step = PlanInput(room=60, available=ALL, draft_lag=1)
+    assert not pol.sync_draft_at_prefill() and pol.plan(step) == Plan(TokenOrigin.CHAIN, 8)
     assert pol.keep_drafting(0, 0.6, 0.5) == (True, True)
     blind = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=8, tree_budget=0))
     Calibration(verify=dict(pol.cost.verify), draft=0.043).seed(blind.cost)
-    blind._decide(Plan(TokenOrigin.CHAIN, 8))
+    assert not blind.sync_draft_at_prefill() and blind.plan(step) == Plan(TokenOrigin.CHAIN, 8)
     blind._best_ahead = lambda i, e, run, d: 0.0  # type: ignore[method-assign]  # one token's look
     assert blind.keep_drafting(0, 0.6, 0.5) == (False, False)
 
