@@ -42,9 +42,10 @@ def state_dict(cost: CostModel, acc: AcceptanceModel, shape_rate: dict[str, floa
     }
 
 
-def load_into(path: Path, cost: CostModel, acc: AcceptanceModel) -> dict[str, float] | None:
-    """Fill ``cost`` and ``acc`` from the file; the saved shape rates, or None when
-    nothing was loaded (no file, another version, or a bad file: logged, untouched)."""
+def load_into(path: Path, cost: CostModel, acc: AcceptanceModel) -> tuple[dict[str, float], str] | None:
+    """Fill ``cost`` and ``acc`` from the file; the saved shape rates and governor phase
+    ("" when none was saved), or None when nothing was loaded (no file, another version,
+    or a bad file: logged, untouched)."""
     try:
         state = _checked_state(json.loads(path.read_text("utf-8")))
     except FileNotFoundError:
@@ -56,8 +57,9 @@ def load_into(path: Path, cost: CostModel, acc: AcceptanceModel) -> dict[str, fl
         return None
     (cost.verify, cost.verify_n, cost.draft, cost.catchup_per_token,
      acc.acc, acc.tot, acc.lookup_acc, acc.lookup_tot, acc.first_rate, acc.rate_acc,
-     acc.rate_judged, acc.depth_acc, acc.depth_judged, shape_rate, cost.catchup_long_per_token) = state
-    return shape_rate
+     acc.rate_judged, acc.depth_acc, acc.depth_judged, shape_rate, cost.catchup_long_per_token,
+     phase) = state
+    return shape_rate, phase
 
 
 def save(path: Path, state: dict[str, object]) -> None:
@@ -71,7 +73,7 @@ def save(path: Path, state: dict[str, object]) -> None:
 
 _State = tuple[dict[int, float], dict[int, int], float | None, float | None, dict[int, float],
                dict[int, float], dict[int, float], dict[int, float], float, float, float,
-               list[float], list[float], dict[str, float], float | None]
+               list[float], list[float], dict[str, float], float | None, str]
 
 
 def _checked_state(d: object) -> _State | None:
@@ -119,7 +121,11 @@ def _checked_state(d: object) -> _State | None:
     shapes = d.get("shape_rate", {})
     if not isinstance(shapes, dict):
         raise TypeError("shape_rate is not an object")
+    phase = d.get("phase", "")
+    if not isinstance(phase, str):
+        raise TypeError("phase is not a string")
     return (table("verify"), {k: int(v) for k, v in table("verify_n").items()},
             optional("draft"), optional("catchup_per_token"), table("acc"), table("tot"),
             table("lookup_acc"), table("lookup_tot"), first_rate, rate_acc, rate_judged,
-            depth_acc, depth_judged, {str(k): num(v, "shape_rate") for k, v in shapes.items()}, long)
+            depth_acc, depth_judged, {str(k): num(v, "shape_rate") for k, v in shapes.items()}, long,
+            phase)
