@@ -170,9 +170,13 @@ def test_a_registered_drafter_kind_joins_adaptive_with_its_own_saved_models(tmp_
             return tmp_path / f"{key}.json"
 
         spec = SpecConfig(mode=Mode.ADAPTIVE, draft_max=8)
-        pol = registry.build(spec, registry.Loaded(("mtp", "test-head", "draft", "unknown"), None, where))
-        assert isinstance(pol, RateChooser) and list(pol.arms) == ["mtp", "test-head", "draft"]
-        assert keys == ["adaptive-mtp", "adaptive-test-head", "adaptive"]
+        pol = registry.build(spec, registry.Loaded(("test-head", "draft", "unknown"), None, where))
+        assert isinstance(pol, RateChooser) and list(pol.arms) == ["test-head", "draft"]
+        assert keys == ["adaptive-test-head", "adaptive"]
+        # the MTP layers and a head both fed by the target share the generator's one slot:
+        # the loaded head takes it
+        both = registry.build(spec, registry.Loaded(("mtp", "test-head", "draft"), None, where))
+        assert isinstance(both, RateChooser) and list(both.arms) == ["test-head", "draft"]
         head = pol.arms["test-head"]
         assert isinstance(head, MTPAsDraft) and head.max_k == 2
         assert isinstance(pol.arms["draft"], AdaptivePolicy)
@@ -188,3 +192,29 @@ def test_a_registered_drafter_kind_joins_adaptive_with_its_own_saved_models(tmp_
             assert (p.verdict() is None) == (mode is not Mode.ADAPTIVE), mode
     finally:
         registry.DRAFTERS.pop("test-head")
+
+
+def test_a_loaded_draft_head_is_planned_by_adaptive_and_serves_its_own_mode(tmp_path: Path) -> None:
+    """EAGLE-3 / DFlash / DSpark heads are registered drafter kinds: adaptive chooses between a
+    loaded head and the draft model by measured rate, each chain cut to the head's own limit
+    (a DFlash block's size less its anchor), and the head's mode is a fixed chain from it."""
+    from specula.core.engine.config import Mode
+    from specula.core.engine.policy import registry
+    from specula.core.engine.policy.fixed import PlainPolicy, PlanInput
+    from specula.core.engine.policy.head_choice import HeadPolicy
+
+    def where(key: str) -> Path:
+        return tmp_path / f"{key}.json"
+
+    spec = SpecConfig(mode=Mode.ADAPTIVE, draft_max=8)
+    loaded = registry.Loaded(("mtp", "dflash", "draft"), None, where, {"dflash": 3})
+    pol = registry.build(spec, loaded)
+    assert isinstance(pol, RateChooser) and list(pol.arms) == ["dflash", "draft"]
+    head = pol.arms["dflash"]
+    assert isinstance(head, MTPAsDraft) and head.max_k == 3 and head.origin is TokenOrigin.MTP
+    fixed = registry.build(SpecConfig(mode=Mode.DFLASH, draft_max=8), loaded)
+    assert isinstance(fixed, HeadPolicy)
+    plan = fixed.plan(PlanInput(room=100, available=frozenset({TokenOrigin.MTP})))
+    assert (plan.source, plan.k) == (TokenOrigin.MTP, 3)
+    # a head mode whose kind is not loaded runs plain
+    assert isinstance(registry.build(SpecConfig(mode=Mode.EAGLE3), loaded), PlainPolicy)
