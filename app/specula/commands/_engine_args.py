@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from specula.commands._common import say
 from specula.core.engine.config import DEFAULT_DRAFT_MAX, DEFAULT_MODE, Mode, SpecConfig
 from specula.core.engine.engine import Engine, EngineOptions, LoadError
 from specula.core.engine.sampling.rules import DEFAULT_RULE, Rule, SamplingParams
@@ -130,10 +131,10 @@ def load_engine(a: argparse.Namespace) -> Engine:
     for path in (a.target, a.draft):
         _check_path_text(path)
     engine = Engine(engine_options(a))
-    print(f"loading {a.target} ...", file=sys.stderr)
+    say(f"loading {a.target} ...", file=sys.stderr)
     engine.load_target(a.target)
     if a.draft:
-        print(f"loading draft {a.draft} ...", file=sys.stderr)
+        say(f"loading draft {a.draft} ...", file=sys.stderr)
         engine.load_draft(a.draft)
     check_mtp(engine, [a.mode] if getattr(a, "mode", None) else [])
     return engine

@@ -13,7 +13,7 @@ import sys
 import threading
 from dataclasses import replace
 
-from specula.commands._common import fail
+from specula.commands._common import fail, say, terminal_text
 from specula.commands._engine_args import (
     add_model_args,
     add_sampling_args,
@@ -151,14 +151,15 @@ def run(a: argparse.Namespace) -> int:
             fitted = fit(msgs, DEFAULT_POLICY, prompt_budget(engine.n_ctx, reply.max_tokens),
                          lambda m: len(engine.tokenize_chat(m)), keep_out=int(state["left_out"]))  # type: ignore[call-overload,unused-ignore]
             if fitted.left_out != state["left_out"]:
-                print(f"[{left_out_text(fitted.left_out)}]", file=sys.stderr)
+                say(f"[{left_out_text(fitted.left_out)}]", file=sys.stderr)
             state["left_out"] = fitted.left_out
             for ev in engine.chat(fitted.messages, reply, spec, cancel):
                 if isinstance(ev, TokenEvent):
+                    shown = terminal_text(ev.text)  # a model's ESC sequences are shown, not run
                     if color and ev.source.drafted:
-                        sys.stdout.write((CYAN if ev.source in COPIED else GREEN) + ev.text + RESET)
+                        sys.stdout.write((CYAN if ev.source in COPIED else GREEN) + shown + RESET)
                     else:
-                        sys.stdout.write(ev.text)
+                        sys.stdout.write(shown)
                     sys.stdout.flush()
                 elif isinstance(ev, Done):
                     done = ev
@@ -169,7 +170,7 @@ def run(a: argparse.Namespace) -> int:
             # The template refused this conversation (or a limit hit): say so, drop the
             # message that caused it and keep the session.
             msgs.pop()
-            print(f"specula: error: {exc}", file=sys.stderr)
+            fail(str(exc))
             continue
         sys.stdout.write("\n")
         if done is not None:
@@ -177,7 +178,7 @@ def run(a: argparse.Namespace) -> int:
             state["last"] = done.stats
             note = "" if done.stop_reason in (StopReason.EOS, StopReason.STOP_STRING) else f", stopped: {done.stop_reason.value}"
             if done.message:
-                note += f" ({done.message})"
+                note += f" ({terminal_text(done.message)})"
             if reply.seed is not None and reply.seed != params.seed:
                 note += f", seed {reply.seed}"
             print(f"{DIM if color else ''}[{done.stats.summary_line()}{note}]{RESET if color else ''}", file=sys.stderr)

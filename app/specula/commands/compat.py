@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from specula.commands._common import fail, print_json
+from specula.commands._common import fail, print_json, say
 from specula.core.gguf.compat import check, format_report
 from specula.core.gguf.model_info import GGUFError, read_model_info
 
@@ -25,5 +25,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(report.to_dict())
     else:
-        print(format_report(report))
+        say(format_report(report))
     return 0 if report.usable else 1
