@@ -131,12 +131,14 @@ class Settings:
         path = path or cls.path()
         try:
             # bounded in size and depth; bytes: UTF-8, -16 and -32 are all read
-            raw = json_files.read(json_files.JsonFile(path, "settings file"))
+            raw = json_files.read(json_files.JsonFile(path, "settings file", top=_ANY_JSON))
         except FileNotFoundError:
             return cls()
-        except (OSError, ValueError) as exc:  # a directory, unreadable, not JSON, not an object
+        except (OSError, ValueError) as exc:  # a directory, unreadable, not JSON, too deep
             problem = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             return cls._damaged(path, f"it cannot be read ({problem})")
+        if not isinstance(raw, dict):
+            return cls._damaged(path, f"it holds a JSON {type(raw).__name__}, not settings")
         rejected: list[str] = []
         newer = _schema_of(raw) > SCHEMA_VERSION
         out = cls.from_dict(migrate(dict(raw)), rejected=rejected, keep_unknown=newer)
@@ -218,6 +220,7 @@ class Settings:
         return True
 
 
+_ANY_JSON = (dict, list, str, float, bool, type(None))  # the top level is checked in load()
 _NESTED: dict[str, type] = {"generation": GenerationDefaults, "speculative": SpeculativeDefaults}
 _NOT_SAVED = ("load_notice", "_unknown", "_file_schema")
 

@@ -83,13 +83,13 @@ class ConversationStore:
     """All conversations; one connection, used from one thread at a time."""
 
     def __init__(self, path: Path | None = None, *,
-                 busy_timeout_s: float = BUSY_TIMEOUT_S) -> None:
+                 busy_timeout_s: float | None = None) -> None:
         self.path = path or paths.data_dir() / DB_NAME
         self.load_notice: str | None = None
         """Set when the database could not be used as it is (for the app to say)."""
         self.saved = True
         """False when this session's changes live in memory only (the notice says why)."""
-        self._busy_timeout_s = busy_timeout_s
+        self._busy_timeout_s = BUSY_TIMEOUT_S if busy_timeout_s is None else busy_timeout_s
         try:
             self._db = self._open(self.path)
         except (sqlite3.DatabaseError, OSError, StoreTooNew) as exc:
