@@ -88,6 +88,6 @@ def test_a_loop_of_links_is_skipped_by_the_scan(kind: str, specula_home: Path,
     out, _err = capsys.readouterr()
     assert "real.gguf" in out
     if kind != "dangling":  # asking for the loop by name: a clear refusal, no traceback
-        assert main(["models", "remove", "loop.gguf" if kind == "self" else "a.gguf"]) == 2
+        assert main(["models", "rm", "loop.gguf" if kind == "self" else "a.gguf"]) == 2
         _out, err = capsys.readouterr()
         assert err.startswith("specula: error: ") and "Traceback" not in err

@@ -34,7 +34,7 @@ DEEP = "[" * 100_000
 # -- the reader ----------------------------------------------------------------------
 
 @pytest.mark.parametrize(("text", "depth"), [
-    ("1", 0), ("[]", 1), ('{"a": [1, {"b": []}]}', 3), ('["[[[[", "]]"]', 1),
+    ("1", 0), ("[]", 1), ('{"a": [1, {"b": []}]}', 4), ('["[[[[", "]]"]', 1),
     ('{"k": "\\"[[["}', 1), ("[" * 40 + "]" * 40, 40)])
 def test_nesting_depth_counts_brackets_outside_strings(text: str, depth: int) -> None:
     assert json_files.nesting_depth(text, 100) == depth

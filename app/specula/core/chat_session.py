@@ -40,7 +40,7 @@ class ChatSession:
         path = path or cls.path()
         raw = json_files.load(json_files.JsonFile(
             path, "chat panel file (the values the chat was left with)",
-            {"generation": dict, "speculative": dict, "side_panel_open": bool},
+            # each part of the wrong kind is read as None below, the others kept
             consequence="The chat panel starts from the default settings")).value
         if raw is None:
             return cls()

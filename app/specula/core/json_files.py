@@ -180,10 +180,7 @@ def read(spec: JsonFile) -> Any:
     """The checked value of the file; ``FileNotFoundError`` when it is missing,
     :class:`JsonError` (or another ``OSError``) when it cannot be used. Nothing is
     moved: :func:`load` is the call that sets a bad file aside."""
-    try:
-        size = spec.path.stat().st_size
-    except FileNotFoundError:
-        raise
+    size = spec.path.stat().st_size  # FileNotFoundError: the caller's defaults
     if size > spec.max_bytes:
         raise JsonError(f"it is larger than {spec.max_bytes:,} bytes ({size:,})")
     with spec.path.open("rb") as fh:  # a folder at the path raises here (IsADirectoryError)
