@@ -179,12 +179,12 @@ def test_a_presets_file_of_the_wrong_shape_is_set_aside(content: str, specula_ho
 def test_a_preset_with_a_non_finite_value_is_skipped_not_fatal(value: str,
                                                                specula_home: Path) -> None:
     path = paths.config_dir() / presets.FILE_NAME
-    path.write_text('{"presets": [{"name": "bad", "values": {"top_k": %s}}, '
-                    '{"name": "bad too", "values": {"temperature": %s}}, '
-                    '{"name": "good", "values": {"top_k": 5}}]}' % (value, value))
+    path.write_text('{"presets": [{"name": "bad", "values": {"top_k": VALUE}}, '
+                    '{"name": "bad too", "values": {"temperature": VALUE}}, '
+                    '{"name": "good", "values": {"top_k": 5}}]}'.replace("VALUE", value))
     assert [p.name for p in presets.load_user()] == ["good"]
     with pytest.raises(PresetError, match="top_k must be a number"):
-        presets.import_json('{"name": "x", "values": {"top_k": %s}}' % value)
+        presets.import_json('{"name": "x", "values": {"top_k": ' + value + "}}")
 
 
 def test_importing_a_deep_file_is_a_preset_error() -> None:

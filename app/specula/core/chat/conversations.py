@@ -41,7 +41,9 @@ DB_NAME = "conversations.sqlite3"
 DEFAULT_TITLE = "New chat"
 BUSY_TIMEOUT_S = 5.0
 """How long opening waits for another process's lock before saying the file is in use."""
-_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+# SQLite's primary result codes (sqlite3.h; the module has them as names from 3.11 only)
+SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_CANTOPEN = 5, 6, 8, 14
+_BUSY_CODES = frozenset({SQLITE_BUSY, SQLITE_LOCKED})
 
 
 def _error_code(exc: BaseException) -> int | None:
@@ -95,7 +97,7 @@ class ConversationStore:
         except (sqlite3.DatabaseError, OSError, StoreTooNew) as exc:
             if _error_code(exc) in _BUSY_CODES:
                 self._db = self._busy(exc)
-            elif _error_code(exc) == sqlite3.SQLITE_READONLY:
+            elif _error_code(exc) == SQLITE_READONLY:
                 self._db = self._read_only(exc)
             else:
                 self._db = self._recover(exc)
@@ -173,7 +175,7 @@ class ConversationStore:
         why = str(exc) if isinstance(exc, StoreTooNew) else f"it is damaged ({exc})"
         if isinstance(exc, OSError):
             why = f"it cannot be opened ({exc.strerror or exc})"
-        elif _error_code(exc) == sqlite3.SQLITE_CANTOPEN:
+        elif _error_code(exc) == SQLITE_CANTOPEN:
             why = f"it cannot be opened ({exc})"
         try:
             backup = _set_aside(self.path)

@@ -19,7 +19,7 @@ from specula.core.gguf.model_info import ModelInfo
 
 INDEX_VERSION = 2  # 2: ModelInfo says what a model is (memory, experts, MTP): read headers again
 _INFO_FIELDS = {f.name for f in dataclasses.fields(ModelInfo)} - {"tokenizer", "chat_template"}
-_KINDS: dict[str, json_files.Kind] = {"int": int, "str": str, "bool": bool}
+_KINDS: dict[str, type] = {"int": int, "str": str, "bool": bool}
 # Each cached field's kind from ModelInfo's annotations ("int | None" -> (int, None)).
 _FIELD_KINDS: dict[str, json_files.Kind] = {
     f.name: tuple(_KINDS.get(part.strip(), type(None)) for part in str(f.type).split("|"))
