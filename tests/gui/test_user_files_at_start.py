@@ -80,7 +80,7 @@ def test_presets_are_imported_in_one_write_off_the_gui_thread(  # type: ignore[n
     w = make_window()
     dialog = PresetsDialog(w.chat.settings_panel)
     qtbot.addWidget(dialog)
-    many = [presets.Preset(f"p{i}", values={"top_k": i % 100}) for i in range(2000)]
+    many = [presets.Preset(f"p{i}", values={"top_k": i % 100}) for i in range(300)]
     source = tmp_path / "many.json"
     source.write_text('{"presets": [' + ", ".join(presets.export_json(p) for p in many) + "]}")
     writes: list[threading.Thread] = []
