@@ -220,3 +220,12 @@ def test_download_entries_of_the_wrong_kind_are_dropped(specula_home: Path) -> N
         good, {**good, "filename": "n.gguf", "downloaded": "lots"},
         {**good, "filename": "o.gguf", "size": [1]}, {**good, "filename": 7}]}))
     assert [r.filename for r in load_records(models_dir=paths.default_models_dir())] == ["m.gguf"]
+
+
+def test_a_deep_bench_prompts_line_is_a_clear_error(tmp_path: Path) -> None:
+    from specula.core.bench.prompts import load_prompts
+
+    path = tmp_path / "prompts.jsonl"
+    path.write_text('{"id": "a", "prompt": "hi"}\n' + DEEP + "\n")
+    with pytest.raises(ValueError, match="line 2: .*nested more than"):
+        load_prompts(path)
