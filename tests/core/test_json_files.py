@@ -227,5 +227,5 @@ def test_a_deep_bench_prompts_line_is_a_clear_error(tmp_path: Path) -> None:
 
     path = tmp_path / "prompts.jsonl"
     path.write_text('{"id": "a", "prompt": "hi"}\n' + DEEP + "\n")
-    with pytest.raises(ValueError, match="line 2: .*nested more than"):
+    with pytest.raises(ValueError, match=r"line 2: .*nested more than"):
         load_prompts(path)

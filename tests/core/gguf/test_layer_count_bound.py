@@ -10,6 +10,7 @@ LLAMA_MAX_LAYERS (512) layers.
 from __future__ import annotations
 
 import json
+import struct
 import tracemalloc
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from gguf import GGUFValueType as T
 from specula.cli import main
 from specula.core.gguf.memory_kind import MAX_LAYERS
 from specula.core.gguf.model_info import GGUFError, read_model_info
-from specula.core.gguf.reader import BytesSource
+from specula.core.gguf.reader import MAX_TOTAL_ARRAY_ITEMS, BytesSource
 from specula.core.library.scan import Library
 from specula_tools.crafted_gguf import base_fields, header_bytes, with_field
 from tests.fixtures.fake_hub import FakeHub
@@ -92,3 +93,22 @@ def test_the_hub_header_reader_refuses_it(fake_hub: FakeHub,
     out, _err = capsys.readouterr()
     [model] = json.loads(out)["models"]
     assert "block_count should be a layer count" in model["header"]["error"]
+
+
+def _arrays(*counts: int) -> bytes:
+    """The base header plus arrays of ``counts`` zero bytes (built as raw bytes: fast)."""
+    fields = [*base_fields(), *((f"x{i}", T.ARRAY, None) for i in range(len(counts)))]
+    raw = {f"x{i}": struct.pack("<IQ", int(T.UINT8), n) + bytes(n) for i, n in enumerate(counts)}
+    return header_bytes(fields, raw_values=raw)
+
+
+def test_the_arrays_of_a_header_share_one_item_budget() -> None:
+    """Each array item becomes a Python object: four 16M-item arrays of bytes in a 64 MB
+    file took 760 MB. Real headers hold under 2M items in all (vocabularies of 262,144
+    tokens with their scores, types and merges)."""
+    half = MAX_TOTAL_ARRAY_ITEMS // 2
+    base_items = 32  # the base header's 16 token texts and 16 token types
+    info = read_model_info(BytesSource(_arrays(half, half - base_items), "edge.gguf"))
+    assert info.vocab_size == 16
+    with pytest.raises(GGUFError, match="arrays hold more than 8,388,608 items in all \\(at x1\\)"):
+        read_model_info(BytesSource(_arrays(half, half - base_items + 1), "over.gguf"))
