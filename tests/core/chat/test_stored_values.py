@@ -90,6 +90,9 @@ def test_good_meta_is_kept_whole(tmp_path: Path) -> None:
     store.add_message(cid, "assistant", "hi", meta)
     [m] = store.messages(cid)
     assert m.meta == meta and not m.damaged
+    # a draft probability Specula writes as NaN (json.dumps' NaN) is a value it reads back
+    store.add_message(cid, "assistant", "x", {"tokens": [["x", "d", float("nan")]]})
+    assert not store.messages(cid)[-1].damaged
     store.close()
 
 

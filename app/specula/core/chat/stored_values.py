@@ -14,7 +14,6 @@ colours or versions the cell held) and the rest of the conversation works.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -25,14 +24,12 @@ MAX_CELL_CHARS = 64 * 1024 * 1024
 far more than that is not something Specula wrote."""
 
 
-def _number(v: object) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
 def _token(t: object) -> bool:
-    """A coloured token as stored: ``[text, source letter, draft probability or null]``."""
+    """A coloured token as stored: ``[text, source letter, draft probability or null]``
+    (the probability may be NaN: Specula writes it so where a draft had none)."""
     return (isinstance(t, list) and len(t) == 3 and isinstance(t[0], str)
-            and isinstance(t[1], str) and (t[2] is None or _number(t[2])))
+            and isinstance(t[1], str)
+            and (t[2] is None or (isinstance(t[2], (int, float)) and not isinstance(t[2], bool))))
 
 
 def _count(v: object) -> bool:
