@@ -7,12 +7,11 @@ discarded with a log line (the policy then starts from the calibration).
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from pathlib import Path
 
-from specula.core import files
+from specula.core import files, json_files
 from specula.core.engine.policy.acceptance_model import DEPTHS, AcceptanceModel
 from specula.core.engine.policy.cost_model import CostModel
 
@@ -47,7 +46,7 @@ def load_into(path: Path, cost: CostModel, acc: AcceptanceModel) -> tuple[dict[s
     ("" when none was saved), or None when nothing was loaded (no file, another version,
     or a bad file: logged, untouched)."""
     try:
-        state = _checked_state(json.loads(path.read_text("utf-8")))
+        state = _checked_state(json_files.read(json_files.JsonFile(path, "policy state")))
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
