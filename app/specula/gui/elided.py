@@ -9,10 +9,12 @@ from __future__ import annotations
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QPainter, QPaintEvent
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QLabel,
     QSizePolicy,
     QStyle,
+    QStyleOptionButton,
     QStyleOptionComboBox,
     QStylePainter,
     QWidget,
@@ -47,6 +49,40 @@ class ElidedLabel(QLabel):
         p.setPen(self.palette().color(self.foregroundRole()))
         p.drawText(self.contentsRect(), int(self.alignment() | Qt.AlignmentFlag.AlignVCenter),
                    shown)
+
+
+class ElidedCheckBox(QCheckBox):
+    """A check box whose label never widens the window: past ``keep`` (the part that must
+    stay readable, e.g. "Speculative: on") the text elides at its end, whole in the tooltip
+    the owner sets."""
+
+    def __init__(self, keep: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._keep = keep
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+
+    def minimumSizeHint(self) -> QSize:
+        full = super().sizeHint()
+        opt = QStyleOptionButton()
+        self.initStyleOption(opt)
+        text_w = self.fontMetrics().horizontalAdvance(self.text())
+        keep_w = self.fontMetrics().horizontalAdvance(self._keep + "…")
+        return QSize(max(full.width() - text_w + min(keep_w, text_w), 0), full.height())
+
+    def shown_text(self) -> str:
+        """The label as painted (elided to the width the box has)."""
+        opt = QStyleOptionButton()
+        self.initStyleOption(opt)
+        rect = self.style().subElementRect(QStyle.SubElement.SE_CheckBoxContents, opt, self)
+        return self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideRight,
+                                             max(rect.width(), 10))
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        p = QStylePainter(self)
+        opt = QStyleOptionButton()
+        self.initStyleOption(opt)
+        opt.text = self.shown_text()
+        p.drawControl(QStyle.ControlElement.CE_CheckBox, opt)
 
 
 DETAIL_ROLE = Qt.ItemDataRole.UserRole + 20  # a short part shown whole after the name

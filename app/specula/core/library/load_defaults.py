@@ -102,3 +102,18 @@ def save_defaults(model_path: str | Path, defaults: LoadDefaults, path: Path | N
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps({"version": 1, "models": models}, indent=2), encoding="utf-8")
     os.replace(tmp, path)
+
+
+def context_words(model_path: str | Path, global_n_ctx: int, trained: int | None,
+                  running: int = 0, path: Path | None = None) -> str:
+    """The context length a model loads with, in the words My Models shows: the one it
+    runs with while loaded, else its own default or the global one, capped as the engine
+    caps it (by the training length)."""
+    if running:
+        return f"{running:,} tokens (loaded now)"
+    own = defaults_for(model_path, path).n_ctx
+    n = own if own is not None else global_n_ctx
+    if trained and trained < n:
+        n = trained
+    whose = "its own default" if own is not None else "the global default"
+    return f"{n:,} tokens ({whose})"

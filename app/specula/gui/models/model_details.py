@@ -9,6 +9,7 @@ when it cannot). A newer selection cancels the older one's result.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,8 +37,8 @@ from specula.gui.tasks import Task, TaskContext, TaskError, start_task
 PATH_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
-def metadata_html(m: LocalModel) -> str:
-    """The full metadata as a two-column table."""
+def metadata_html(m: LocalModel, loads_with: str = "") -> str:
+    """The full metadata as a two-column table; ``loads_with``: the context it loads with."""
     info = m.info
     rows: list[tuple[str, str]] = [("File", str(m.path)), ("Size", human_size(m.size))]
     if len(m.parts) > 1:
@@ -53,6 +54,7 @@ def metadata_html(m: LocalModel) -> str:
              if info.parameter_count else "?"),
             ("Quantization", info.quantization or "?"),
             ("Context length", f"{info.context_length:,}" if info.context_length else "?"),
+            *([("Loads with", loads_with)] if loads_with else []),
             ("Layers / embedding", f"{info.n_layers} / {info.n_embd}"),
             ("Heads (KV)", f"{info.n_head} ({info.n_head_kv})"),
             ("Tokenizer", tokenizer_text(info)),
@@ -123,6 +125,8 @@ class ModelDetails(QFrame):
         self.library: list[LocalModel] = []
         self.target: ModelInfo | None = None  # the loaded target "Load as draft" is judged against
         self._task: Task | None = None
+        # The context a model loads with, in words (the library page knows the settings).
+        self.loads_with: Callable[[LocalModel], str] = lambda _m: ""
         lay = QVBoxLayout(self)
         lay.setContentsMargins(14, 12, 14, 12)
         self.title = QLabel("Select a model", self)
@@ -167,6 +171,7 @@ class ModelDetails(QFrame):
     def _edit_defaults(self) -> None:
         if self.model is not None:
             LoadDefaultsDialog(self.model, self.library, self).exec()
+            self.show_model(self.model)  # the context it loads with may have changed
 
     def show_model(self, model: LocalModel | None, library: list[LocalModel] | None = None) -> None:
         self.model = model
@@ -189,7 +194,7 @@ class ModelDetails(QFrame):
             return
         self.title.setText(clean_name(model.info.display_name) if model.info else model.name)
         self.title.setToolTip(str(model.path))
-        self.meta.setText(metadata_html(model))
+        self.meta.setText(metadata_html(model, self.loads_with(model) if model.info else ""))
         self.pairs_status.setText("Checking which library models pair with it…")
         self.load_draft.setToolTip("")
         if model.info is None:
