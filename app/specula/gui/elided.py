@@ -22,17 +22,21 @@ from PySide6.QtWidgets import (
 
 
 class ElidedLabel(QLabel):
-    """A one-line label that shrinks to any width, eliding its text in the middle."""
+    """A one-line label that shrinks to any width, eliding its text (in the middle unless
+    ``mode`` says otherwise); the whole text is its tooltip, before ``tip`` when given."""
 
-    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+    def __init__(self, text: str = "", parent: QWidget | None = None,
+                 mode: Qt.TextElideMode = Qt.TextElideMode.ElideMiddle, tip: str = "") -> None:
         super().__init__(parent)
         self._full = ""
+        self._mode = mode
+        self._tip = tip
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.setText(text)
 
     def setText(self, text: str) -> None:
         self._full = text
-        self.setToolTip(text)
+        self.setToolTip(f"{text}\n{self._tip}" if self._tip and text else self._tip or text)
         super().setText(text)
         self.update()
 
@@ -44,8 +48,7 @@ class ElidedLabel(QLabel):
 
     def paintEvent(self, event: QPaintEvent) -> None:
         p = QPainter(self)
-        shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideMiddle,
-                                              self.contentsRect().width())
+        shown = self.fontMetrics().elidedText(self._full, self._mode, self.contentsRect().width())
         p.setPen(self.palette().color(self.foregroundRole()))
         p.drawText(self.contentsRect(), int(self.alignment() | Qt.AlignmentFlag.AlignVCenter),
                    shown)
