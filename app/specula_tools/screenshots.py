@@ -231,7 +231,7 @@ def _prepare(window: Any, served: Served, args: argparse.Namespace,
              wait: Callable[..., None]) -> None:
     """Content for every page: a reply, a comparison, a paused and a running download."""
     ctx = window.ctx
-    if "chat" in args.pages:
+    if {"chat", "chat-paused", "failed-load"} & set(args.pages):
         done: list[object] = []
         window.chat.reply_finished.connect(done.append)
         window.chat.send(args.prompt)
@@ -352,6 +352,7 @@ def _chat_state(window: Any, page: str, served: Served, wait: Callable[..., None
         chat.banner.hide()
         bar.show_verdict(PolicyVerdict(paused=True, recheck_in=128))
         return
+    bar.show_verdict(None)
     cut = Path(os.environ["SPECULA_HOME"]).parent / f"cut-short-{served.target.name}"
     if not cut.is_file():
         data = served.target.read_bytes()

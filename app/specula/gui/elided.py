@@ -57,11 +57,12 @@ class ElidedLabel(QLabel):
 class ElidedCheckBox(QCheckBox):
     """A check box whose label never widens the window: past ``keep`` (the part that must
     stay readable, e.g. "Speculative: on") the text elides at its end, whole in the tooltip
-    the owner sets."""
+    the owner sets; it asks for no more than ``room`` (its neighbours need the rest)."""
 
-    def __init__(self, keep: str = "", parent: QWidget | None = None) -> None:
+    def __init__(self, keep: str = "", room: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._keep = keep
+        self._room = room or keep
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
 
     def minimumSizeHint(self) -> QSize:
@@ -71,6 +72,12 @@ class ElidedCheckBox(QCheckBox):
         text_w = self.fontMetrics().horizontalAdvance(self.text())
         keep_w = self.fontMetrics().horizontalAdvance(self._keep + "…")
         return QSize(max(full.width() - text_w + min(keep_w, text_w), 0), full.height())
+
+    def sizeHint(self) -> QSize:
+        full = super().sizeHint()
+        text_w = self.fontMetrics().horizontalAdvance(self.text())
+        room = self.fontMetrics().horizontalAdvance(self._room + "…")
+        return QSize(full.width() - text_w + min(room, text_w), full.height())
 
     def shown_text(self) -> str:
         """The label as painted (elided to the width the box has)."""

@@ -31,7 +31,7 @@ class SpecSwitch(ElidedCheckBox):
     def __init__(self, parent: QWidget | None = None) -> None:
         # The pause's words elide past "Speculative: on" (the whole sentence is the
         # tooltip): a long verdict never makes the window wider than the screen.
-        super().__init__("Speculative: on", parent)
+        super().__init__("Speculative: on", "Speculative: on · paused", parent)
         self.setObjectName("DraftSwitch")
         self._has_draft = False
         self._lookup = False

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QListWidgetItem,
     QPushButton,
+    QScrollArea,
     QVBoxLayout,
     QWidget,
 )
@@ -160,7 +161,13 @@ class ModelDetails(QFrame):
         self.meta.setTextFormat(Qt.TextFormat.RichText)
         self.meta.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.meta.setWordWrap(True)
-        lay.addWidget(self.meta)
+        # The metadata scrolls: its rows never set the window's height (it fits 700 px).
+        meta_scroll = QScrollArea(self)
+        meta_scroll.setWidgetResizable(True)
+        meta_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        meta_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        meta_scroll.setWidget(self.meta)
+        lay.addWidget(meta_scroll, 2)
         lay.addWidget(caption("PAIRS WITH", self))
         self.pairs_status = muted("", self)
         lay.addWidget(self.pairs_status)
