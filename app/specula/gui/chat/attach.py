@@ -20,7 +20,6 @@ from specula.core.chat.attachments import (
     read_attachment,
 )
 
-
 CHIP_WIDTH = 220  # the most a chip's text takes (px)
 CHIP_MIN = 48  # what a chip keeps when the row is short of room (px)
 

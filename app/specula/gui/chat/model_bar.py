@@ -81,11 +81,11 @@ class ModelBar(QFrame):
         self.targets = TargetPicker(ctx, self.reload_models, self._dialog_folder, self)
         self.targets.chosen.connect(self.choose_target)
         self.targets.eject_requested.connect(self.eject)
-        row.addWidget(self.targets, 1)
+        row.addWidget(self.targets, 3)  # its box shares the picker with three buttons
         row.addSpacing(8)
         self.drafts = DraftPicker(self._dialog_folder, self)
         self.drafts.chosen.connect(self._on_draft_chosen)
-        row.addWidget(self.drafts, 1)
+        row.addWidget(self.drafts, 2)  # with one: so both names get alike room
         row.addSpacing(6)
         # The parts tests and tools reach for by name.
         self.target_combo, self.target_eject = self.targets.combo, self.targets.eject
