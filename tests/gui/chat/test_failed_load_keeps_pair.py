@@ -133,3 +133,23 @@ def test_a_target_too_big_even_alone_gives_the_old_pair_back(monkeypatch) -> Non
     assert engine.target_info.source == "/m/old.gguf" and engine.draft_info.source == "/m/draft.gguf"
     assert engine.options.n_ctx == 2048  # with the options they had
     assert heard["loaded"][-1] == "/m/old.gguf" and heard["draft"][-1] == "/m/draft.gguf"
+
+
+def test_the_draft_already_loaded_is_not_loaded_or_measured_again(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Item 7 at the worker: a second request for the draft the target already has answers
+    at once, without a load (and so without "Measuring the pair")."""
+    w, heard = _worker(monkeypatch)
+    loads: list[str] = []
+    real = _FakeEngine.load_draft
+
+    def counted(self, path: str, progress: Any = None, measuring: Any = None) -> Any:  # type: ignore[no-untyped-def]
+        loads.append(path)
+        return real(self, path, progress, measuring)
+
+    monkeypatch.setattr(_FakeEngine, "load_draft", counted)
+    w.load_target("/m/old.gguf", threading.Event())
+    w.load_draft("/m/draft.gguf", threading.Event())
+    w.load_draft("/m/draft.gguf", threading.Event())
+    assert loads == ["/m/draft.gguf"] and heard["draft"] == ["/m/draft.gguf"] * 2
+    w.load_draft("/m/other-draft.gguf", threading.Event())  # another draft does load
+    assert loads == ["/m/draft.gguf", "/m/other-draft.gguf"]
