@@ -1,6 +1,8 @@
 """Verifying a token tree: the pending token and every node in one target decode,
 then a walk down the tree by the target's own choices (sample-and-match, or the
 coupled rule, or greedy: exact for any tree), keeping the winning branch's cells.
+The batch puts the draft's own chain first so that an accepted path along it lands in
+position order (plain decoding's arithmetic needs that; docs/engine.md, "Plain's text").
 
 Apart from the generator's loop because it is the one verification that needs
 branch sequences in the KV cache (``KVCache.branches``) and a tree-shaped batch.
