@@ -44,6 +44,9 @@ from specula.core.engine.native.kv import KVCache
 from specula.core.engine.sampling.rules import SamplingParams
 
 _TYPES = {0: np.float32, 1: np.float16}  # GGML_TYPE_F32, GGML_TYPE_F16
+# A K/V difference this large is no rounding of an F16 row (its last bits are ~1e-3 here):
+# something upstream took another branch, such as an MoE router picking another expert.
+JUMP = 0.05
 
 
 @dataclass
@@ -110,22 +113,25 @@ class StepCheck:
     chain_vs_plain: float
     first_pos: int  # first position that differs from the chain replay (-1: none)
     first_layer: int  # lowest layer where K or V at first_pos differs
+    worst_at: tuple[int, int]  # (position, layer) of the largest difference from the chain replay
 
 
-def compare(a: CacheDump, b: CacheDump) -> tuple[float, int, int]:
+def compare(a: CacheDump, b: CacheDump) -> tuple[float, int, int, tuple[int, int]]:
     """(largest difference over positions and layers, first differing position, its
-    lowest differing layer); positions matched by value, not by cell order."""
+    lowest differing layer, (position, layer) of the largest difference); positions
+    matched by value, not by cell order."""
     ia, ib = a.by_pos(), b.by_pos()
     common = sorted(set(ia) & set(ib))
-    worst = 0.0
+    worst, where = 0.0, (-1, -1)
     first, first_layer = -1, -1
     for p in common:
         for layer, (ka, kb, va, vb) in enumerate(zip(a.k, b.k, a.v, b.v, strict=True)):
             d = max(float(np.abs(ka[ia[p]] - kb[ib[p]]).max()), float(np.abs(va[ia[p]] - vb[ib[p]]).max()))
             if d > 0 and first < 0:
                 first, first_layer = p, layer
-            worst = max(worst, d)
-    return worst, first, first_layer
+            if d > worst:
+                worst, where = d, (p, layer)
+    return worst, first, first_layer, where
 
 
 class Replay:
@@ -174,7 +180,7 @@ def probe(target: Path, draft: Path, prompt: str, max_tokens: int, n_ctx: int,
         every = dump(gen.ctx, -1)
         ref_c, ref_p = dump(chain.ctx, 0), dump(plain.ctx, 0)
         n = len(gen.kv.tokens)
-        d_c, first, layer = compare(tree, ref_c)
+        d_c, first, layer, worst_at = compare(tree, ref_c)
         checks.append(StepCheck(
             step=len(checks), n=n,
             positions_ok=sorted(tree.pos) == list(range(n)),
@@ -182,6 +188,7 @@ def probe(target: Path, draft: Path, prompt: str, max_tokens: int, n_ctx: int,
             out_of_order=sum(1 for i, p in enumerate(tree.pos) if p != i),
             diff_chain=d_c, diff_plain=compare(tree, ref_p)[0],
             chain_vs_plain=compare(ref_c, ref_p)[0], first_pos=first, first_layer=layer,
+            worst_at=worst_at,
         ))
         if isinstance(ev, Done):
             break
@@ -211,6 +218,10 @@ def main(argv: list[str] | None = None) -> int:
     first = next((c for c in checks if c.diff_chain > 0), None)
     print("first step differing from the chain replay:",
           "none" if first is None else f"step {first.step}, position {first.first_pos}, layer {first.first_layer}")
+    jump = next((c for c in checks if c.diff_chain > JUMP), None)
+    print(f"first step with a difference above {JUMP} from the chain replay:",
+          "none" if jump is None else
+          f"step {jump.step} (cache {jump.n}), at position {jump.worst_at[0]}, layer {jump.worst_at[1]}")
     for name, key in (("tree vs chain replay", "diff_chain"), ("tree vs plain replay", "diff_plain"),
                       ("chain vs plain replay", "chain_vs_plain")):
         vals = np.array([getattr(c, key) for c in checks])
