@@ -372,7 +372,7 @@ class KVCache:
         so the cells are the next free ones in order): attention sums over cells in cell
         order, and a cache whose cells are out of position order gives other rounding
         than plain decoding's, which an MoE router can turn into another expert and
-        another token (docs/engine.md, "Token trees and plain's text").
+        another token (docs/engine.md, "Plain's text: what is bitwise the same").
 
         On hybrid memory a branch's recurrent state includes the deeper nodes it holds
         (llama.cpp copies a recurrent state whole, whatever the range), so the path is
