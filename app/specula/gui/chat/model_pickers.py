@@ -43,9 +43,12 @@ def _row(parent: QWidget, caption: str) -> QHBoxLayout:
     return row
 
 
+PICKER_MIN_WIDTH = 150  # the least: a name's start and its size ("Qwen2.5 C…  1.5B")
+
+
 def _combo(parent: QWidget) -> ElidingCombo:
     combo = ElidingCombo(parent)
-    combo.setMinimumWidth(110)
+    combo.setMinimumWidth(PICKER_MIN_WIDTH)
     return combo
 
 
