@@ -221,7 +221,7 @@ def quantization_from_name(filename: str) -> str | None:
     found = _QUANT_IN_NAME.findall(stem)
     if not found:
         return None
-    quant = found[-1].upper()
+    quant = str(found[-1]).upper()
     return {"FP16": "F16", "FP32": "F32"}.get(quant, quant)  # Qwen's "-fp16.gguf" is F16
 
 

@@ -45,8 +45,8 @@ from specula.gui.chat.reply_notes import (
 from specula.gui.chat.side_column import SideColumn
 from specula.gui.context import AppContext
 from specula.gui.engine_worker import ReplyBatch, ReplyHandle
-from specula.gui.models.folder_offers import FolderOffers
 from specula.gui.errors import show_error
+from specula.gui.models.folder_offers import FolderOffers
 from specula.gui.stats.footer import footer_text
 
 
