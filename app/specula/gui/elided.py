@@ -57,7 +57,7 @@ class ElidedLabel(QLabel):
 DETAIL_ROLE = Qt.ItemDataRole.UserRole + 20  # a short part shown whole after the name
 
 
-NAME_KEPT = "Qwen2.5 C"  # the least of a name worth showing: its start, then "…"
+NAME_KEPT = "Qwen2"  # the least of a name worth showing (its family), then "…"
 
 
 def shown_with_detail(name: str, detail: str, width: int, advance: Callable[[str], int],

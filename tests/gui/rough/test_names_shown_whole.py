@@ -33,7 +33,7 @@ def test_the_picker_keeps_the_names_start_and_the_whole_detail(qtbot) -> None:  
     combo.show()
     combo.resize(PICKER_MIN_WIDTH, combo.height())  # as narrow as the header lets it be
     shown = combo.shown_text()
-    assert shown.startswith("Qwen2.5 C") and shown.endswith("…  1.5B"), shown
+    assert shown.startswith("Qwen2") and shown.endswith("…  1.5B"), shown
     combo.resize(300, combo.height())  # room for the whole detail
     shown = combo.shown_text()
     assert shown.endswith(f"  {DETAIL}") and shown.startswith("Qwen2.5 Coder"), shown
@@ -51,11 +51,13 @@ def test_shown_with_detail_gives_up_the_quantization_before_the_name() -> None:
         return text if len(text) <= room else text[: max(room - 1, 0)] + "…"
 
     assert shown_with_detail(NAME, DETAIL, 60, advance, elide) == f"{NAME}  {DETAIL}"
-    # 26 columns: "  1.5B · Q4_K_M" (15) leaves 11 >= len("Qwen2.5 C…") = 10
+    # 26 columns: "  1.5B · Q4_K_M" (15) leaves 11 >= len("Qwen2…") = 6
     assert shown_with_detail(NAME, DETAIL, 26, advance, elide) == "Qwen2.5 Co…  1.5B · Q4_K_M"
     # 18 columns: the whole detail would leave 3; the size alone ("  1.5B", 6) leaves 12
     assert shown_with_detail(NAME, DETAIL, 18, advance, elide) == "Qwen2.5 Cod…  1.5B"
-    assert shown_with_detail(NAME, DETAIL, 12, advance, elide) == "1.5B · Q4_K…"
+    assert shown_with_detail(NAME, DETAIL, 12, advance, elide) == "Qwen2…  1.5B"
+    # 10 columns: the size leaves 4 < 6: the detail alone
+    assert shown_with_detail(NAME, DETAIL, 10, advance, elide) == "1.5B · Q4…"
 
 
 def test_a_copied_chat_keeps_copy_in_view(qtbot, tmp_path) -> None:  # type: ignore[no-untyped-def]

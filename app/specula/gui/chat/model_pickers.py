@@ -43,7 +43,9 @@ def _row(parent: QWidget, caption: str) -> QHBoxLayout:
     return row
 
 
-PICKER_MIN_WIDTH = 150  # the least: a name's start and its size ("Qwen2.5 C…  1.5B")
+# The least: a name's start and its size ("Qwen2.5…  1.5B"); the header must still fit a
+# 1024 px window, so wider only when the window is.
+PICKER_MIN_WIDTH = 125
 
 
 def _combo(parent: QWidget) -> ElidingCombo:
