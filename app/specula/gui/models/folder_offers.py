@@ -37,6 +37,7 @@ class FolderOffers(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setAlignment(Qt.AlignmentFlag.AlignHCenter)
+        lay.addSpacing(10)  # apart from the buttons above it
         self.note = muted("", self)
         self.note.setAlignment(Qt.AlignmentFlag.AlignCenter)
         lay.addWidget(self.note)

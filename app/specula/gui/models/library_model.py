@@ -140,11 +140,12 @@ class LibraryTableModel(RowTableModel):
 
 
 def pairing_text(status: PairStatus) -> str:
-    """The cell: '✓ draft for it', 'incompatible: <why>', 'larger than the target'."""
+    """The cell: '✓ draft for it', '✗ incompatible', 'larger than the target' (the why is the
+    cell's tooltip and the details pane's)."""
     if status.usable:
         return "✓ draft for it"
     if status.kind is PairKind.INCOMPATIBLE:
-        return f"incompatible: {status.why}"
+        return "✗ incompatible"
     return status.mark
 
 
