@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QApplication
 
 from specula.core.chat.conversations import ConversationStore
 from specula.core.pairing.suggestions import End, SuggestedPair
+from specula.gui import theme
 from specula.gui.chat.conversation_list import ConversationList
 from specula.gui.chat.model_pickers import PICKER_MIN_WIDTH, _combo
 from specula.gui.elided import DETAIL_ROLE, shown_with_detail
@@ -25,15 +26,19 @@ NAME, DETAIL = "Qwen2.5 Coder 1.5B Instruct", "1.5B · Q4_K_M"
 def test_the_picker_keeps_the_names_start_and_the_whole_detail(qtbot) -> None:  # type: ignore[no-untyped-def]
     combo = _combo(None)  # type: ignore[arg-type]
     qtbot.addWidget(combo)
+    combo.setStyleSheet(theme.stylesheet("dark"))  # the app's padding and arrow
     combo.addItem(f"{NAME}  {DETAIL}")
     combo.setItemData(0, DETAIL, DETAIL_ROLE)
     combo.setItemData(0, "/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
                       Qt.ItemDataRole.ToolTipRole)
     combo.setCurrentIndex(0)
     combo.show()
-    combo.resize(PICKER_MIN_WIDTH, combo.height())  # as narrow as the header lets it be
+    assert combo.minimumWidth() == PICKER_MIN_WIDTH
+    # A width where the whole detail leaves the name a few letters: the name was cut to
+    # its first and last ("Q…t  1.5B · Q4_K_M"); the size alone leaves it its start.
+    combo.resize(165, combo.height())
     shown = combo.shown_text()
-    assert shown.startswith("Qwen2") and shown.endswith("…  1.5B"), shown
+    assert shown.startswith("Qwen2.5") and shown.endswith("…  1.5B"), shown
     combo.resize(300, combo.height())  # room for the whole detail
     shown = combo.shown_text()
     assert shown.endswith(f"  {DETAIL}") and shown.startswith("Qwen2.5 Coder"), shown
