@@ -41,6 +41,7 @@ def test_the_welcome_screen_offers_the_folders_found(other_apps, make_window, qt
     offers = w.chat.empty.offers
     qtbot.waitUntil(lambda: len(offers.buttons) == 2, timeout=10000)
     assert w.chat.centre_stack.currentWidget() is w.chat.empty and offers.isVisibleTo(w)
+    assert w.minimumSizeHint().width() <= 1024, "the offers never widen the window"
     texts = [b.text() for b in offers.buttons]
     assert texts == ["Add LM Studio models (1 GGUF file)",
                      "Add Hugging Face cache models (1 GGUF file)"]
