@@ -13,6 +13,7 @@ from specula.core.gguf.model_info import read_model_info
 from specula.core.settings import Settings
 from specula.gui import theme
 from specula.gui.chat.model_pickers import PATH_ROLE, USABLE_ROLE
+from specula.gui.models.library_model import COLUMNS
 from specula_tools.tiny_models import DRAFT, TARGET, build_tiny_model
 from tests.gui.conftest import send_and_wait
 
@@ -125,7 +126,7 @@ def test_an_unreadable_file_is_listed_greyed_with_its_reason(make_window, tiny, 
     rows = {page.proxy.index(r, 0).data(): r for r in range(page.proxy.rowCount())}
     junk = [name for name in rows if name.startswith("junk.gguf")]
     assert junk and junk[0].endswith("— not a GGUF file")  # why, in the name; Arch: unreadable
-    arch = page.proxy.index(rows[junk[0]], 1).data()
+    arch = page.proxy.index(rows[junk[0]], COLUMNS.index("Arch")).data()
     assert arch == "unreadable"
     index = page.proxy.index(rows[junk[0]], 0)
     colour = index.data(Qt.ItemDataRole.ForegroundRole)
