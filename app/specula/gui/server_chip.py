@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 from specula.core.engine.config import SpecConfig
 from specula.core.engine.sampling.rules import SamplingParams
 from specula.gui.server_host import ServerSwitch
-from specula.server.app import Answered
+from specula.server.request_log import Answered
 
 LOG_SHOWN = 8
 

@@ -20,8 +20,8 @@ from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.settings import Settings
 from specula.gui.engine_client import EngineClient
 from specula.server import DEFAULT_PORT, LocalServer, ServedModel
-from specula.server.app import Answered
 from specula.server.queue import Job, aliases_for
+from specula.server.request_log import Answered
 
 LOG_SIZE = 50  # requests the chip's log keeps
 

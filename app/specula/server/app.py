@@ -27,11 +27,10 @@ import socket
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from specula.core.engine.config import Mode, mtp_refusal
 from specula.core.engine.events import Done, StopReason
@@ -43,11 +42,15 @@ from specula.server.jobs import Message, generation_job, render_chat
 from specula.server.limits import content_length, parse_json
 from specula.server.logprobs import TokenLogprob
 from specula.server.queue import QueueFull, ServedModel
+from specula.server.request_log import Answered, Finished
 from specula.server.schemas import GenerationRequest, parse_request
 from specula.server.structured import bind_tools
 
 if TYPE_CHECKING:
-    from specula.server.local import Finished, LocalServer
+    from specula.core.engine.config import SpecConfig
+    from specula.core.engine.sampling.rules import SamplingParams
+    from specula.server.browser import BrowserPolicy
+    from specula.server.queue import EngineHost
 
 log = logging.getLogger("specula.server")
 
@@ -56,12 +59,27 @@ BACKLOG = 128  # the standard library listens with 5: a burst of 40 clients got 
 SOCKET_TIMEOUT_S = 60.0  # one blocked send or receive (a client that stopped reading)
 
 
+class ServerOwner(Protocol):
+    """What the handler asks of the server that owns it (local.LocalServer, which imports
+    this module: naming it here would make the two a circle)."""
+
+    browser: BrowserPolicy
+    api_key: str | None
+    host: EngineHost
+    sampling: SamplingParams
+    render_timeout_s: float
+
+    def spec_for(self, served: ServedModel) -> SpecConfig: ...
+    def answered(self, a: Answered) -> None: ...
+    def record(self, request_id: str, done: Done | None) -> Finished: ...
+
+
 class SpeculaHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = BACKLOG
 
-    def __init__(self, address: tuple[str, int], owner: LocalServer,
+    def __init__(self, address: tuple[str, int], owner: ServerOwner,
                  max_connections: int | None = None,
                  head_timeout_s: float = HEAD_TIMEOUT_S) -> None:
         self.owner = owner
@@ -97,19 +115,6 @@ class SpeculaHTTPServer(ThreadingHTTPServer):
     def server_close(self) -> None:
         super().server_close()
         self.conns.close_all()
-
-
-@dataclass(frozen=True)
-class Answered:
-    """One request as it was answered, whatever its status (the app's request log): a
-    refusal (400, model_not_found) is listed as much as a reply."""
-
-    method: str
-    path: str
-    status: int
-    message: str = ""  # the error's message when the status is not 2xx
-    finished: Finished | None = None  # a generation's figures
-    at: float = field(default_factory=time.time)
 
 
 class Handler(BaseHTTPRequestHandler):

@@ -5,19 +5,18 @@ from __future__ import annotations
 import ipaddress
 import logging
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 from specula.core.engine.config import DEFAULT_MODE, SpecConfig
-from specula.core.engine.events import Done, StopReason
+from specula.core.engine.events import Done
 from specula.core.engine.sampling.rules import SamplingParams
-from specula.server.app import Answered, SpeculaHTTPServer
+from specula.server.app import SpeculaHTTPServer
 from specula.server.browser import BrowserPolicy
 from specula.server.connections import HEAD_TIMEOUT_S, Connections
 from specula.server.queue import EngineHost, ServedModel
 from specula.server.render import RENDER_TIMEOUT_S
+from specula.server.request_log import Answered, Finished
 
 log = logging.getLogger("specula.server")
 
@@ -73,20 +72,6 @@ def check_binding(host: str, allow_remote: bool, api_key: str | None) -> None:
     if not api_key:
         raise RemoteBindingRefused(
             f"Binding to {host} needs an API key: --api-key KEY or SPECULA_API_KEY.")
-
-
-@dataclass(frozen=True)
-class Finished:
-    """How one request ended (kept for the log, the GUI and the tests)."""
-
-    request_id: str
-    stop_reason: StopReason | None  # None: the engine failed
-    tokens: int
-    tokens_per_s: float = 0.0
-    drafted: int = 0
-    accepted: int = 0
-    mode: str = ""
-    at: float = field(default_factory=time.time)  # when it ended (seconds since the epoch)
 
 
 class LocalServer:

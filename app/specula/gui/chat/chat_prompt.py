@@ -16,11 +16,11 @@ from specula.core.chat import presets
 from specula.core.chat.system_prompt import chat_prompt, remember_prompt
 
 if TYPE_CHECKING:
-    from specula.gui.chat.page import ChatPage
+    from specula.gui.chat.page_view import ChatPageView
 
 
 class ChatPromptBinding(QObject):
-    def __init__(self, page: ChatPage) -> None:
+    def __init__(self, page: ChatPageView) -> None:
         super().__init__(page)
         self.page = page
         self._showing = False  # set while a chat's prompt is put in the field

@@ -26,7 +26,7 @@ from specula.gui.chat.context_meter import ContextBar, ContextMeter, debounce
 from specula.gui.chat.message import MessageWidget
 
 if TYPE_CHECKING:
-    from specula.gui.chat.page import ChatPage
+    from specula.gui.chat.page_view import ChatPageView
 
 __all__ = ["ChatContext", "ContextFull", "chat_messages"]
 
@@ -43,7 +43,7 @@ def chat_messages(system: str, widgets: Sequence[MessageWidget]) -> list[ChatMes
 class ChatContext:
     """The page's meter, context bar and overflow policy, kept together."""
 
-    def __init__(self, page: ChatPage, meter: ContextMeter, bar: ContextBar) -> None:
+    def __init__(self, page: ChatPageView, meter: ContextMeter, bar: ContextBar) -> None:
         self.page = page
         self.meter = meter
         self.bar = bar

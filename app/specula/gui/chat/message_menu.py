@@ -30,7 +30,7 @@ from specula.gui.confirm import ask_yes_no
 from specula.gui.dialog_buttons import Button, accept_cancel
 
 if TYPE_CHECKING:
-    from specula.gui.chat.page import ChatPage
+    from specula.gui.chat.page_view import ChatPageView
 
 BRANCH_PREFIX = "Branch: "
 
@@ -49,7 +49,7 @@ class EditTextDialog(QDialog):
 class MessageActions:
     """What the message menu does, on the page's conversation and store."""
 
-    def __init__(self, page: ChatPage) -> None:
+    def __init__(self, page: ChatPageView) -> None:
         self.page = page
         self.last_menu: QMenu | None = None
         self.confirm = ask_yes_no  # asked before a message is deleted (tests answer it)
@@ -81,7 +81,7 @@ class MessageActions:
     def edit_text(self, widget: MessageWidget, text: str | None = None) -> None:
         """Change the message's stored text in place (``text`` given: no dialog)."""
         page = self.page
-        old = page._stored_at(widget.position)
+        old = page.stored_at(widget.position)
         if page.client.busy or old is None:
             return
         if text is None:
@@ -93,7 +93,7 @@ class MessageActions:
         meta["edited"] = True
         page.ctx.store.update_message(old.id, text, meta)
         old.content, old.meta = text, meta
-        page._show_stored(widget, old, last=widget is page.transcript.messages[-1])
+        page.show_stored(widget, old, last=widget is page.transcript.messages[-1])
         page.context_changed()
 
     def ask_delete(self, widget: MessageWidget) -> bool:
@@ -107,14 +107,14 @@ class MessageActions:
 
     def delete(self, widget: MessageWidget) -> None:
         page = self.page
-        old = page._stored_at(widget.position)
+        old = page.stored_at(widget.position)
         if page.client.busy or old is None:
             return
         page.ctx.store.delete_message(old.id)
         page.transcript.remove_one(widget)
         if page.editing is widget:
-            page._cancel_edit()
-        page._update_empty()
+            page.cancel_edit()
+        page.update_empty()
         page.context_changed()
 
     def branch(self, widget: MessageWidget) -> int | None:

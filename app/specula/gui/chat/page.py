@@ -93,13 +93,13 @@ class ChatPage(QWidget):
         self.conversations.deleted.connect(self._on_deleted)
         self.client.busy_changed.connect(self._set_busy)
         self.client.target_loaded.connect(lambda _i: self._engine_info())
-        self.client.target_loaded.connect(lambda _i: self._update_empty())
-        self.client.target_unloaded.connect(self._update_empty)
-        self.client.draft_loaded.connect(lambda *_a: self._update_empty())
-        self.client.draft_unloaded.connect(self._update_empty)
-        self.client.load_started.connect(lambda *_a: self._update_empty())
-        self.client.load_failed.connect(lambda *_a: self._update_empty())
-        self.client.load_cancelled.connect(lambda *_a: self._update_empty())
+        self.client.target_loaded.connect(lambda _i: self.update_empty())
+        self.client.target_unloaded.connect(self.update_empty)
+        self.client.draft_loaded.connect(lambda *_a: self.update_empty())
+        self.client.draft_unloaded.connect(self.update_empty)
+        self.client.load_started.connect(lambda *_a: self.update_empty())
+        self.client.load_failed.connect(lambda *_a: self.update_empty())
+        self.client.load_cancelled.connect(lambda *_a: self.update_empty())
         self.model_bar.problem.connect(self.banner.show_message)
         self.model_bar.problem_cleared.connect(self.banner.hide)
         self.model_bar.pause_shown.connect(self.stats_panel.set_pause)  # one verdict, both places
@@ -122,7 +122,7 @@ class ChatPage(QWidget):
         if existing:
             self.open_conversation(existing[0].id)
         self._set_busy(False)
-        self._update_empty()
+        self.update_empty()
         # Restore the last session's models unless a model was asked for meanwhile
         # (the command line's --model is chosen right after the window is built).
         QTimer.singleShot(0, self.model_bar.restore_session)
@@ -191,7 +191,7 @@ class ChatPage(QWidget):
     def toggle_side_panel(self) -> None:
         self.set_side_panel(not self.side_panel_open)
 
-    def _update_empty(self) -> None:
+    def update_empty(self) -> None:
         """The welcome text while the transcript is empty, the transcript otherwise."""
         e = self.client
         self.empty.set_model_loaded(e.has_target, e.is_loading("target"), e.can_speculate)
@@ -214,8 +214,8 @@ class ChatPage(QWidget):
             return
         self.conversation_id = None
         self.transcript.clear()
-        self._update_empty()
-        self._cancel_edit()
+        self.update_empty()
+        self.cancel_edit()
         self.conversations.set_current(-1)
         self._chat_opened()
         self.composer.setFocus()
@@ -225,17 +225,17 @@ class ChatPage(QWidget):
             self.conversations.set_current(self.conversation_id or -1)
             return
         self.conversation_id = conversation_id
-        self._cancel_edit()
+        self.cancel_edit()
         self.transcript.clear()
         stored = self.ctx.store.messages(conversation_id)
         for m in stored:
             widget = self.transcript.add_message(m.role, m.content, position=m.position)
-            self._show_stored(widget, m, last=m is stored[-1])
+            self.show_stored(widget, m, last=m is stored[-1])
         self.conversations.set_current(conversation_id)
-        self._update_empty()
+        self.update_empty()
         self._chat_opened()
 
-    def _show_stored(self, widget: MessageWidget, m: Message, last: bool) -> None:
+    def show_stored(self, widget: MessageWidget, m: Message, last: bool) -> None:
         """Put a stored message's text, colours, footer, versions and Continue on ``widget``."""
         stats = m.meta.get("stats")
         widget.set_text(m.content)
@@ -252,7 +252,7 @@ class ChatPage(QWidget):
                                                           bool(m.meta.get("token_ids"))))
         widget.render()
 
-    def _stored_at(self, position: int) -> Message | None:
+    def stored_at(self, position: int) -> Message | None:
         if self.conversation_id is None:
             return None
         return next((m for m in self.ctx.store.messages(self.conversation_id)
@@ -274,7 +274,7 @@ class ChatPage(QWidget):
         if self.editing is not None and self.conversation_id is not None:
             store.truncate(self.conversation_id, self.editing.position)
             self.transcript.remove_from(self.editing)
-        self._cancel_edit()
+        self.cancel_edit()
         created = self.conversation_id is None
         if self.conversation_id is None:
             self.conversation_id = store.create(title_from(text)).id
@@ -289,7 +289,7 @@ class ChatPage(QWidget):
         widget.attachments = attached  # type: ignore[attr-defined]
         widget.set_attachments([chip_text(a, self._count_text(a.text)) for a in attached])
         self.context.changed()
-        self._update_empty()
+        self.update_empty()
         self.conversations.set_current(self.conversation_id)
         self.composer.clear()
         if not self._start_reply():  # refused: the message is not kept, its text comes back
@@ -313,7 +313,7 @@ class ChatPage(QWidget):
             self.attach_bar.pending.append(a)
         self.attach_bar.recount()
         self.context.changed()
-        self._update_empty()
+        self.update_empty()
 
     def generate_reply(self) -> None:
         """Reply to the user's message that ends the chat (after its reply was deleted)."""
@@ -402,9 +402,9 @@ class ChatPage(QWidget):
         if widget is not None and self._continuing is None:
             self.transcript.remove_from(widget)
         elif widget is not None and self._continuing is not None:
-            self._show_stored(widget, self._continuing, last=True)
+            self.show_stored(widget, self._continuing, last=True)
         self._earlier, self._continuing = [], None
-        self._update_empty()
+        self.update_empty()
         show_error(self, "Specula: the reply failed", message)
 
     def stop(self) -> None:
@@ -414,7 +414,7 @@ class ChatPage(QWidget):
     def regenerate(self, widget: MessageWidget) -> None:
         if self.client.busy or self.conversation_id is None or widget.position < 0:
             return
-        old = self._stored_at(widget.position)
+        old = self.stored_at(widget.position)
         earlier = versions.history(old.content, old.meta) if old is not None else []
         self.ctx.store.truncate(self.conversation_id, widget.position)
         self.transcript.remove_from(widget)
@@ -424,20 +424,20 @@ class ChatPage(QWidget):
         """Let a reply cut at the token limit go on, in the same message."""
         if self.client.busy or widget is not self.transcript.messages[-1]:
             return
-        old = self._stored_at(widget.position)
+        old = self.stored_at(widget.position)
         if old is None or not old.meta.get("token_ids"):
             return
         self._start_reply(continuing=old)
 
     def show_version(self, widget: MessageWidget, index: int) -> None:
         """Show version ``index`` of a regenerated reply (and make it the one kept)."""
-        old = self._stored_at(widget.position)
+        old = self.stored_at(widget.position)
         if self.client.busy or old is None or not old.meta.get("versions"):
             return
         content, meta = versions.select(old.meta, index)
         self.ctx.store.update_message(old.id, content, meta)
         old.content, old.meta = content, meta
-        self._show_stored(widget, old, last=widget is self.transcript.messages[-1])
+        self.show_stored(widget, old, last=widget is self.transcript.messages[-1])
 
     def edit_message(self, widget: MessageWidget) -> None:
         if self.client.busy:
@@ -447,7 +447,7 @@ class ChatPage(QWidget):
         self.edit_banner.show()
         self.composer.setFocus()
 
-    def _cancel_edit(self) -> None:
+    def cancel_edit(self) -> None:
         self.editing = None
         self.edit_banner.hide()
 
@@ -455,7 +455,7 @@ class ChatPage(QWidget):
         if self.reply is not None:
             self.stop()
         elif self.editing is not None:
-            self._cancel_edit()
+            self.cancel_edit()
             self.composer.clear()
 
     # -- context, presets, load defaults --------------------------------------------
