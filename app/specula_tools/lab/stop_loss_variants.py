@@ -27,7 +27,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import numpy as np
-from docs.bench.adaptive.replay_sessions import MACHINES, session
 from tests.core.engine.adaptive_sim import F16, Q4, Machine, run_reply, script, unseen_traces
 
 from specula.core.engine.config import Mode, SpecConfig
@@ -35,6 +34,7 @@ from specula.core.engine.policy import stop_loss
 from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.policy.fixed import PlainPolicy
 from specula.core.engine.policy.probe_cadence import PROBE_MAX
+from specula_tools.lab.replay_sessions import MACHINES, session
 
 TOKENS = 96
 
