@@ -1,8 +1,8 @@
 """The reply after a probe in a long chat: what the draft is fed, and what it costs.
 
     SPECULA_CPU_EXTRA_BUFFERS=0 flock /work/core1.lock taskset -c 1 env PYTHONPATH=app \\
-        python docs/bench/probe-window/follow_up.py --target T.gguf --draft D.gguf \\
-        --prompts-file docs/bench/probe-window/long-chats.jsonl --threads 1
+        python -m specula_tools.lab.follow_up --target T.gguf --draft D.gguf \\
+        --prompts-file docs/lab/data/2026-12-03-probe-window/long-chats.jsonl --threads 1
 
 Each chat is answered twice in a row: the first reply as in ``probe_cost.py`` (a new
 adaptive policy, a draft that holds nothing, so the reply probes it on a window of the

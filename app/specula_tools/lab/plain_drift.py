@@ -2,7 +2,7 @@
 replies alternate on one engine, and each reply's median one-token target decode is printed.
 
     SPECULA_HOME=$(mktemp -d) SPECULA_CPU_EXTRA_BUFFERS=0 flock /work/core1.lock taskset -c 1 \\
-        env PYTHONPATH=app:. python docs/bench/adaptive/plain_drift.py --target T.gguf --draft D.gguf
+        env PYTHONPATH=app:. python -m specula_tools.lab.plain_drift --target T.gguf --draft D.gguf
 
 On the compute-bound pair adaptive mostly decodes plain, so the ratio of two replies side by
 side is mostly this drift; ``reply_losses.py`` judges a reply against its own plain steps.

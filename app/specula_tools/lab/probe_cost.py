@@ -1,8 +1,8 @@
 """What one probe of the draft costs in a long chat, with and without the probe window.
 
     SPECULA_CPU_EXTRA_BUFFERS=0 flock /work/core1.lock taskset -c 1 env PYTHONPATH=app \\
-        python docs/bench/probe-window/probe_cost.py --target T.gguf --draft D.gguf \\
-        --prompts-file docs/bench/probe-window/long-chats.jsonl --repeat 2 --threads 1
+        python -m specula_tools.lab.probe_cost --target T.gguf --draft D.gguf \\
+        --prompts-file docs/lab/data/2026-12-03-probe-window/long-chats.jsonl --repeat 2 --threads 1
 
 Every adaptive reply here is a probe: a new policy (no saved costs) syncs the draft at
 prefill and drafts three probe steps, as a paused draft's probe does, with a draft that

@@ -1,7 +1,7 @@
 """Where a probe reply's time goes on a pair where drafting does not pay, step by step.
 
     SPECULA_HOME=$(mktemp -d) SPECULA_CPU_EXTRA_BUFFERS=0 flock /work/core1.lock taskset -c 1 \\
-        env PYTHONPATH=app python docs/bench/probe-window/probe_steps.py --target T.gguf --draft D.gguf
+        env PYTHONPATH=app python -m specula_tools.lab.probe_steps --target T.gguf --draft D.gguf
 
 The pair is calibrated at load (as the app does) and an adaptive policy answers WARM prompts
 to learn it. Then each of PROBED prompts is answered by plain decoding and by that policy

@@ -1,4 +1,4 @@
-# Run from the repository root: PYTHONPATH=app python docs/bench/adaptive/real_traces_replay.py LABEL
+# Run from the repository root: PYTHONPATH=app python -m specula_tools.lab.real_traces_replay LABEL
 """Trace-driven replay: the adaptive policy and fixed chains over the real draft/target
 agreement of the F16 code prompts (greedy), timed by the F16 calibration."""
 import sys

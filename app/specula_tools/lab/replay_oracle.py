@@ -1,4 +1,4 @@
-# Run from the repository root: PYTHONPATH=app python docs/bench/adaptive/replay_oracle.py
+# Run from the repository root: PYTHONPATH=app python -m specula_tools.lab.replay_oracle
 """How far a draft-length policy can go: the best fixed chain, adaptive, and a per-step
 oracle over the real F16 pair's agreement on the peer prompts (``adaptive_sim.unseen_traces``),
 timed by two machines' calibrations (docs/lab/2026-12-02-second-machine.md).

@@ -1,4 +1,4 @@
-# Run from the repository root: PYTHONPATH=app python docs/bench/adaptive/replay_probe_evidence.py
+# Run from the repository root: PYTHONPATH=app python -m specula_tools.lab.replay_probe_evidence
 """A probe of a paused draft, with and without the pair's rate made to weigh as PROBE_EVIDENCE
 tokens before it (docs/lab/2026-12-02-probe-evidence.md). Sessions of bursty scripted text on
 three machines: ten hard replies then five easy ones ("switch"), fifteen hard, eight easy, and

@@ -7,7 +7,7 @@ prompt's median over its three replies (the peer benchmark's per-prompt figure).
 Run from the repository root (the simulator is ``tests/core/engine/adaptive_sim.py``; the
 recorded agreement is the F16 pair's on the peer prompts, greedy):
 
-    PYTHONPATH=app:. python docs/bench/adaptive/replay_sessions.py [--sessions 12]
+    PYTHONPATH=app:. python -m specula_tools.lab.replay_sessions [--sessions 12]
 
 To replay an older policy on the same simulator, put that commit's ``app`` first:
 ``git worktree add /tmp/before COMMIT`` and ``PYTHONPATH=/tmp/before/app:.``.

@@ -1,4 +1,4 @@
-# Run from the repository root: PYTHONPATH=app python docs/bench/adaptive/replay_short_answer.py
+# Run from the repository root: PYTHONPATH=app python -m specula_tools.lab.replay_short_answer
 """The draft's first catch-up held back for a short answer's length on a pair where drafting
 barely pays (rates.SHORT_ANSWER, rates.NEAR_TIE; docs/lab/2026-12-02-short-answer.md).
 

@@ -1,4 +1,4 @@
-# Run from the repository root: PYTHONPATH=app python docs/bench/adaptive/replay_text_switch.py
+# Run from the repository root: PYTHONPATH=app python -m specula_tools.lab.replay_text_switch
 """A text switch after a paused stretch, replayed: three replies of hard text (the draft right
 about half the time, in bursts), then five easy ones, on the F16 machine of ``adaptive_sim``;
 adaptive over chain:5 per reply, and the tree steps (docs/lab/2026-12-02-second-machine.md)."""

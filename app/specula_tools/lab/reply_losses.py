@@ -1,7 +1,7 @@
 """Where an adaptive reply loses time against plain decoding, measured inside the reply.
 
     SPECULA_HOME=$(mktemp -d) SPECULA_CPU_EXTRA_BUFFERS=0 flock /work/core1.lock taskset -c 1 \\
-        env PYTHONPATH=app python docs/bench/adaptive/reply_losses.py --target T.gguf --draft D.gguf
+        env PYTHONPATH=app python -m specula_tools.lab.reply_losses --target T.gguf --draft D.gguf
 
 One adaptive policy, the pair calibrated at load as the app does, answers the prompts
 ``--repeat`` times in order. Each reply is judged against its own plain steps, not against

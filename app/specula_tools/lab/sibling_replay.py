@@ -1,4 +1,4 @@
-# Run from the repository root: PYTHONPATH=app python docs/bench/adaptive/sibling_replay.py
+# Run from the repository root: PYTHONPATH=app python -m specula_tools.lab.sibling_replay
 """A chain with siblings: does the draft's second choice, verified beside its first, pay?
 
 At a position where the draft is unsure (top probability below ``theta``), the second

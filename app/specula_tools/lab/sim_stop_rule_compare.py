@@ -1,5 +1,5 @@
 # The adaptive policy against the best fixed chain (draft_max 8) on the simulator of tests/core/engine/adaptive_sim.py.
-# Run from the repository root: PYTHONPATH=app:. python docs/bench/adaptive/sim_stop_rule_compare.py
+# Run from the repository root: PYTHONPATH=app:. python -m specula_tools.lab.sim_stop_rule_compare
 import sys
 
 sys.path.insert(0, '.')

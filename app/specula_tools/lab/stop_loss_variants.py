@@ -3,7 +3,7 @@ stop, against two cases and the whole-session replays.
 
 Run from the repository root (the simulator is ``tests/core/engine/adaptive_sim.py``):
 
-    PYTHONPATH=app:. python docs/bench/adaptive/stop_loss_variants.py
+    PYTHONPATH=app:. python -m specula_tools.lab.stop_loss_variants
 
 - *confidently wrong*: a pair that has drafted four replies of easy text (90%) on the F16
   machine meets three replies of a text its draft gets right at 15% of positions while

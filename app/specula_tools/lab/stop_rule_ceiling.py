@@ -1,4 +1,4 @@
-# Run from the repository root: PYTHONPATH=app python docs/bench/adaptive/stop_rule_ceiling.py
+# Run from the repository root: PYTHONPATH=app python -m specula_tools.lab.stop_rule_ceiling
 """How much can reading the draft's confidence gain over the best fixed chain, at best?
 
 Replays the recorded agreement of the real pair (``adaptive_sim``: the unseen peer prompts on

@@ -12,7 +12,7 @@ target's" on a few feature sets, each scored on the prompts it was not fitted on
 2. Before the token is drafted (every token before it accepted): what a rule deciding
    whether to pay for one more draft decode could read.
 
-    PYTHONPATH=app python docs/bench/adaptive/target_confidence.py TRACES.json [...]
+    PYTHONPATH=app python -m specula_tools.lab.target_confidence TRACES.json [...]
 """
 
 from __future__ import annotations

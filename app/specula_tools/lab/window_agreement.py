@@ -6,7 +6,7 @@ with the whole prompt and with each window (the prompt's first tokens and its la
 over the reply's first PROBE tokens (what a probe's few draft steps meet) and over all of
 it; then the mean over prompts.
 
-    PYTHONPATH=app python docs/bench/probe-window/window_agreement.py TRACES.json
+    PYTHONPATH=app python -m specula_tools.lab.window_agreement TRACES.json
 """
 
 from __future__ import annotations
