@@ -31,24 +31,30 @@ def best(name: str, m: Machine, seed: int, ok: list[bool], p: list[float]) -> fl
     return _best[(name, seed)]
 
 
-for evidence in (1e9, 12.0):
-    probe_cadence.PROBE_EVIDENCE = evidence
-    print("without the shrink (before)" if evidence > 1e6 else f"PROBE_EVIDENCE = {evidence:g} (now)")
-    for name, m, hard in MACHINES:
-        cells = []
-        for scen, plan in SCENARIOS:
-            got: dict[str, list[float]] = {"h": [], "e": []}
-            for trial in range(6):
-                pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=8, tree_budget=12, tree_width=2))
-                m.calibration().seed(pol.cost)
-                i = 0
-                for kind, n in plan:
-                    for _ in range(n):
-                        seed = 1000 * trial + i + (0 if kind == "h" else 500)
-                        i += 1
-                        ok, p = script(hard if kind == "h" else 0.97, 96, seed=seed, bursty=True)
-                        r = run_reply(pol, m, ok, p, max_tokens=96)
-                        got[kind].append(r.rate / best(name, m, seed, ok, p))
-            cells.append(scen + " " + " ".join(f"{k} {statistics.mean(v):.3f} (min {min(v):.2f})"
-                                               for k, v in got.items() if v))
-        print(f"  {name:20s} " + " | ".join(cells))
+def main(trials: int = 6) -> None:
+    """Each machine and scenario over ``trials`` sessions, before and after the shrink."""
+    for evidence in (1e9, 12.0):
+        probe_cadence.PROBE_EVIDENCE = evidence
+        print("without the shrink (before)" if evidence > 1e6 else f"PROBE_EVIDENCE = {evidence:g} (now)")
+        for name, m, hard in MACHINES:
+            cells = []
+            for scen, plan in SCENARIOS:
+                got: dict[str, list[float]] = {"h": [], "e": []}
+                for trial in range(trials):
+                    pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=8, tree_budget=12, tree_width=2))
+                    m.calibration().seed(pol.cost)
+                    i = 0
+                    for kind, n in plan:
+                        for _ in range(n):
+                            seed = 1000 * trial + i + (0 if kind == "h" else 500)
+                            i += 1
+                            ok, p = script(hard if kind == "h" else 0.97, 96, seed=seed, bursty=True)
+                            r = run_reply(pol, m, ok, p, max_tokens=96)
+                            got[kind].append(r.rate / best(name, m, seed, ok, p))
+                cells.append(scen + " " + " ".join(f"{k} {statistics.mean(v):.3f} (min {min(v):.2f})"
+                                                   for k, v in got.items() if v))
+            print(f"  {name:20s} " + " | ".join(cells))
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 6)

@@ -1,4 +1,4 @@
-"""Every name a script under docs/bench/ imports still exists: the scripts are
+"""Every name a lab tool (app/specula_tools/lab) imports still exists: the tools are
 the commands behind the lab notes' figures and reach into the policy and the simulator, so a
 rename there must not leave a note's command broken unnoticed. Running them all would cost
 most of a minute; resolving their imports costs nothing and catches what breaks most often."""
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = sorted((ROOT / "docs" / "bench").glob("*/*.py"))
+SCRIPTS = sorted(p for p in (ROOT / "app" / "specula_tools" / "lab").glob("*.py") if p.name != "__init__.py")
 
 
 def imported_names(source: str) -> list[tuple[str, str | None]]:
@@ -45,6 +45,7 @@ def missing(source: str) -> list[str]:
 
 def test_the_scripts_are_found() -> None:
     assert {"replay_oracle.py", "stop_rule_ceiling.py", "probe_cost.py"} <= {p.name for p in SCRIPTS}
+    assert len(SCRIPTS) == 17
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
