@@ -37,8 +37,8 @@ def _view(pol: AdaptivePolicy, inp: PlanInput, out: Plan) -> str:
     and its estimates of plain, lookup and draft-chain tokens/s (after the plan)."""
     v1 = pol.cost.verify_time(1)
     k_max = min(pol.cfg.draft_max, inp.room)
-    l_rate, l_k = pol._lookup_rate(inp, k_max)
-    d_rate, d_k = pol._draft_rate(k_max) if inp.has_draft else (0.0, 0)
+    l_rate, l_k = pol.lookup_rate(inp, k_max)
+    d_rate, d_k = pol.draft_rate(k_max) if inp.has_draft else (0.0, 0)
     plain = 1.0 / v1 if v1 else 0.0
     return (f"m{inp.lookup_match}/{len(inp.lookup_tokens)} lag{inp.draft_lag} "
             f"{plain:.1f}/{l_rate:.1f}@{l_k}/{d_rate:.1f}@{d_k} -> {out.source.value}:{out.k}")
@@ -72,7 +72,7 @@ def hindsight_k(pol: AdaptivePolicy, rec: StepRecord, k_max: int) -> tuple[int, 
         if not exact and k > rec.drafted:
             break
         tokens = min(run, k) + 1
-        rate = tokens / (k * t_d + pol._v(k + 1))
+        rate = tokens / (k * t_d + pol.verify_s(k + 1))
         if rate > best:
             best, best_k = rate, k
     return best_k, exact

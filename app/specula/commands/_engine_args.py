@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from specula.commands._common import say
 from specula.core.engine.config import (
     DEFAULT_DRAFT_MAX,
     DEFAULT_MODE,
@@ -137,7 +138,7 @@ def load_engine(a: argparse.Namespace) -> Engine:
     for path in (a.target, a.draft):
         _check_path_text(path)
     engine = Engine(engine_options(a))
-    print(f"loading {a.target} ...", file=sys.stderr)
+    say(f"loading {a.target} ...", file=sys.stderr)
     engine.load_target(a.target)
     if a.draft:
         load_draft_or_head(engine, a)
@@ -156,13 +157,13 @@ def load_draft_or_head(engine: Engine, a: argparse.Namespace) -> None:
     except (GGUFError, OSError):
         head = False  # load_draft reports the file's problem
     if not head:
-        print(f"loading draft {a.draft} ...", file=sys.stderr)
+        say(f"loading draft {a.draft} ...", file=sys.stderr)
         engine.load_draft(a.draft)
         return
     info = engine.load_head(a.draft)
     if getattr(a, "mode", None) is None and hasattr(a, "mode"):
         a.mode = info.kind
-    print(f"{a.draft}: {info.describe()}; drafting with it in mode {info.kind}", file=sys.stderr)
+    say(f"{a.draft}: {info.describe()}; drafting with it in mode {info.kind}", file=sys.stderr)
 
 
 def check_mtp(engine: Engine, modes: list[str]) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from specula.commands._common import say
 from specula.core.gpu_layers import AUTO
 from specula.core.library.load_defaults import LoadDefaults, defaults_for
 
@@ -46,5 +47,5 @@ def apply_load_defaults(a: argparse.Namespace, *, quiet: bool = False) -> LoadDe
         a.mode = d.mode
         used.append(f"mode {d.mode}")
     if used and not quiet:
-        print(f"model defaults: {', '.join(used)}", file=sys.stderr)
+        say(f"model defaults: {', '.join(used)}", file=sys.stderr)
     return d

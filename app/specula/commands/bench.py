@@ -10,7 +10,7 @@ import platform
 import sys
 import tempfile
 
-from specula.commands._common import fail
+from specula.commands._common import fail, say
 from specula.commands._engine_args import (
     add_sampling_args,
     check_mtp,
@@ -91,16 +91,16 @@ def run(a: argparse.Namespace) -> int:
                    for m in modes if m.spec.mode is Mode.MTP]
         modes = [m for m in modes if m.spec.mode is not Mode.MTP]
     for note in skipped:
-        print(f"specula: note: {note}", file=sys.stderr)
+        say(f"specula: note: {note}", file=sys.stderr)
     params = sampling_params(a)
     if engine.ngrams is not None and engine.ngrams.notice:
-        print(engine.ngrams.notice, file=sys.stderr)
-    print(f"target {a.target}\ndraft  {a.draft}\nbackend {engine.backend}, {engine.n_threads} threads, "
+        say(engine.ngrams.notice, file=sys.stderr)
+    say(f"target {a.target}\ndraft  {a.draft}\nbackend {engine.backend}, {engine.n_threads} threads, "
           f"{len(prompts)} prompts x {len(modes)} modes x {a.repeat}, max {params.max_tokens} tokens, "
           f"{params.acceptance_rule.value}", file=sys.stderr)
 
     def progress(r: RunResult) -> None:
-        print(f"  {r.prompt_id:<22} {r.mode:<10} {r.tok_per_s:6.1f} tok/s  accept {r.acceptance:4.0%}"
+        say(f"  {r.prompt_id:<22} {r.mode:<10} {r.tok_per_s:6.1f} tok/s  accept {r.acceptance:4.0%}"
               + ("" if r.identical in (None, True) else "  (diverged)"), file=sys.stderr)
 
     report = run_bench(engine, prompts, modes, params, repeat=a.repeat, on_run=progress, cold=a.cold,
@@ -118,7 +118,7 @@ def run(a: argparse.Namespace) -> int:
         "calibrated": not a.no_calibrate,
         "command": " ".join(sys.argv),
     })
-    print(format_report(report))
+    say(format_report(report))
     if a.json_out:
         with open(a.json_out, "w", encoding="utf-8") as fh:
             json.dump(report.to_json(), fh, indent=1)

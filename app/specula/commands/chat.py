@@ -13,7 +13,7 @@ import sys
 import threading
 from dataclasses import replace
 
-from specula.commands._common import fail
+from specula.commands._common import fail, say, terminal_text
 from specula.commands._engine_args import (
     add_model_args,
     add_sampling_args,
@@ -72,13 +72,13 @@ def _handle_command(line: str, state: dict[str, object], engine: Engine) -> bool
         state["draft_on"] = parts[1] == "on"
         if state["draft_on"] and not engine.has_draft:
             print("no draft model loaded (start with --draft)", file=sys.stderr)
-        print(f"draft {parts[1]}", file=sys.stderr)
+        say(f"draft {parts[1]}", file=sys.stderr)
     elif cmd == "/mode" and len(parts) == 2 and parts[1] == Mode.MTP.value and not engine.mtp_layers:
         # refused as `--mode mtp` is: without MTP layers it would run plain unsaid
-        print(f"specula: error: {mtp_refusal(target_name(engine))}", file=sys.stderr)
+        say(f"specula: error: {mtp_refusal(target_name(engine))}", file=sys.stderr)
     elif cmd == "/mode" and len(parts) == 2 and parts[1] in {m.value for m in Mode}:
         state["spec"] = replace(spec, mode=Mode(parts[1]))
-        print(f"mode {parts[1]}", file=sys.stderr)
+        say(f"mode {parts[1]}", file=sys.stderr)
     elif cmd == "/reset":
         state["messages"] = state["messages"][:1] if state["system"] else []  # type: ignore[index]
         state["left_out"] = 0
@@ -180,15 +180,16 @@ def run(a: argparse.Namespace) -> int:
             fitted = fit(msgs, DEFAULT_POLICY, prompt_budget(engine.n_ctx, reply.max_tokens),
                          lambda m: len(engine.tokenize_chat(m)), keep_out=before)
             if fitted.left_out != before:
-                print(f"[{left_out_text(fitted.left_out)}"
-                      f"{left_out_list(msgs, fitted.start, fitted.left_out, before)}]", file=sys.stderr)
+                say(f"[{left_out_text(fitted.left_out)}"
+                    f"{left_out_list(msgs, fitted.start, fitted.left_out, before)}]", file=sys.stderr)
             state["left_out"] = fitted.left_out
             for ev in engine.chat(fitted.messages, reply, spec, cancel):
                 if isinstance(ev, TokenEvent):
+                    shown = terminal_text(ev.text)  # a model's ESC sequences are shown, not run
                     if color and ev.source.drafted:
-                        sys.stdout.write((CYAN if ev.source in COPIED else GREEN) + ev.text + RESET)
+                        sys.stdout.write((CYAN if ev.source in COPIED else GREEN) + shown + RESET)
                     else:
-                        sys.stdout.write(ev.text)
+                        sys.stdout.write(shown)
                     sys.stdout.flush()
                 elif isinstance(ev, Done):
                     done = ev
@@ -199,7 +200,7 @@ def run(a: argparse.Namespace) -> int:
             # The template refused this conversation (or a limit hit): say so, drop the
             # message that caused it and keep the session.
             msgs.pop()
-            print(f"specula: error: {exc}", file=sys.stderr)
+            fail(str(exc))
             continue
         sys.stdout.write("\n")
         if done is not None:
@@ -207,7 +208,7 @@ def run(a: argparse.Namespace) -> int:
             state["last"] = done.stats
             note = "" if done.stop_reason in (StopReason.EOS, StopReason.STOP_STRING) else f", stopped: {done.stop_reason.value}"
             if done.message:
-                note += f" ({done.message})"
+                note += f" ({terminal_text(done.message)})"
             if reply.seed is not None and reply.seed != params.seed:
                 note += f", seed {reply.seed}"
             print(f"{DIM if color else ''}[{done.stats.summary_line()}{note}]{RESET if color else ''}", file=sys.stderr)

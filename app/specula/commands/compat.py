@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from specula.commands._common import fail, print_json
+from specula.commands._common import fail, print_json, say
 from specula.core.gguf.compat import check, format_report
 from specula.core.gguf.draft_head import head_misfits, is_head, read_head_info
 from specula.core.gguf.model_info import GGUFError, read_model_info
@@ -33,13 +33,13 @@ def run(args: argparse.Namespace) -> int:
             print_json({"usable": not reasons, "head": head.kind, "describe": head.describe(),
                         "reasons": reasons})
         else:
-            print(f"{args.draft}: {head.describe()}.")
-            print("It fits the target." if not reasons else
-                  "It cannot draft for the target:\n" + "\n".join(f"  - {r}" for r in reasons))
+            say(f"{args.draft}: {head.describe()}.")
+            say("It fits the target." if not reasons else
+                "It cannot draft for the target:\n" + "\n".join(f"  - {r}" for r in reasons))
         return 0 if not reasons else 1
     report = check(target, draft)
     if args.json:
         print_json(report.to_dict())
     else:
-        print(format_report(report))
+        say(format_report(report))
     return 0 if report.usable else 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from specula.commands._common import fail, print_json
+from specula.commands._common import fail, print_json, say
 from specula.commands._engine_args import rpc_endpoints
 from specula.commands._models_text import human
 from specula.core.gguf.draft_head import head_info_from_header, is_head
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             print_json(report.to_dict())
         else:
-            print(hardware.format_system(report))
+            say(hardware.format_system(report))
         return 0
     if not args.model:
         return fail("give a GGUF file, or --system")
@@ -114,5 +114,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(info.to_dict())
     else:
-        print(text)
+        say(text)
     return 0

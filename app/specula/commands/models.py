@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 
 from specula.commands import _models_text as text
-from specula.commands._common import fail, print_json
+from specula.commands._common import fail, print_json, say
 from specula.core.gguf.model_info import GGUFError
 from specula.core.hardware.fit import FitVerdict, GiB, estimate, format_estimate
 from specula.core.hub.client import SORTS, HubClient
@@ -111,7 +111,7 @@ def _search(args: argparse.Namespace) -> int:
     if args.json:
         print_json([r.to_dict() for r in results])
     else:
-        print(text.search_table(results) if results else f"no GGUF repositories match {args.text!r}")
+        say(text.search_table(results) if results else f"no GGUF repositories match {args.text!r}")
     return 0
 
 
@@ -135,7 +135,7 @@ def _files(args: argparse.Namespace) -> int:
                 m["header"] = headers.get(m["filename"])
         print_json(d)
     else:
-        print(text.files_table(listing, headers))
+        say(text.files_table(listing, headers))
     return 0
 
 
@@ -149,7 +149,7 @@ def _pull(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         if bar:
             bar.finish()
-        print("paused: the incomplete file is kept; run the same command to resume",
+        say("paused: the incomplete file is kept; run the same command to resume",
               file=sys.stderr)
         return 130
     finally:
@@ -159,11 +159,11 @@ def _pull(args: argparse.Namespace) -> int:
         print_json(result.to_dict())
     elif result.state is DownloadState.DONE:
         resumed = f" (resumed at {text.human(result.resumed_from)})" if result.resumed_from else ""
-        print(f"downloaded {result.paths[0]}{resumed}")
+        say(f"downloaded {result.paths[0]}{resumed}")
         for extra in result.paths[1:]:
-            print(f"           {extra}")
+            say(f"           {extra}")
         for name in result.without_checksum:
-            print(f"{name}: {result.verified[name]}")
+            say(f"{name}: {result.verified[name]}")
     return 0 if result.state is DownloadState.DONE else 1
 
 
@@ -177,7 +177,7 @@ def _list(args: argparse.Namespace) -> int:
                     "models": [m.to_dict() for m in scan.models], "incomplete": pending,
                     "vanished": scan.vanished, "read": scan.read, "reused": scan.reused})
     else:
-        print(text.library_table(library, scan.models, pending))
+        say(text.library_table(library, scan.models, pending))
     return 0
 
 
@@ -187,7 +187,7 @@ def _rm(args: argparse.Namespace) -> int:
         print_json({"removed": [str(p) for p in removed]})
     else:
         for p in removed:
-            print(f"removed {p}")
+            say(f"removed {p}")
     return 0
 
 
@@ -201,7 +201,7 @@ def _drafts_for(args: argparse.Namespace) -> int:
                     "library": [c.to_dict() for c in local],
                     "hub": remote.to_dict() if remote else None})
     else:
-        print(text.drafts_text(target.info.display_name, local, remote))
+        say(text.drafts_text(target.info.display_name, local, remote))
     return 0
 
 
@@ -217,6 +217,6 @@ def _fit(args: argparse.Namespace) -> int:
     if args.json:
         print_json(est.to_dict())
     else:
-        print(format_estimate(est))
+        say(format_estimate(est))
     return 1 if est.verdict is FitVerdict.NO else 0
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from specula.commands._common import say
 from specula.commands._models_text import human
 from specula.core.engine.drafters.ngram_store import cache_dir, clear_caches, list_caches
 
@@ -15,13 +16,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.clear:
-        print(f"removed {clear_caches()} n-gram cache file(s) from {cache_dir()}")
+        say(f"removed {clear_caches()} n-gram cache file(s) from {cache_dir()}")
         return 0
     files = list_caches()
     if not files:
-        print(f"no n-gram caches in {cache_dir()}")
+        say(f"no n-gram caches in {cache_dir()}")
         return 0
     for f in files:
-        print(f"{f.target:<48} {f.learned:>10,} tokens learned {human(f.size):>10}  {f.path.name}")
-    print(f"folder: {cache_dir()}  (specula ngrams --clear deletes them)")
+        say(f"{f.target:<48} {f.learned:>10,} tokens learned {human(f.size):>10}  {f.path.name}")
+    say(f"folder: {cache_dir()}  (specula ngrams --clear deletes them)")
     return 0

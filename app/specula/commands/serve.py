@@ -7,7 +7,7 @@ import logging
 import os
 import sys
 
-from specula.commands._common import fail
+from specula.commands._common import fail, say
 from specula.commands._engine_args import (
     add_model_args,
     add_sampling_args,
@@ -98,14 +98,14 @@ def run(a: argparse.Namespace) -> int:
     layers = f"GPU layers: target {o.n_gpu_layers_target}, draft {o.n_gpu_layers_draft}"
     if o.rpc_servers:
         layers += f"; RPC workers {', '.join(o.rpc_servers)}"
-    print(layers, file=sys.stderr)
-    print(f"serving '{served.id}'{draft} on {server.url}/v1 ({engine.backend}, "
+    say(layers, file=sys.stderr)
+    say(f"serving '{served.id}'{draft} on {server.url}/v1 ({engine.backend}, "
           f"{engine.n_threads} threads, one request at a time). Ctrl-C stops.", file=sys.stderr)
     sys.stderr.flush()
     try:
         threading_wait()
     except KeyboardInterrupt:
-        print("stopping", file=sys.stderr)
+        say("stopping", file=sys.stderr)
     finally:
         server.stop()
         host.close()

@@ -4,19 +4,19 @@ The Settings page edits *defaults* (``settings.json``); the chat panel's
 values are what the user last chose for this chat (max tokens 60, a higher
 temperature). LM Studio keeps those across restarts, and so do we, in
 ``chat-session.json`` beside the settings. "Save as defaults" copies them into
-the settings. Loading never fails: a missing or damaged file gives ``None``
-for each part, and the panel then starts from the defaults.
+the settings. Loading never fails: a missing file gives ``None`` for each
+part, and the panel then starts from the defaults; a damaged one is set aside
+with a notice first (:mod:`specula.core.json_files`).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from specula.core import files, paths
+from specula.core import files, json_files, paths
 from specula.core.settings import GenerationDefaults, Settings, SpeculativeDefaults
 
 log = logging.getLogger("specula.chat.session")
@@ -38,14 +38,11 @@ class ChatSession:
     @classmethod
     def load(cls, path: Path | None = None) -> ChatSession:
         path = path or cls.path()
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return cls()
-        except (OSError, ValueError) as exc:
-            log.warning("chat session %s unreadable (%s); starting from the defaults", path, exc)
-            return cls()
-        if not isinstance(raw, dict):
+        raw = json_files.load(json_files.JsonFile(
+            path, "chat panel file (the values the chat was left with)",
+            # each part of the wrong kind is read as None below, the others kept
+            consequence="The chat panel starts from the default settings")).value
+        if raw is None:
             return cls()
         # Settings.from_dict already keeps only well-typed values; reuse it per part.
         typed = Settings.from_dict({k: v for k, v in raw.items()

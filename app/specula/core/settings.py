@@ -19,7 +19,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from collections.abc import Callable
@@ -27,7 +26,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from specula.core import files, paths
+from specula.core import files, json_files, paths
 from specula.core.engine.config import DEFAULT_DRAFT_MAX, DEFAULT_MODE, Mode, SpecConfig
 from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.gpu_layers import AUTO as GPU_LAYERS_AUTO
@@ -131,10 +130,11 @@ class Settings:
     def load(cls, path: Path | None = None) -> Settings:
         path = path or cls.path()
         try:
-            raw = json.loads(path.read_bytes())  # bytes: UTF-8, -16 and -32 are all read
+            # bounded in size and depth; bytes: UTF-8, -16 and -32 are all read
+            raw = json_files.read(json_files.JsonFile(path, "settings file", top=_ANY_JSON))
         except FileNotFoundError:
             return cls()
-        except (OSError, ValueError) as exc:  # a directory, unreadable, not JSON, not text
+        except (OSError, ValueError) as exc:  # a directory, unreadable, not JSON, too deep
             problem = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             return cls._damaged(path, f"it cannot be read ({problem})")
         if not isinstance(raw, dict):
@@ -220,6 +220,7 @@ class Settings:
         return True
 
 
+_ANY_JSON = (dict, list, str, float, bool, type(None))  # the top level is checked in load()
 _NESTED: dict[str, type] = {"generation": GenerationDefaults, "speculative": SpeculativeDefaults}
 _NOT_SAVED = ("load_notice", "_unknown", "_file_schema")
 

@@ -56,8 +56,11 @@ def create_window(model: str | None = None, draft: str | None = None):  # type: 
 
 def startup_notices(ctx) -> list[str]:  # type: ignore[no-untyped-def]
     """What the core had to do with the user's files at start (a damaged settings file or
-    conversations database set aside), one sentence each, saying where the old file is."""
-    found = (ctx.settings.load_notice, ctx.store.load_notice)
+    conversations database set aside, a database in use or read-only, any other JSON file
+    of Specula's set aside), one sentence each, saying where the old file is."""
+    from specula.core import json_files
+
+    found = (ctx.settings.load_notice, ctx.store.load_notice, *json_files.take_notices())
     return [n for n in found if n]
 
 

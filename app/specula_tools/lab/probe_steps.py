@@ -64,11 +64,11 @@ def main() -> int:
     plan_of = policy.plan
 
     def plan(inp: PlanInput) -> Plan:
-        probing = policy._probe_left > 0
+        probing = policy.probe_steps_left > 0
         out = plan_of(inp)
         v1 = policy.cost.verify_time(1)
-        if out.source == TokenOrigin.CHAIN and not probing and not policy._probe and v1:
-            after.append((policy._draft_rate(policy.cfg.draft_max)[0] * v1,
+        if out.source == TokenOrigin.CHAIN and not probing and not policy.probe_step and v1:
+            after.append((policy.draft_rate(policy.cfg.draft_max)[0] * v1,
                           policy.acc.optimistic_rate() is not None))
         return out
 
@@ -86,7 +86,7 @@ def main() -> int:
         v1 = policy.cost.verify_time(1) or 0.0
         print(f"after {len(WARM)} replies: one-token verify {v1 * 1e3:.0f} ms, draft decode "
               f"{(policy.cost.draft or 0.0) * 1e3:.0f} ms, some length could pay at 100% acceptance: "
-              f"{policy._could_pay(v1)}; pair's rate {policy.acc.token_rate:.2f}", flush=True)
+              f"{policy.could_pay(v1)}; pair's rate {policy.acc.token_rate:.2f}", flush=True)
         for r in range(a.repeat):
             for pid in PROBED:
                 got: dict[str, tuple[Done, list[StepRecord]]] = {}
@@ -97,7 +97,7 @@ def main() -> int:
                         if a.recheck:  # the reply a paused draft's re-check falls on
                             policy.replies_since_probe = RECHECK_EVERY - 1
                         else:
-                            policy._recheck_now = True  # this reply probes, as a re-check does
+                            policy.governor.on("clear")  # this reply probes, as a re-check does
                         gen.draft_model.reset()
                         after.clear()
                         got[side] = run(pid, spec, policy)
@@ -108,7 +108,7 @@ def main() -> int:
                                   for x in recs if x.drafted and x.draft_s > 0)
                 plain_step = statistics.median(x.verify_s for x in got["plain"][1])
                 same = done.token_ids == got["plain"][0].token_ids
-                kind = "re-time" if policy._retime else "probe" if s.draft_catchup_tokens else "no re-check"
+                kind = "re-time" if policy.retiming else "probe" if s.draft_catchup_tokens else "no re-check"
                 print(f"{r} {pid:18} {kind:11} plain {base:5.2f} s  adaptive {s.decode_s:5.2f} s "
                       f"{base / s.decode_s:4.2f}x  catch-up {s.draft_catchup_tokens} tok "
                       f"{s.draft_catchup_s:4.2f} s ({s.draft_catchup_s / base:.1%} of plain)  "

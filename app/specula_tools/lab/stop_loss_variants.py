@@ -89,12 +89,12 @@ def replays() -> list[str]:
 
 
 def _next_reply(self: AdaptivePolicy) -> None:
-    self.paused = self._held = True
+    self.governor.on("stop")
     self.replies_since_probe = self.probe_every
 
 
 def _backed_off(self: AdaptivePolicy) -> None:
-    self.paused = self._held = True
+    self.governor.on("stop")
     self.replies_since_probe = 0
     self.probe_every = min(self.probe_every * 2, PROBE_MAX)
 

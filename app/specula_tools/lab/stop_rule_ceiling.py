@@ -62,7 +62,7 @@ class KnownAcceptance(am.AcceptanceModel):
         return None  # the rate is known: no standard error to add
 
     def predict(self, p_top: float, entropy: float) -> float:
-        return self.bins.get(am._bin(p_top, entropy), p_top)
+        return self.bins.get(am.confidence_bin(p_top, entropy), p_top)
 
 
 def known(traces: list[Trace]) -> KnownAcceptance:
@@ -71,7 +71,7 @@ def known(traces: list[Trace]) -> KnownAcceptance:
     n = right = 0.0
     for t in traces:
         for ok, p, h in zip(t["ok"], t["p_top"], t["entropy"], strict=True):
-            a = acc.setdefault(am._bin(p, h), [0.0, 0.0])
+            a = acc.setdefault(am.confidence_bin(p, h), [0.0, 0.0])
             a[0] += ok
             a[1] += 1
             right += ok

@@ -21,7 +21,7 @@ import numpy as np
 
 from specula.core.engine.drafters.model import STEP_FEED
 from specula.core.engine.events import TokenOrigin
-from specula.core.engine.policy.calibration import MAX_BATCH, TREE_BATCH, Calibration, timed_passes
+from specula.core.engine.loop.calibration import MAX_BATCH, TREE_BATCH, Calibration, timed_passes
 from specula.core.engine.policy.cost_model import SHORT_FEED
 from specula.core.engine.policy.fixed import DraftPolicy, Outcome, PlanInput
 from specula.core.engine.stats import StepRecord

@@ -180,4 +180,4 @@ def test_the_simulated_calibration_times_what_the_engines_does() -> None:
     from specula.core.engine.config import DEFAULT_DRAFT_MAX
 
     pol = _adaptive(F16, draft_max=DEFAULT_DRAFT_MAX)
-    assert pol._unmeasured_k(DEFAULT_DRAFT_MAX) == 0
+    assert pol.unmeasured_k(DEFAULT_DRAFT_MAX) == 0

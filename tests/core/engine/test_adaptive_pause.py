@@ -1,6 +1,6 @@
 """When adaptive drafts at all: never where no chain could beat plain decoding by
 COULD_PAY_MARGIN even at 100% acceptance, and a pause is lifted on the expected rate, not
-on the benefit of the doubt (``rates.ExpectedRates._draft_pays_rate``).
+on the benefit of the doubt (``rates.ExpectedRates.draft_pays_rate``).
 
 The compute-bound pair on a day its draft decode took 74-97 ms (``adaptive_sim.Q4_DEAR_DRAFT``)
 sits in the band between the two margins: a chain's best case beats plain by less than 5%,
@@ -26,9 +26,9 @@ from tests.core.engine.test_modes import ALL, _outcome, _train
 
 def _before(self: rates.ExpectedRates, k_max: int, *, fed: bool = False) -> float:
     """The rule as it was: the expected rate, or the optimistic one while evidence is short."""
-    rate, _ = self._draft_rate(k_max, fed=fed)
+    rate, _ = self.draft_rate(k_max, fed=fed)
     a = self.acc.optimistic_rate()
-    return rate if a is None else max(rate, self._draft_rate(k_max, a=a, fed=fed)[0])
+    return rate if a is None else max(rate, self.draft_rate(k_max, a=a, fed=fed)[0])
 
 
 def _replies_over_plain(pid: str, n: int = 12) -> list[tuple[float, list[int]]]:
@@ -38,7 +38,7 @@ def _replies_over_plain(pid: str, n: int = 12) -> list[tuple[float, list[int]]]:
     pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=8, tree_budget=0))
     m.calibration().seed(pol.cost)
     v1 = pol.cost.verify_time(1)
-    assert v1 is not None and not pol._could_pay(v1)
+    assert v1 is not None and not pol.could_pay(v1)
     plain = run_reply(PlainPolicy(), m, t["ok"], t["p_top"], max_tokens=96, entropy=t["entropy"]).rate
     out = []
     for _ in range(n):
@@ -57,7 +57,7 @@ def test_where_no_chain_could_pay_by_the_margin_only_re_times_draft(pid: str) ->
 
 def test_power_with_the_rule_as_it_was_the_band_pair_probes_below_the_floor(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rates.ExpectedRates, "_draft_pays_rate", _before)
+    monkeypatch.setattr(rates.ExpectedRates, "draft_pays_rate", _before)
     out = _replies_over_plain("code-lru")
     assert min(r for r, _ in out) < 0.97, out
 
@@ -69,10 +69,10 @@ def _thin_evidence() -> AdaptivePolicy:
     _train(pol, v1=0.030, per_token_verify=0.015, t_draft=0.004, accept=0.5)
     pol.acc.shrink(12.0)  # as before a probe of a paused draft
     v1 = pol.cost.verify_time(1)
-    assert v1 is not None and pol._could_pay(v1)
+    assert v1 is not None and pol.could_pay(v1)
     a = pol.acc.optimistic_rate()
     assert a is not None
-    assert pol._draft_rate(4, a=a)[0] > pol._draft_rate(4)[0]
+    assert pol.draft_rate(4, a=a)[0] > pol.draft_rate(4)[0]
     return pol
 
 
@@ -80,18 +80,19 @@ def test_a_pause_is_lifted_on_the_expected_rate_and_kept_from_thin_evidence_by_t
     pol = _thin_evidence()
     a = pol.acc.optimistic_rate()
     assert a is not None
-    pol.paused = False  # thin evidence does not pause a pair: the benefit of the doubt
-    assert pol._draft_pays_rate(4) == pytest.approx(pol._draft_rate(4, a=a)[0])
-    pol.paused = True  # nor does it lift a pause
-    assert pol._draft_pays_rate(4) == pytest.approx(pol._draft_rate(4)[0])
+    assert not pol.paused  # thin evidence does not pause a pair: the benefit of the doubt
+    assert pol.draft_pays_rate(4) == pytest.approx(pol.draft_rate(4, a=a)[0])
+    pol.governor.on("loses")  # a reply's start judged that drafting does not pay
+    assert pol.paused  # and thin evidence does not lift the pause
+    assert pol.draft_pays_rate(4) == pytest.approx(pol.draft_rate(4)[0])
 
 
 def test_power_with_the_rule_as_it_was_a_pause_is_lifted_on_the_optimistic_rate(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rates.ExpectedRates, "_draft_pays_rate", _before)
+    monkeypatch.setattr(rates.ExpectedRates, "draft_pays_rate", _before)
     pol = _thin_evidence()
-    pol.paused = True
-    assert pol._draft_pays_rate(4) > pol._draft_rate(4)[0]
+    pol.governor.on("loses")
+    assert pol.draft_pays_rate(4) > pol.draft_rate(4)[0]
 
 
 def test_a_probe_that_meets_easy_text_still_lifts_a_pause() -> None:

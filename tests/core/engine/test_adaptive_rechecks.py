@@ -10,8 +10,8 @@ import pytest
 
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.events import TokenOrigin
+from specula.core.engine.loop.calibration import Calibration
 from specula.core.engine.policy.adaptive import AdaptivePolicy
-from specula.core.engine.policy.calibration import Calibration
 from specula.core.engine.policy.fixed import PlainPolicy, PlanInput
 from specula.core.engine.policy.probe_cadence import (
     PROBE_STEPS,
@@ -49,7 +49,7 @@ def test_a_draft_that_costs_more_than_it_could_save_is_probed_only_to_recheck() 
     # at best k=4 gives 5 tokens in 4*30 + 90 ms = 24 tok/s against plain's 33.
     pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=4, tree_budget=0))
     _train(pol, v1=0.030, per_token_verify=0.015, t_draft=0.030, accept=0.6)
-    assert not pol._could_pay(0.030)
+    assert not pol.could_pay(0.030)
     # 20 replies: replies 8 and 16 re-check (a re-time: one draft step each), its timings
     # confirm the verdict, and no other reply drafts
     assert _replies(pol, 20) == (20 // RECHECK_EVERY, 20 // RECHECK_EVERY)
@@ -92,7 +92,7 @@ def test_a_re_time_that_finds_the_draft_cheaper_takes_it_up_again(accept: float)
     for _ in range(3):
         pol.observe(_outcome("draft", plan.k, plan.k, 0.030 + 0.015 * plan.k, 0.003 * plan.k))
     v1 = pol.cost.verify_time(1)
-    assert v1 is not None and pol._could_pay(v1)
+    assert v1 is not None and pol.could_pay(v1)
     # the next reply takes the draft up again: at 0.6 drafting pays by the new costs (the plan
     # catches the draft up when it drafts); where every draft token was rejected it could pay
     # only were acceptance higher, and a probe of PROBE_STEPS steps on the prompt asks
@@ -100,13 +100,13 @@ def test_a_re_time_that_finds_the_draft_cheaper_takes_it_up_again(accept: float)
     if accept:
         assert not probed and not pol.verdict().paused
     else:
-        assert probed and pol._probe_left == PROBE_STEPS and pol.sync_window() != RETIME_WINDOW
+        assert probed and pol.probe_steps_left == PROBE_STEPS and pol.sync_window() != RETIME_WINDOW
 
 
 def test_a_draft_that_could_pay_at_high_acceptance_is_still_probed() -> None:
     pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=4, tree_budget=0))
     _train(pol, v1=0.030, per_token_verify=0.015, t_draft=0.010, accept=0.6)
-    assert pol._could_pay(0.030)
+    assert pol.could_pay(0.030)
     synced, drafts = _replies(pol, 4)
     assert synced >= 1 and drafts >= 1
 
@@ -208,11 +208,12 @@ def test_a_token_is_kept_where_drafting_on_past_a_verify_jump_pays() -> None:
     Calibration(verify={1: 0.174, **{n: 0.321 + 0.020 * (n - 2) for n in range(2, 10)}},
                 draft=0.043).seed(pol.cost)
     assert pol.acc.predict(0.6, 0.5) == pytest.approx(0.6) and pol.acc.hazard(1) == pytest.approx(0.8)
-    pol._decide(Plan(TokenOrigin.CHAIN, 8))
+    step = PlanInput(room=60, available=ALL, draft_lag=1)
+    assert not pol.sync_draft_at_prefill() and pol.plan(step) == Plan(TokenOrigin.CHAIN, 8)
     assert pol.keep_drafting(0, 0.6, 0.5) == (True, True)
     blind = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=8, tree_budget=0))
     Calibration(verify=dict(pol.cost.verify), draft=0.043).seed(blind.cost)
-    blind._decide(Plan(TokenOrigin.CHAIN, 8))
+    assert not blind.sync_draft_at_prefill() and blind.plan(step) == Plan(TokenOrigin.CHAIN, 8)
     blind._best_ahead = lambda i, e, run, d: 0.0  # type: ignore[method-assign]  # one token's look
     assert blind.keep_drafting(0, 0.6, 0.5) == (False, False)
 
@@ -224,10 +225,10 @@ def _recheck_reply_over_plain(pid: str) -> float:
     pol = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=8, tree_budget=0))
     m.calibration().seed(pol.cost)
     v1 = pol.cost.verify_time(1)
-    assert v1 is not None and not pol._could_pay(v1)
+    assert v1 is not None and not pol.could_pay(v1)
     for _ in range(3 * RECHECK_EVERY):
         r = run_reply(pol, m, t["ok"], t["p_top"], max_tokens=96, entropy=t["entropy"])
-        if pol._retime:  # this reply re-timed the draft
+        if pol.retiming:  # this reply re-timed the draft
             assert [n for _, n, _ in r.steps if n] == [1] and pol.verdict().paused
             plain = run_reply(PlainPolicy(), m, t["ok"], t["p_top"], max_tokens=96, entropy=t["entropy"])
             return r.rate / plain.rate

@@ -45,7 +45,7 @@ def _near_tie(history: tuple[float, int]) -> AdaptivePolicy:
         pol.acc.observe([0.97] * 5, [0.3] * 5, int(np.argmin(ok)) if not ok.all() else 5)
     v1 = pol.cost.verify_time(1)
     assert v1 is not None
-    gain = pol._draft_pays_rate(8) * v1  # drafting's expected rate over plain's
+    gain = pol.draft_pays_rate(8) * v1  # drafting's expected rate over plain's
     assert 1.0 + MARGIN < gain < 1.0 + rates.NEAR_TIE, gain
     return pol
 

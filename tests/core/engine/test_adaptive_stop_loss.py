@@ -71,7 +71,7 @@ def _rates_say_it_pays(pol: AdaptivePolicy) -> None:
     for _ in range(60):
         pol.acc.observe([0.97] * 4, [0.3] * 4, 4)
     v1 = pol.cost.verify_time(1)
-    assert v1 is not None and pol._draft_pays_rate(8, fed=True) > 1.2 / v1
+    assert v1 is not None and pol.draft_pays_rate(8, fed=True) > 1.2 / v1
 
 
 def test_drafting_stays_held_whatever_the_rates_say_until_a_probe_whose_steps_gain() -> None:

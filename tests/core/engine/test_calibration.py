@@ -10,8 +10,8 @@ import pytest
 
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.engine import Engine, EngineOptions
+from specula.core.engine.loop.calibration import MAX_BATCH, TREE_BATCH, Calibration, timed_passes
 from specula.core.engine.policy.adaptive import AdaptivePolicy
-from specula.core.engine.policy.calibration import MAX_BATCH, TREE_BATCH, Calibration, timed_passes
 from specula.core.engine.policy.cost_model import CostModel
 from specula.core.engine.sampling.rules import SamplingParams
 from tests.core.engine.conftest import PLAIN, run
@@ -66,11 +66,23 @@ def test_without_calibration_a_new_pair_knows_nothing(tiny: dict[str, Path], spe
         assert eng.policy_for(ADAPTIVE).cost.verify_time(1) is None  # type: ignore[attr-defined]
 
 
-def test_a_saved_cost_model_wins_over_the_calibration() -> None:
+def test_a_saved_cost_model_wins_over_the_calibration_unless_the_machine_is_faster_now() -> None:
     cost = CostModel()
-    cost.observe_verify(1, 0.5)
+    cost.observe_verify(1, 0.11)  # saved at about the speed the load measures
     assert not Calibration(verify={1: 0.1, 2: 0.2}, draft=0.01).seed(cost)
-    assert cost.verify == {1: 0.5} and cost.draft is None
+    assert cost.verify == {1: 0.11} and cost.draft is None
+    # saved while another process slowed the machine 5x: this load's timings replace them
+    contended = CostModel()
+    contended.observe_verify(1, 0.5)
+    contended.observe_verify(2, 1.0)
+    contended.draft = 0.05
+    assert Calibration(verify={1: 0.1, 2: 0.2}, draft=0.01).seed(contended)
+    assert contended.verify == {1: 0.1, 2: 0.2} and contended.draft == pytest.approx(0.01)
+    # ... but not by a load whose own passes disagreed
+    again = CostModel()
+    again.observe_verify(1, 0.5)
+    assert not Calibration(verify={1: 0.1, 2: 0.2}, draft=0.01, erratic=True).seed(again)
+    assert again.verify == {1: 0.5}
     empty = CostModel()
     assert Calibration(verify={1: 0.1, 2: 0.2}, draft=0.01).seed(empty)
     assert empty.verify_time(2) == pytest.approx(0.2) and empty.draft == pytest.approx(0.01)

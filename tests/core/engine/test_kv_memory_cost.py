@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.events import TokenOrigin
+from specula.core.engine.loop.calibration import Calibration
 from specula.core.engine.policy.adaptive import AdaptivePolicy
-from specula.core.engine.policy.calibration import Calibration
 from specula.core.engine.policy.cost_model import CostModel
 from specula.core.engine.policy.fixed import Outcome, PlanInput
 from specula.core.engine.stats import StepRecord

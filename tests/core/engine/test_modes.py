@@ -101,7 +101,7 @@ def test_adaptive_drafts_only_where_it_pays() -> None:
     cheap = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=4, tree_budget=0))
     _train(cheap, v1=0.170, per_token_verify=0.012, t_draft=0.040, accept=0.9)  # memory-bound target
     assert cheap.plan(inp).source == "draft"
-    assert cheap._draft_rate(4)[1] == 4  # the best length when verify is nearly free
+    assert cheap.draft_rate(4)[1] == 4  # the best length when verify is nearly free
     costly = AdaptivePolicy(SpecConfig(mode=Mode.ADAPTIVE, draft_max=4, tree_budget=0))
     _train(costly, v1=0.030, per_token_verify=0.015, t_draft=0.018, accept=0.6)  # compute-bound target
     plans = []
@@ -148,7 +148,7 @@ def test_adaptive_measures_each_length_then_uses_the_curve() -> None:
         pol.observe(_outcome("draft" if k else "none", k, round(0.9 * k), timing[k + 1], 0.05 * k))
     assert {k for src, k in seen[:12] if src == "draft"} == {1, 2, 3, 4}  # each length timed
     assert pol.cost.verify_time(5) == pytest.approx(0.45, rel=0.05)
-    assert pol._draft_rate(4)[1] == 3  # 3 drafts + pending = 4 tokens, before the jump
+    assert pol.draft_rate(4)[1] == 3  # 3 drafts + pending = 4 tokens, before the jump
 
 
 def test_adaptive_prefers_long_lookup_matches() -> None:
@@ -165,7 +165,7 @@ def test_adaptive_state_persists_per_pair(tiny: dict[str, Path], monkeypatch: py
     # timings read as quiet whatever else this machine runs (erratic ones are not saved:
     # test_adaptive_busy_machine.py)
     monkeypatch.setattr("specula.core.engine.policy.cost_model.ERRATIC_DEV", float("inf"))
-    monkeypatch.setattr("specula.core.engine.policy.calibration._disagree", lambda a, b: False)
+    monkeypatch.setattr("specula.core.engine.loop.calibration._disagree", lambda a, b: False)
     eng = make_engine(tiny["target"], tiny["draft"])
     spec = SpecConfig(mode=Mode.ADAPTIVE, draft_max=4)
     run(eng, PROMPTS[0], GREEDY, spec)

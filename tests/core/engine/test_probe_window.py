@@ -190,7 +190,7 @@ def _due_for_a_recheck(spec: SpecConfig) -> AdaptivePolicy:
     pol = AdaptivePolicy(spec)
     _train(pol, v1=0.030, per_token_verify=0.015, t_draft=0.030, accept=0.6)
     v1 = pol.cost.verify_time(1)
-    assert v1 is not None and not pol._could_pay(v1)
+    assert v1 is not None and not pol.could_pay(v1)
     for _ in range(probe_cadence.RECHECK_EVERY - 1):
         assert not pol.sync_draft_at_prefill()
     return pol

@@ -137,7 +137,9 @@ def test_preset_round_trip_through_the_dialog(loaded, qtbot, tmp_path: Path):  #
     presets.delete("Mine")
     dialog.reload()
     assert presets.find("Mine") is None
-    assert [p.name for p in dialog.import_file(str(out))] == ["Mine"]
+    with qtbot.waitSignal(dialog.presets_imported, timeout=10000) as imported:
+        dialog.import_file(str(out))  # on a worker thread
+    assert [p.name for p in imported.args[0]] == ["Mine"]
     # Other values in the panel, then the preset picked: its values come back.
     panel.system_prompt.setPlainText("other")
     panel.temperature.setValue(0.0)

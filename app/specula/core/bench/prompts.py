@@ -3,11 +3,12 @@ turns and a structured reply (a JSON schema, or tools) per line."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from specula.core import json_files
 
 
 @dataclass
@@ -57,7 +58,7 @@ def load_prompts(path: str | Path | None = None) -> list[BenchPrompt]:
         if not line.strip():
             continue
         try:
-            d = json.loads(line)
+            d = json_files.parse(line)  # bounded: a line of 100,000 "[" is a ValueError
             out.append(BenchPrompt(str(d["id"]), str(d.get("category", "")), str(d["prompt"]),
                                    response_format=d.get("response_format"), tools=d.get("tools"),
                                    tool_choice=d.get("tool_choice"), turns=_turns(d.get("turns"))))

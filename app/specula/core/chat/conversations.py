@@ -10,8 +10,14 @@ A database that cannot be used (not SQLite, truncated, damaged pages, written
 by a newer Specula, a folder at the path) never stops the app: it is moved
 aside as ``conversations.sqlite3.bad-<UTC time>`` (its journal files with it),
 a fresh one is started, and :attr:`ConversationStore.load_notice` says where
-the old one is. A row with a value of the wrong kind (``created = 'abc'``) is
-read with that value repaired, and logged.
+the old one is. A healthy file is never set aside: one another process keeps
+locked (SQLITE_BUSY after the busy timeout) is left alone and the session runs
+in memory; one the system refuses to write (SQLITE_READONLY: a read-only or
+immutable file) is copied into memory, so its conversations are shown and the
+session works, unsaved. Either way the notice says so. A row with a value of
+the wrong kind (``created = 'abc'``) is read with that value repaired, and
+logged; a message whose ``meta`` is damaged is read with ``{}`` and
+:attr:`Message.damaged` saying why.
 """
 
 from __future__ import annotations
@@ -27,11 +33,23 @@ from typing import Any
 
 from specula.core import files, paths
 from specula.core.chat.conversation_schema import StoreTooNew, migrate
+from specula.core.chat.stored_values import read_meta, read_settings
 
 log = logging.getLogger("specula.conversations")
 
 DB_NAME = "conversations.sqlite3"
 DEFAULT_TITLE = "New chat"
+BUSY_TIMEOUT_S = 5.0
+"""How long opening waits for another process's lock before saying the file is in use."""
+# SQLite's primary result codes (sqlite3.h; the module has them as names from 3.11 only)
+SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_CANTOPEN = 5, 6, 8, 14
+_BUSY_CODES = frozenset({SQLITE_BUSY, SQLITE_LOCKED})
+
+
+def _error_code(exc: BaseException) -> int | None:
+    """SQLite's primary result code of ``exc`` (None for anything else)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
 
 
 @dataclass
@@ -58,23 +76,37 @@ class Message:
     content: str
     created: float
     meta: dict[str, Any] = field(default_factory=dict)
+    damaged: str = ""
+    """Why the stored meta could not be used ("" when it could): the message is then
+    shown with its text only (:mod:`specula.core.chat.stored_values`)."""
 
 
 class ConversationStore:
     """All conversations; one connection, used from one thread at a time."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, *,
+                 busy_timeout_s: float | None = None) -> None:
         self.path = path or paths.data_dir() / DB_NAME
         self.load_notice: str | None = None
-        """Set when the database could not be used and was set aside (for the app to say)."""
+        """Set when the database could not be used as it is (for the app to say)."""
+        self.saved = True
+        """False when this session's changes live in memory only (the notice says why)."""
+        self._busy_timeout_s = BUSY_TIMEOUT_S if busy_timeout_s is None else busy_timeout_s
         try:
             self._db = self._open(self.path)
         except (sqlite3.DatabaseError, OSError, StoreTooNew) as exc:
-            self._db = self._recover(exc)
+            if _error_code(exc) in _BUSY_CODES:
+                self._db = self._busy(exc)
+            elif _error_code(exc) == SQLITE_READONLY:
+                self._db = self._read_only(exc)
+            else:
+                self._db = self._recover(exc)
 
-    @staticmethod
-    def _connect(path: Path | str) -> sqlite3.Connection:
-        db = sqlite3.connect(path, check_same_thread=False)
+    def _connect(self, path: Path | str, *, uri: bool = False) -> sqlite3.Connection:
+        # The timeout is SQLite's busy timeout: how long a statement waits for another
+        # process's lock before "database is locked".
+        db = sqlite3.connect(path, timeout=self._busy_timeout_s, check_same_thread=False,
+                             uri=uri)
         db.row_factory = sqlite3.Row
         db.execute("PRAGMA foreign_keys = ON")
         return db
@@ -89,16 +121,62 @@ class ConversationStore:
             result = db.execute("PRAGMA quick_check").fetchone()[0]
             if result != "ok":
                 raise sqlite3.DatabaseError(f"the integrity check failed ({result})")
+            _probe_write(db)
             migrate(db)
         except BaseException:
             db.close()
             raise
         return db
 
+    def _memory(self) -> sqlite3.Connection:
+        db = self._connect(":memory:")
+        migrate(db)
+        self.saved = False
+        return db
+
+    def _busy(self, exc: BaseException) -> sqlite3.Connection:
+        """Another process holds the database: it is healthy, so it is left as it is."""
+        self.load_notice = (
+            f"Your conversations database {self.path} is in use by another program: it "
+            f"stayed locked for {self._busy_timeout_s:g} s ({exc}). Specula left it as it is; "
+            f"conversations of this session will not be saved. Close the other program "
+            f"and start Specula again to see your conversations.")
+        log.warning("%s", self.load_notice)
+        return self._memory()
+
+    def _read_only(self, exc: BaseException) -> sqlite3.Connection:
+        """The system refuses writes (a read-only or immutable file): its conversations are
+        copied into memory, so they can be read and the session works, unsaved."""
+        try:
+            disk = self._connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
+            try:
+                db = sqlite3.connect(":memory:", check_same_thread=False)
+                disk.backup(db)
+            finally:
+                disk.close()
+            db.row_factory = sqlite3.Row
+            db.execute("PRAGMA foreign_keys = ON")
+            migrate(db)
+            self.saved = False
+        except (sqlite3.DatabaseError, OSError, StoreTooNew) as again:
+            db = self._memory()
+            shown = f"they cannot be read either ({again})"
+        else:
+            shown = "its conversations are shown"
+        self.load_notice = (
+            f"Your conversations database {self.path} is read-only: the system refuses to "
+            f"write it ({exc}). Specula left it as it is and {shown}; nothing you do in "
+            f"this session will be saved. Make the file writable and start Specula again "
+            f"to save conversations.")
+        log.warning("%s", self.load_notice)
+        return db
+
     def _recover(self, exc: BaseException) -> sqlite3.Connection:
         why = str(exc) if isinstance(exc, StoreTooNew) else f"it is damaged ({exc})"
         if isinstance(exc, OSError):
             why = f"it cannot be opened ({exc.strerror or exc})"
+        elif _error_code(exc) == SQLITE_CANTOPEN:
+            why = f"it cannot be opened ({exc})"
         try:
             backup = _set_aside(self.path)
             db = self._open(self.path)
@@ -107,9 +185,7 @@ class ConversationStore:
                 f"Your conversations database {self.path} cannot be used: {why}. It was left "
                 f"as it is ({again}); conversations of this session will not be saved.")
             log.error("%s", self.load_notice)
-            db = self._connect(":memory:")
-            migrate(db)
-            return db
+            return self._memory()
         self.load_notice = (
             f"Your conversations database could not be used: {why}. Specula started a new "
             f"one; the old file is kept as {backup}.")
@@ -261,11 +337,11 @@ class ConversationStore:
         row = self._db.execute(
             "SELECT settings FROM conversations WHERE id = ?", (conversation_id,)
         ).fetchone()
-        try:
-            data = json.loads(row["settings"]) if row else {}
-        except (TypeError, ValueError):
-            data = {}
-        return data if isinstance(data, dict) else {}
+        data, why = read_settings(row["settings"]) if row else ({}, None)
+        if why:
+            log.warning("conversation %s: its stored settings are damaged (%s); the defaults "
+                        "apply", conversation_id, why)
+        return data
 
     def update_chat_settings(self, conversation_id: int, **values: Any) -> dict[str, Any]:
         """Merge ``values`` into the conversation's settings (None removes a key)."""
@@ -312,6 +388,19 @@ class ConversationStore:
                              (folder_id, conversation_id))
 
 
+def _probe_write(db: sqlite3.Connection) -> None:
+    """Write the header's own value back and roll it back: a file the system refuses to
+    write (read-only, immutable: SQLite then opens it read-only without a word) fails
+    here with SQLITE_READONLY, not at the first reply; a lock another process holds,
+    with SQLITE_BUSY after the busy timeout. The file is left as it was."""
+    version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute(f"PRAGMA user_version = {version}")
+    finally:
+        db.execute("ROLLBACK")
+
+
 def _set_aside(path: Path) -> Path:
     """Move ``path`` (and its -wal, -shm, -journal files) to ``<name>.bad-<UTC time>``."""
     return files.set_aside(path, "cannot be used", companions=("-wal", "-shm", "-journal"))
@@ -352,13 +441,13 @@ def _conversation(row: sqlite3.Row) -> Conversation:
 
 
 def _message(row: sqlite3.Row) -> Message:
-    try:
-        meta = json.loads(row["meta"])
-    except (TypeError, ValueError):
-        meta = {}
+    meta, why = read_meta(row["meta"])
+    if why:
+        log.warning("message %s: its stored details are damaged (%s); shown without them",
+                    row["id"], why)
     return Message(
         int(row["id"]), int(row["conversation_id"]), _integer(row, "position"), str(row["role"]),
-        str(row["content"]), _number(row, "created"), meta if isinstance(meta, dict) else {},
+        str(row["content"]), _number(row, "created"), meta, why or "",
     )
 
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from specula.core import paths
+from specula.core import files, json_files, paths
 
 log = logging.getLogger("specula.presets")
 
@@ -93,7 +93,8 @@ class Preset:
             if key not in FIELDS:
                 raise PresetError(f"{name}: unknown setting {key!r} (known: {', '.join(FIELDS)})")
             kind, lo, hi = FIELDS[key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not math.isfinite(value):
                 raise PresetError(f"{name}: {key} must be a number (got {value!r})")
             if kind is int and value != int(value):
                 raise PresetError(f"{name}: {key} must be a whole number (got {value!r})")
@@ -140,16 +141,11 @@ def _path() -> Path:
 def load_user(path: Path | None = None) -> list[Preset]:
     """The user's saved presets; an unreadable file or a bad entry is logged and skipped."""
     path = path or _path()
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return []
-    except (OSError, ValueError) as exc:
-        log.warning("presets file %s cannot be read (%s); ignoring it", path, exc)
-        return []
-    items = raw.get("presets", []) if isinstance(raw, dict) else []
+    raw = json_files.load(json_files.JsonFile(
+        path, "presets file", {"presets": list},
+        consequence="Only the presets that ship with Specula are listed")).value
     out: list[Preset] = []
-    for item in items if isinstance(items, list) else []:
+    for item in raw.get("presets", []) if raw is not None else []:
         try:
             out.append(Preset.from_dict(item))
         except PresetError as exc:
@@ -171,17 +167,26 @@ def find(name: str, path: Path | None = None) -> Preset | None:
 def save_user(presets: list[Preset], path: Path | None = None) -> None:
     """Write the user's presets atomically."""
     path = path or _path()
-    tmp = path.with_name(path.name + ".tmp")
     data = {"format": FORMAT, "version": 1, "presets": [p.to_dict() for p in presets]}
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, path)
+    files.atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False))
 
 
 def save(preset: Preset, path: Path | None = None) -> None:
     """Add or replace (by name) one user preset."""
-    Preset.from_dict(preset.to_dict())  # refuse what could not be read back
-    user = [p for p in load_user(path) if p.name != preset.name]
-    save_user([*user, preset], path)
+    save_many([preset], path)
+
+
+def save_many(new: list[Preset], path: Path | None = None) -> None:
+    """Add or replace (by name) several user presets in one read and one write: an
+    import of thousands costs one file write, not one per preset (a later one of the
+    same name wins, as if they were saved one after the other)."""
+    for preset in new:
+        Preset.from_dict(preset.to_dict())  # refuse what could not be read back
+    by_name = {p.name: p for p in load_user(path)}
+    for preset in new:
+        by_name.pop(preset.name, None)  # re-added at the end, like save() did
+        by_name[preset.name] = preset
+    save_user(list(by_name.values()), path)
 
 
 def delete(name: str, path: Path | None = None) -> None:
@@ -197,9 +202,9 @@ def export_json(preset: Preset) -> str:
 def import_json(text: str) -> list[Preset]:
     """The presets in an exported file (one preset, or ``{"presets": [...]}``); all or nothing."""
     try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise PresetError(f"not a JSON file ({exc})") from None
+        data = json_files.parse(text)
+    except json_files.JsonError as exc:
+        raise PresetError(f"not a presets file: {exc}") from None
     if isinstance(data, dict) and isinstance(data.get("presets"), list):
         return [Preset.from_dict(p) for p in data["presets"]]
     return [Preset.from_dict(data)]

@@ -28,23 +28,16 @@ from specula.core.engine.drafters.ngram_store import NgramStore, cache_dir
 from specula.core.engine.events import Done, Event, TokenOrigin
 from specula.core.engine.grammar.compile import validate_grammar
 from specula.core.engine.grammar.state import GrammarState
+from specula.core.engine.loop.calibration import Calibration, measure
 from specula.core.engine.loop.generator import Generator
 from specula.core.engine.native.backend import backend_name, default_threads
 from specula.core.engine.native.context import Context
 from specula.core.engine.native.devices import add_rpc_servers, local_gpu_handles
 from specula.core.engine.native.llama import LoadError, Model
 from specula.core.engine.native.mtp import has_mtp_graph
-from specula.core.engine.policy.adaptive import AdaptivePolicy
-from specula.core.engine.policy.calibration import Calibration, measure
-from specula.core.engine.policy.fixed import (
-    ChainPolicy,
-    DraftPolicy,
-    PlainPolicy,
-    TreePolicy,
-)
-from specula.core.engine.policy.head_choice import HEAD_MODES, HeadPolicy
-from specula.core.engine.policy.lookup import LookupPolicy
-from specula.core.engine.policy.mtp_choice import MTPAsDraft, MTPPolicy, RateChooser
+from specula.core.engine.policy import registry
+from specula.core.engine.policy.fixed import DraftPolicy
+from specula.core.engine.policy.head_choice import HEAD_MODES
 from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.engine.verdict import PolicyVerdict
 from specula.core.gguf.compat import CompatReport, check
@@ -97,7 +90,7 @@ class EngineOptions:
     # llama-cpp-python built with -DGGML_RPC=on.
     rpc_servers: tuple[str, ...] = ()
     # Time verify batches of 1..8 tokens and draft decodes right after a draft loads
-    # (core/engine/policy/calibration.py): a pair without saved adaptive state starts from them.
+    # (core/engine/loop/calibration.py): a pair without saved adaptive state starts from them.
     calibrate: bool = True
     # Load a target's MTP (NextN) layers when it has them, as a draft that needs no draft
     # model (docs/engine.md, "MTP"); off: they are skipped at load (less memory).
@@ -269,6 +262,7 @@ class Engine:
                                gpu_layers=self.options.n_gpu_layers_draft)
         self.unload_head()
         self._head, self.head_info = head, info
+        self._policies = {}  # what the policies draft with changed
         return info
 
     def unload_head(self) -> None:
@@ -276,6 +270,7 @@ class Engine:
             if self._gen is not None and self._gen.mtp is self._head:
                 self._gen.set_mtp(self._mtp)
             self._head.close()
+            self._policies = {}
         self._head, self.head_info = None, None
 
     def unload(self) -> None:
@@ -301,58 +296,22 @@ class Engine:
     # -- generation ----------------------------------------------------------
 
     def policy_for(self, spec: SpecConfig) -> DraftPolicy:
-        """The draft policy a reply with ``spec`` uses.
-
-        Chain and tree need a draft model (without one: the target's MTP head if it has
-        one, else plain); lookup needs none; mtp needs the target's MTP head (plain
-        without); adaptive uses whatever is there and keeps learning across replies.
-        """
-        if spec.mode is Mode.PLAIN:
-            return PlainPolicy()
-        if spec.mode in HEAD_MODES:  # the loaded head of that kind, else plain
-            head = self._head
-            fits = head is not None and head.kind == spec.mode.value
-            return HeadPolicy(spec, head.max_draft) if fits and head is not None else PlainPolicy()
-        if spec.mode is Mode.MTP or (spec.mode in (Mode.CHAIN, Mode.TREE) and self._draft_model is None):
-            return MTPPolicy(spec) if self._mtp is not None else PlainPolicy()
-        if spec.mode is Mode.ADAPTIVE and self._mtp is not None:
-            return self._mtp_adaptive(spec)
-        if spec.mode in (Mode.ADAPTIVE, Mode.LOOKUP):
-            # Lookup alone uses the adaptive cost model too: it proposes only where
-            # proposing pays, so it never costs much more than plain decoding.
-            key = spec.mode.value
-            pol = self._policies.get(key)
-            if not isinstance(pol, AdaptivePolicy):
-                path = self._policy_state_path(key)
-                pol = AdaptivePolicy(spec, path) if spec.mode is Mode.ADAPTIVE else LookupPolicy(spec, path)
-                if self.calibration is not None and spec.mode is Mode.ADAPTIVE:
-                    self.calibration.seed(pol.cost)  # a pair with no saved state
-                self._policies[key] = pol
-            pol.cfg = spec
-            return pol
-        if self._draft_model is None:
-            return PlainPolicy()
-        if spec.mode is Mode.TREE:
-            return TreePolicy(spec)
-        return ChainPolicy(spec)
-
-    def _mtp_adaptive(self, spec: SpecConfig) -> DraftPolicy:
-        """Adaptive on a target with an MTP head: the head in the draft's place, or, with a
-        draft model too, the faster of the two by measured rate (mtp_choice.py)."""
-        key = "adaptive-mtp" if self._draft_model is None else "adaptive-both"
-        known = self._policies.get(key)
-        if isinstance(known, (MTPAsDraft, RateChooser)):
-            known.cfg = spec
-            return known
-        mtp = MTPAsDraft(AdaptivePolicy(spec, self._policy_state_path("adaptive-mtp")))
-        pol: MTPAsDraft | RateChooser = mtp
-        if self._draft_model is not None:
-            draft = AdaptivePolicy(spec, self._policy_state_path("adaptive"))
-            if self.calibration is not None:
-                self.calibration.seed(draft.cost)
-            pol = RateChooser({"mtp": mtp, "draft": draft})
-        self._policies[key] = pol
+        """The draft policy a reply with ``spec`` uses (policy/registry.py chooses it from what
+        is loaded); one per mode, kept until a model is loaded, so adaptive keeps learning."""
+        pol = self._policies.get(spec.mode.value)
+        if pol is None:
+            pol = registry.build(spec, self._loaded())
+            self._policies[spec.mode.value] = pol
+        pol.cfg = spec
         return pol
+
+    def _loaded(self) -> registry.Loaded:
+        """What the policies can draft with: the target's MTP head, a draft head, the draft."""
+        drafters = (*(["mtp"] if self._mtp is not None else []),
+                    *([self._head.kind] if self._head is not None else []),
+                    *(["draft"] if self._draft_model is not None else []))
+        caps = {self._head.kind: self._head.max_draft} if self._head is not None else {}
+        return registry.Loaded(tuple(drafters), self.calibration, self._policy_state_path, caps)
 
     def _policy_state_path(self, mode: str) -> Path:
         """Where the adaptive policy's models for this pair on this machine are kept."""
@@ -417,24 +376,25 @@ class Engine:
         if grammar is None and sampling.grammar:
             grammar = self.open_grammar(sampling.grammar, sampling.grammar_root)
         policy = self.policy_for(spec)
-        # One head follows the target's decodes, and only when it may draft: a draft head in
-        # its modes, the target's MTP layers otherwise.
-        head = self._head if isinstance(policy, HeadPolicy) else self._mtp
+        # One head is fed by the target's decodes: a loaded draft head in its modes and in
+        # adaptive (the registry plans with it in the MTP layers' place), the MTP layers else.
+        head = (self._head if self._head is not None
+                and spec.mode in (*HEAD_MODES, Mode.ADAPTIVE) else self._mtp)
         for other in (self._mtp, self._head):
             if other is not None and other is not head:
                 other.watch(False)
         if self._gen.mtp is not head:
             self._gen.set_mtp(head)
-        if head is not None:
+        if head is not None:  # it follows the target's decodes only when it may draft
             head.watch(TokenOrigin.MTP in policy.wants)
-        events = self._gen.generate(prompt, sampling, spec, policy, cancel, grammar)
-        if isinstance(policy, AdaptivePolicy) and policy.allow_draft:
-            events = self._with_verdict(events, policy)
+        events = self._with_verdict(self._gen.generate(prompt, sampling, spec, policy, cancel, grammar),
+                                    policy)
         return events if self.ngrams is None else self._learning(prompt, events, self.ngrams)
 
     @staticmethod
-    def _with_verdict(events: Iterator[Event], policy: AdaptivePolicy) -> Iterator[Event]:
-        """Pass the events on; Done carries the adaptive policy's judgement after the reply."""
+    def _with_verdict(events: Iterator[Event], policy: DraftPolicy) -> Iterator[Event]:
+        """Pass the events on; Done carries the policy's judgement after the reply (None from
+        a mode that judges nothing)."""
         for ev in events:
             if isinstance(ev, Done):
                 ev.verdict = policy.verdict()
@@ -443,17 +403,15 @@ class Engine:
     def adaptive_verdict(self) -> PolicyVerdict | None:
         """The adaptive policy's judgement for the loaded pair (None before it has run)."""
         pol = self._policies.get(Mode.ADAPTIVE.value)
-        return pol.verdict() if isinstance(pol, AdaptivePolicy) else None
+        return pol.verdict() if pol is not None else None
 
     def clear_adaptive_verdict(self) -> None:
         """Forget the loaded pair's measured costs (the saved ones too) and with them a
-        "slower than plain" verdict: the next adaptive reply starts from the calibration
-        at load and probes the draft. What was learnt about acceptance is kept."""
-        if self._draft_model is None:
-            return
-        pol = self.policy_for(SpecConfig(mode=Mode.ADAPTIVE))
-        assert isinstance(pol, AdaptivePolicy)
-        pol.clear_verdict(self.calibration)
+        "slower than plain" verdict, whatever drafts (a draft model, the MTP head, both):
+        the next adaptive reply starts from the calibration at load and probes again.
+        What was learnt about acceptance is kept."""
+        if self._gen is not None:
+            self.policy_for(SpecConfig(mode=Mode.ADAPTIVE)).clear()
 
     def open_grammar(self, text: str, root: str = "root") -> GrammarState:
         """``text`` parsed once over the target's vocabulary, for :meth:`generate_tokens`

@@ -43,6 +43,10 @@ MTP_ARCHS = frozenset({
 # The qwen3.5 family marks every n-th layer as full attention when the file has no list.
 _INTERVAL_ARCHS = frozenset({"qwen35", "qwen35moe", "qwen3next", "qwen4exp"})
 STATE_BYTES = 4  # llama.cpp keeps recurrent states in f32 (GGML_TYPE_F32 for r and s)
+MAX_LAYERS = 512
+"""llama.cpp's ``LLAMA_MAX_LAYERS`` (src/llama-hparams.h): its per-layer arrays hold this
+many and it refuses a larger block count. The per-layer lists here are sized by the
+header's count, so a count beyond it is refused before they are built."""
 
 
 def memory_kind(architecture: str | None) -> MemoryKind | None:
@@ -152,7 +156,10 @@ def state_bytes_per_layer(arch: str, get: Getter) -> int | None:
 
 
 def memory_shape(arch: str | None, get: Getter, n_layer: int | None) -> MemoryShape:
-    """The :class:`MemoryShape` of a header (``get`` reads a key; ``n_layer``: trunk layers)."""
+    """The :class:`MemoryShape` of a header (``get`` reads a key; ``n_layer``: trunk layers,
+    at most :data:`MAX_LAYERS`: the caller checks the header's count before)."""
+    if n_layer is not None and n_layer > MAX_LAYERS:
+        raise ValueError(f"{n_layer} layers: more than llama.cpp's {MAX_LAYERS}")
     if not arch or not n_layer:
         return MemoryShape(None, None, None)
     recr = _recurrent_flags(arch, get, n_layer)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, LlamaFileType
 
-from specula.core.gguf.memory_kind import MemoryKind, memory_kind, memory_shape
+from specula.core.gguf.memory_kind import MAX_LAYERS, MemoryKind, memory_kind, memory_shape
 from specula.core.gguf.reader import (
     ByteSource,
     FileSource,
@@ -297,6 +297,11 @@ def model_info_from_header(header: GGUFHeader) -> ModelInfo:
     size_label = f.label("general.size_label") or (size_label_for(n_params) if n_params else None)
     vocab_size = len(tok.tokens) if tok else a_int("vocab_size")
     n_layers = a_int("block_count")
+    if n_layers is not None and not 0 <= n_layers <= MAX_LAYERS:
+        # Checked before anything is sized by it (memory_shape builds per-layer lists):
+        # a 500 KB file claiming 100,000,000 layers cost 1.6 GB here.
+        raise f.bad(f"{arch}.block_count", f"a layer count from 0 to {MAX_LAYERS} "
+                    "(llama.cpp's LLAMA_MAX_LAYERS)", n_layers)
     nextn = a_int("nextn_predict_layers") or 0  # llama.cpp's default when absent
     used_key = f"{arch}.expert_used_count"
     if arch and isinstance(f.get(used_key), list):  # per-layer in some architectures

@@ -29,6 +29,12 @@ MAX_KV_COUNT = 65_536
 MAX_TENSOR_COUNT = 1_000_000
 MAX_STRING_BYTES = 64 * 1024 * 1024
 MAX_ARRAY_ITEMS = 16 * 1024 * 1024
+MAX_TOTAL_ARRAY_ITEMS = 8 * 1024 * 1024
+"""Items in all of a header's arrays together. Each item becomes a Python object (8 to
+60 bytes for a 1 to 10 byte item in the file), so a file made of arrays would cost
+about ten times its size: four 16M-item arrays of bytes in a 64 MB file took 760 MB.
+The largest vocabularies (262,144 tokens; texts, scores, types and merges) hold under
+2M items in all."""
 MAX_DIMS = 8
 MAX_ARRAY_DEPTH = 8  # arrays of arrays: real files nest one level; each level is 12 bytes
 MAX_HEADER_BYTES = 512 * 1024 * 1024
@@ -148,6 +154,7 @@ class _Cursor:
         self._buf = b""
         self._buf_start = 0
         self._chunk = 1 << 20
+        self.items = 0  # array items read so far (MAX_TOTAL_ARRAY_ITEMS)
 
     def _fail(self, problem: str) -> GGUFError:
         return GGUFError(self.src.name, problem)
@@ -224,6 +231,14 @@ def _read_value(cur: _Cursor, vtype: int, key: str, depth: int = 0) -> object:
         count = cur.u64(key)
         if count > MAX_ARRAY_ITEMS:
             raise cur._fail(f"absurd array length {count} in {key}")
+        # the fewest bytes each item takes: a file too short says so before the budget does
+        smallest = 8 if item_type == GGUFValueType.STRING else (
+            _SCALARS[item_type][1] if item_type in _SCALARS else 12)
+        cur.need(count * smallest, key)
+        cur.items += count
+        if cur.items > MAX_TOTAL_ARRAY_ITEMS:
+            raise cur._fail(f"the header's arrays hold more than {MAX_TOTAL_ARRAY_ITEMS:,} "
+                            f"items in all (at {key})")
         if item_type == GGUFValueType.STRING:
             return cur.string_array(count, key)
         if item_type in _SCALARS:

@@ -9,11 +9,10 @@ by itself), and a ``.part`` file with no record is added as paused too.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from specula.core import files, paths
+from specula.core import files, json_files, paths
 from specula.core.gguf.split import part_names
 from specula.core.hub.download import DownloadState
 from specula.core.hub.partial_files import incomplete_downloads
@@ -45,20 +44,15 @@ def load_records(path: Path | None = None, models_dir: Path | None = None) -> li
     """The saved list, running ones turned paused, plus unlisted ``.part`` files as paused."""
     path = path or default_records_path()
     records: list[DownloadRecord] = []
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        data = None
-    if isinstance(data, dict) and data.get("version") == RECORDS_VERSION:
+    data = json_files.load(json_files.JsonFile(
+        path, "downloads list", {"version": int, "downloads": list},
+        consequence="The list starts empty (unfinished downloads are still found)")).value
+    if data is not None and data.get("version") == RECORDS_VERSION:
         for raw in data.get("downloads") or []:
             if not isinstance(raw, dict):
                 continue
-            try:
-                rec = DownloadRecord(str(raw["repo_id"]), str(raw["filename"]),
-                                     raw.get("size") if isinstance(raw.get("size"), int) else None,
-                                     str(raw.get("state", "pending")), str(raw.get("message", "")),
-                                     int(raw.get("downloaded") or 0), str(raw.get("path", "")))
-            except (KeyError, TypeError, ValueError):
+            rec = _record(raw)
+            if rec is None:
                 continue
             if rec.state not in {s.value for s in DownloadState}:
                 continue
@@ -75,6 +69,27 @@ def load_records(path: Path | None = None, models_dir: Path | None = None) -> li
                                       "", have))
         known.add((side.repo_id, first))
     return records
+
+
+_RECORD_FIELDS: dict[str, json_files.Kind] = {
+    "repo_id": str, "filename": str, "size": (int, type(None)), "state": str, "message": str,
+    "downloaded": int, "path": str}
+
+
+def _record(raw: dict[str, object]) -> DownloadRecord | None:
+    """One saved entry, or None when a value has the wrong kind (the entry is dropped)."""
+    try:
+        json_files.check_fields(raw, _RECORD_FIELDS)
+    except json_files.JsonError:
+        return None
+    if not isinstance(raw.get("repo_id"), str) or not isinstance(raw.get("filename"), str):
+        return None
+    size, downloaded = raw.get("size"), raw.get("downloaded", 0)
+    return DownloadRecord(str(raw["repo_id"]), str(raw["filename"]),
+                          size if isinstance(size, int) else None,
+                          str(raw.get("state", "pending")), str(raw.get("message", "")),
+                          downloaded if isinstance(downloaded, int) else 0,
+                          str(raw.get("path", "")))
 
 
 def save_records(records: list[DownloadRecord], path: Path | None = None) -> None:

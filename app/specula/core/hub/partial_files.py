@@ -8,11 +8,10 @@ could belong to another upload of the file.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from specula.core import files, paths
+from specula.core import files, json_files, paths
 from specula.core.hub.client import validate_filename, validate_repo_id
 from specula.core.hub.errors import ErrorKind, HubError
 
@@ -32,13 +31,16 @@ class Sidecar:
 
     @staticmethod
     def load(path: Path) -> Sidecar | None:
+        # A sidecar that cannot be read is never resumed from (and never set aside: the
+        # download writes a new one), so read() and not load().
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            side = Sidecar(str(data["repo_id"]), str(data["filename"]), int(data["size"]),
+            data = json_files.read(json_files.JsonFile(
+                path, "download record", {"repo_id": str, "filename": str, "size": int},
+                max_bytes=64 * 1024))
+            return Sidecar(str(data["repo_id"]), str(data["filename"]), int(data["size"]),
                            data["sha256"] if isinstance(data.get("sha256"), str) else None)
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError):
             return None
-        return side
 
     def save(self, path: Path) -> None:
         files.atomic_write_json(path, asdict(self))

@@ -11,15 +11,19 @@ it compares.
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from specula.core import files, paths
+from specula.core import files, json_files, paths
 from specula.core.gguf.model_info import ModelInfo
 
 INDEX_VERSION = 2  # 2: ModelInfo says what a model is (memory, experts, MTP): read headers again
 _INFO_FIELDS = {f.name for f in dataclasses.fields(ModelInfo)} - {"tokenizer", "chat_template"}
+_KINDS: dict[str, type] = {"int": int, "str": str, "bool": bool}
+# Each cached field's kind from ModelInfo's annotations ("int | None" -> (int, None)).
+_FIELD_KINDS: dict[str, json_files.Kind] = {
+    f.name: tuple(_KINDS.get(part.strip(), type(None)) for part in str(f.type).split("|"))
+    for f in dataclasses.fields(ModelInfo) if f.name in _INFO_FIELDS}
 
 
 def default_index_path() -> Path:
@@ -39,6 +43,8 @@ def info_from_json(data: object) -> ModelInfo | None:
     if not isinstance(values.get("source"), str) or not isinstance(values.get("gguf_version"), int):
         return None
     values["has_chat_template"] = bool(values.get("has_chat_template"))
+    if any(not json_files.is_kind(v, _FIELD_KINDS[k]) for k, v in values.items()):
+        return None  # a value of the wrong kind: the header is read again
     try:
         return ModelInfo(**values)  # type: ignore[arg-type]
     except TypeError:
@@ -58,7 +64,8 @@ class IndexEntry:
 
 
 class LibraryIndex:
-    """Load, query and save the header cache; a damaged file is treated as empty."""
+    """Load, query and save the header cache; a damaged file is set aside (with a
+    notice) and the cache starts empty."""
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or default_index_path()
@@ -67,16 +74,13 @@ class LibraryIndex:
         self._load()
 
     def _load(self) -> None:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        data = json_files.load(json_files.JsonFile(
+            self.path, "library index (a cache of model headers)",
+            {"version": int, "files": dict},
+            consequence="The library reads the models' headers again")).value
+        if data is None or data.get("version") != INDEX_VERSION:
             return
-        if not isinstance(data, dict) or data.get("version") != INDEX_VERSION:
-            return
-        files = data.get("files")
-        if not isinstance(files, dict):
-            return
-        for key, raw in files.items():
+        for key, raw in data.get("files", {}).items():
             if not isinstance(raw, dict):
                 continue
             size, mtime = raw.get("size"), raw.get("mtime_ns")

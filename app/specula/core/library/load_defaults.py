@@ -10,19 +10,18 @@ apply them to every option not given on the command line.
 
 A field left at None means "no default of its own": the global setting (or the
 command's default) applies. A file that cannot be read gives no defaults and
-is logged; a bad value in it is dropped, never used.
+is set aside with a notice (:mod:`specula.core.json_files`); a bad value in it
+is dropped, never used.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from specula.core import paths
+from specula.core import files, json_files, paths
 
 log = logging.getLogger("specula.load_defaults")
 
@@ -74,14 +73,10 @@ def _path() -> Path:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as exc:
-        log.warning("model defaults %s cannot be read (%s); none are used", path, exc)
-        return {}
-    models = raw.get("models") if isinstance(raw, dict) else None
+    raw = json_files.load(json_files.JsonFile(
+        path, "per-model load defaults file", {"models": dict},
+        consequence="Models load with the global settings")).value
+    models = raw.get("models") if raw is not None else None
     return models if isinstance(models, dict) else {}
 
 
@@ -99,6 +94,4 @@ def save_defaults(model_path: str | Path, defaults: LoadDefaults, path: Path | N
         models.pop(key, None)
     else:
         models[key] = {k: v for k, v in asdict(defaults).items() if v is not None}
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"version": 1, "models": models}, indent=2), encoding="utf-8")
-    os.replace(tmp, path)
+    files.atomic_write_json(path, {"version": 1, "models": models}, indent=2)

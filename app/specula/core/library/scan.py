@@ -81,6 +81,16 @@ class ScanResult:
     changed: list[str] = field(default_factory=list)  # indexed files whose size/mtime moved
 
 
+def _real_path(path: Path) -> Path | None:
+    """The file ``path`` names, links followed; None when there is none: missing, a link
+    to nowhere, or a loop of links (Python < 3.13 raises RuntimeError for a loop, later
+    versions OSError; either is a file that cannot be listed, never a failed scan)."""
+    try:
+        return path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None
+
+
 def _repo_id_for(root: Path, folder: Path) -> str | None:
     """``owner/repo`` from ``<root>/owner/repo/`` or an HF cache ``models--owner--repo``."""
     try:
@@ -131,10 +141,10 @@ class Library:
                 files = [folder / name for name in group]
                 reals = []
                 for f in files:
-                    try:
-                        reals.append(f.resolve(strict=True))  # HF cache: snapshot -> blob
-                    except OSError:
+                    real = _real_path(f)  # HF cache: snapshot -> blob
+                    if real is None:
                         break
+                    reals.append(real)
                 if len(reals) != len(files) or str(reals[0]) in seen_real:
                     continue
                 seen_real.update(str(r) for r in reals)
@@ -171,10 +181,10 @@ class Library:
 
     def find(self, spec: str | os.PathLike[str]) -> LocalModel | None:
         """A model by path (any part) or by ``owner/repo/file`` inside the models folder."""
-        candidates = [Path(spec).expanduser(), self.models_dir / spec]
-        wanted = {str(p.resolve()) for p in candidates if p.exists()}
+        candidates = [_real_path(Path(spec).expanduser()), _real_path(self.models_dir / spec)]
+        wanted = {str(p) for p in candidates if p is not None}
         for model in self.scan().models:
-            if any(str(p.resolve()) in wanted for p in model.parts):
+            if any(str(_real_path(p)) in wanted for p in model.parts):
                 return model
         return None
 
@@ -189,6 +199,8 @@ class Library:
             first.resolve().relative_to(self.models_dir.resolve())
         except ValueError:
             raise LibraryError(f"{spec} is not in the Specula models folder ({self.models_dir})") from None
+        except (OSError, RuntimeError) as exc:  # a loop of links (RuntimeError before 3.13)
+            raise LibraryError(f"{spec} cannot be followed ({exc})") from None
         removed: list[Path] = []
         for name in part_names(first.name):
             final = first.with_name(name)

@@ -222,7 +222,8 @@ class ChatPage(QWidget):
         widget.attachments = attachments_of(m.meta)  # type: ignore[attr-defined]
         widget.set_attachments([chip_text(a, self._count_text(a.text))  # type: ignore[attr-defined]
                                 for a in widget.attachments])  # type: ignore[attr-defined]
-        widget.set_footer(footer_text(stats, str(m.meta.get("stop_reason", ""))) if stats else "")
+        widget.set_footer(footer_text(stats, str(m.meta.get("stop_reason", ""))) if stats else
+                          f"Damaged: {m.damaged}. Shown as text only." if m.damaged else "")
         raw = m.meta.get("tokens") or []
         widget.set_tokens([(str(t[0]), str(t[1]), t[2]) for t in raw if len(t) == 3])
         if m.role == "assistant":

@@ -30,6 +30,7 @@ from specula.core.chat import presets
 from specula.core.chat.presets import Preset, PresetError
 from specula.gui.chat.settings_panel import SettingsPanel
 from specula.gui.errors import show_error
+from specula.gui.tasks import Task, start_task
 
 NAME_ROLE = Qt.ItemDataRole.UserRole + 7
 
@@ -119,7 +120,21 @@ class PresetPicker(QWidget):
         self.reload(str(self.combo.currentData() or ""))
 
 
+def import_presets(path: Path) -> tuple[list[Preset], str]:
+    """The presets imported from ``path`` (all saved in one write), or ``([], why)``; runs
+    on a worker thread."""
+    try:
+        found = presets.import_json(path.read_text(encoding="utf-8"))
+        presets.save_many(found)
+    except (OSError, UnicodeDecodeError, PresetError) as exc:
+        return [], f"{path.name}: {exc}"
+    return found, ""
+
+
 class PresetsDialog(QDialog):
+    presets_imported = Signal(list)
+    """An import ended: the presets it saved (none when it failed; a dialog said why)."""
+
     def __init__(self, panel: SettingsPanel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.panel = panel
@@ -175,21 +190,31 @@ class PresetsDialog(QDialog):
             presets.delete(p.name)
             self.reload()
 
-    def import_file(self, path: str | None = None) -> list[Preset]:
+    def import_file(self, path: str | None = None) -> Task | None:
+        """Read, check and save the file's presets on a worker thread (thousands of them
+        are one read and one write, but still no work for the GUI thread);
+        :attr:`presets_imported` says when they are in."""
         if not path:
             path, _f = QFileDialog.getOpenFileName(self, "Import presets", "",
                                                    "Presets (*.json);;All files (*)")
             if not path:
-                return []
-        try:
-            found = presets.import_json(Path(path).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, PresetError) as exc:
-            show_error(self, "Specula: the presets cannot be imported", f"{Path(path).name}: {exc}")
-            return []
-        for p in found:
-            presets.save(p)
-        self.reload()
-        return found
+                return None
+        name = Path(path).name
+        return start_task(self, lambda _ctx: import_presets(Path(path)),
+                          on_done=self._imported,
+                          on_failed=lambda err: self._import_failed(name, err.message))
+
+    def _imported(self, result: tuple[list[Preset], str]) -> None:
+        found, problem = result
+        if problem:
+            show_error(self, "Specula: the presets cannot be imported", problem)
+        else:
+            self.reload()
+        self.presets_imported.emit(found)
+
+    def _import_failed(self, name: str, message: str) -> None:
+        show_error(self, "Specula: the presets cannot be imported", f"{name}: {message}")
+        self.presets_imported.emit([])
 
     def export_file(self, path: str | None = None) -> None:
         p = self.selected()

@@ -33,7 +33,7 @@ DEPTH_PRIOR_N = 2.0
 LOOKUP_POOL_N = 2.0  # a lookup match code's prior: lookup's pooled rate, as if seen this often
 
 
-def _bin(p_top: float, entropy: float) -> int:
+def confidence_bin(p_top: float, entropy: float) -> int:
     b = sum(p_top >= e for e in P_EDGES)
     return b * 2 + (1 if entropy >= ENTROPY_SPLIT else 0)
 
@@ -107,7 +107,7 @@ class AcceptanceModel:
         self._scale(judged / self.rate_judged)
 
     def predict(self, p_top: float, entropy: float) -> float:
-        b = _bin(p_top, entropy)
+        b = confidence_bin(p_top, entropy)
         prior_a, prior_n = 2.0 * p_top, 2.0  # prior: the draft is calibrated
         return (self.acc.get(b, 0.0) + prior_a) / (self.tot.get(b, 0.0) + prior_n)
 
@@ -123,7 +123,7 @@ class AcceptanceModel:
         for j, (p, h) in enumerate(zip(top_probs, entropies, strict=False)):
             if j > n_accepted:
                 break
-            b = _bin(p, h)
+            b = confidence_bin(p, h)
             self.tot[b] = self.tot.get(b, 0.0) + 1.0
             if j < n_accepted:
                 self.acc[b] = self.acc.get(b, 0.0) + 1.0

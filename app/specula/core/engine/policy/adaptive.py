@@ -7,7 +7,7 @@ sessions (``policy_state.py``), so a second session starts at the right shape:
 
 * the cost model (``cost_model.py``): the target's verify time for each batch
   size, the draft's time per decode and per token of catch-up; a new pair's is
-  measured at draft load (``calibration.py``);
+  measured at draft load (``loop/calibration.py``);
 * the acceptance model (``acceptance_model.py``): the pair's per-token rate,
   which chooses between drafting and plain decoding, and the acceptance given
   the draft's confidence, which cuts a chain at a token not worth its cost.
@@ -44,10 +44,11 @@ from specula.core.engine.drafters.proposal import long_copy
 from specula.core.engine.events import TokenOrigin
 from specula.core.engine.policy import state as policy_state
 from specula.core.engine.policy.acceptance_model import AcceptanceModel
-from specula.core.engine.policy.calibration import Calibration
-from specula.core.engine.policy.cost_model import MEASURED, SHORT_FEED, CostModel, expected_tokens
+from specula.core.engine.policy.cost_model import MEASURED, SHORT_FEED, CostModel, Seeder
 from specula.core.engine.policy.fixed import Outcome, Plan, PlanInput
+from specula.core.engine.policy.governor import Governor, Phase
 from specula.core.engine.policy.hindsight import Hindsight
+from specula.core.engine.policy.planner import Option, choose, expected_tokens
 from specula.core.engine.policy.probe_cadence import (
     PROBE_FIRST,
     PROBE_RATE,
@@ -87,9 +88,11 @@ class AdaptivePolicy(ProbeCadence):
     reads_confidence = True  # its stop rule and acceptance model are built on it
 
     def __init__(self, cfg: SpecConfig, state_path: Path | None = None, *,
-                 allow_draft: bool = True) -> None:
+                 allow_draft: bool = True, calibration: Seeder | None = None) -> None:
         self.cfg = cfg
         self.allow_draft = allow_draft
+        # the drafter's timing at load: what a new pair (and a Re-check) starts from
+        self.calibration = calibration
         # the drafters it plans with (MTP is the target's own head: mtp_choice.py puts it
         # in the draft's place; the n-gram cache answers through lookup)
         self.wants = frozenset({TokenOrigin.CHAIN, TokenOrigin.TREE, TokenOrigin.LOOKUP})
@@ -99,6 +102,7 @@ class AdaptivePolicy(ProbeCadence):
         self.cost = CostModel()
         self.acc = AcceptanceModel()
         self.state_path = state_path
+        self.governor = Governor()  # the judgement between replies (governor.py)
         self._init_cadence()  # probe_cadence.py: when a paused draft is probed again
         self.since_plain = 0
         self._lag = 1  # tokens the draft must be fed before it can draft
@@ -113,7 +117,6 @@ class AdaptivePolicy(ProbeCadence):
         self._short_plain = 0  # replies in a row that ended before that catch-up was paid
         self.shapes = ShapeRates()  # measured tokens/s of draft-model steps by shape (shapes.py)
         self._step: dict[str, float] = {}
-        self.paused = False  # the last reply's judgement: drafting does not pay here
         self.hindsight = Hindsight()  # what each chain length would have had on recent steps
         self._lookup_loss = 0.0  # seconds lookup probes lost against plain this session
         self._spent = 0.0  # seconds of every step this session
@@ -124,6 +127,10 @@ class AdaptivePolicy(ProbeCadence):
         # What was saved before this session: kept on disk if this session's timings are erratic.
         self._saved_cost = copy.deepcopy(self.cost)
         self._saved_shapes = dict(self.shape_rate)
+        # a pair with no saved state (never saved for it alone), or whose saved figures this
+        # load found taken on a slower machine: the judgement they made goes with them
+        if calibration is not None and calibration.seed(self.cost) and self.governor.phase is not Phase.DRAFTING:
+            self.governor.on("clear")
 
     # -- planning ------------------------------------------------------------
 
@@ -139,19 +146,19 @@ class AdaptivePolicy(ProbeCadence):
             self.since_plain = 0
             return self._decide(Plan(TokenOrigin.TARGET, 0))
         plain = 1.0 / v1
-        l_rate, l_k = self._lookup_rate(inp, k_max)
+        l_rate, l_k = self.lookup_rate(inp, k_max)
         d_rate = 0.0
         may_draft = self._may_draft(inp)
         if may_draft and (not self._retime or self._probe_left > 0):
             in_sync = inp.draft_lag <= 2
             if in_sync and (self.cost.draft is None or self._probe_left > 0):
                 self._probe_left = max(self._probe_left - 1, 0)
-                self._probe_ran = True
+                self.probe_ran = True
                 return self._decide(Plan(TokenOrigin.CHAIN, self._probe_k(k_max)), probe=True)
-            if self._probe_left > 0 and self._sync_wait and not self._probe_ran:
+            if self._probe_left > 0 and self._sync_wait and not self.probe_ran:
                 return self._decide(Plan(TokenOrigin.TARGET, 0))  # the probe's feed waits
-            d_rate = self._draft_pays_rate(k_max)
-            k_new = self._unmeasured_k(k_max)
+            d_rate = self.draft_pays_rate(k_max)
+            k_new = self.unmeasured_k(k_max)
             if in_sync and k_new and d_rate > 0.6 * plain:
                 return self._decide(Plan(TokenOrigin.CHAIN, k_new), probe=True)
         if self._lookup_untried(inp) and self._lookup_budget(v1):
@@ -165,16 +172,17 @@ class AdaptivePolicy(ProbeCadence):
             # it asks whether the first is right, and a long proposal of a guess mostly
             # pays a long verify for one token)
             cap = k_max if long_copy(inp.lookup_match) else min(k_max, 2)
-            o_rate, o_k = self._lookup_rate(inp, cap, a=PROBE_RATE)
+            o_rate, o_k = self.lookup_rate(inp, cap, a=PROBE_RATE)
             draft_pays = inp.draft_lag <= 2 and d_rate > plain * (1.0 + MARGIN)
             if (o_rate > max(plain * (1.0 + COULD_PAY_MARGIN), d_rate)
                     and (not draft_pays or long_copy(inp.lookup_match))):
                 return self._decide(Plan(TokenOrigin.LOOKUP, o_k, inp.lookup_tokens[:o_k]), probe=True)
-        bar = plain * (1.0 + MARGIN)
-        if l_rate > max(bar, d_rate):
+        best = choose(v1, [Option(TokenOrigin.CHAIN, 0, d_rate), Option(TokenOrigin.LOOKUP, l_k, l_rate)], MARGIN)
+        if best.source is TokenOrigin.LOOKUP:
             return self._decide(Plan(TokenOrigin.LOOKUP, l_k, inp.lookup_tokens[:l_k]))
-        if d_rate > bar:
+        if best.source is TokenOrigin.CHAIN:  # its length: the hindsight cap, cut by the stop rule
             if self._late(inp.draft_lag):  # a short answer would not repay the catch-up
+                self._late_seen = True
                 return self._decide(Plan(TokenOrigin.TARGET, 0))
             once = self._once(inp.draft_lag)
             if inp.draft_lag > SHORT_FEED and self._waited < WAIT_SHARE * once:
@@ -182,15 +190,19 @@ class AdaptivePolicy(ProbeCadence):
                 return self._decide(Plan(TokenOrigin.TARGET, 0))
             self._waited = 0.0
             return self._decide(self._shape(inp, k_max, plain))
-        if (may_draft and not self._retime
-                and not self._late(inp.draft_lag) and self._explore_pays(inp, k_max, v1)):
-            return self._decide(Plan(TokenOrigin.CHAIN, k_max))
+        if may_draft and not self._retime:
+            if self._late(inp.draft_lag):
+                self._late_seen = True
+            else:
+                self._plain_streak += 1  # plain steps in a row that could have explored
+                if self._explore_pays(inp, k_max, v1):
+                    return self._decide(Plan(TokenOrigin.CHAIN, k_max))
         return self._decide(Plan(TokenOrigin.TARGET, 0))
 
     def _may_draft(self, inp: PlanInput) -> bool:
         """Whether the draft model may propose now: not while the stop-loss holds drafting
         paused, but for a probe (:meth:`_stop`)."""
-        return inp.has_draft and self.allow_draft and (not self._held or self._probe_left > 0)
+        return inp.has_draft and self.allow_draft and (not self.governor.held or self._probe_left > 0)
 
     def _explore_pays(self, inp: PlanInput, k_max: int, v1: float) -> bool:
         """In a plain stretch: one draft step, once what it is expected to lose against plain
@@ -200,32 +212,29 @@ class AdaptivePolicy(ProbeCadence):
         (a fast draft, a flat verify curve); the whole catch-up counts, so where catching
         up costs more than EXPLORE_SHARE of a plain step per token skipped this never
         fires, and the back-off over replies decides."""
-        self._plain_streak += 1
-        if not self._could_pay(v1):
+        if not self.could_pay(v1):
             return False
-        _, k = self._draft_rate(k_max)
+        _, k = self.draft_rate(k_max)
         if k == 0:
             return False
         e = self.acc.expected(k)
-        step = (self.cost.catchup_time(inp.draft_lag) + k * (self.cost.draft or 0.0) + self._v(k + 1)
+        step = (self.cost.catchup_time(inp.draft_lag) + k * (self.cost.draft or 0.0) + self.verify_s(k + 1)
                 + self._rollback())
         loss = step - e * v1
         return loss <= EXPLORE_SHARE * self._plain_streak * v1
 
     def _late(self, lag: int) -> bool:
         """Whether the reply's first catch-up waits for the reply to outgrow a short answer
-        (``rates.SHORT_ANSWER``); noted, so that a run of short answers that never drafted
-        is followed by a probe (:meth:`sync_draft_at_prefill`)."""
-        late = self._first_catchup(lag) == "late"  # never once the draft was fed
-        self._late_seen = self._late_seen or late
-        return late
+        (``rates.SHORT_ANSWER``); the plan notes it (``_late_seen``), so that a run of short
+        answers that never drafted is followed by a probe (:meth:`sync_draft_at_prefill`)."""
+        return self._first_catchup(lag) == "late"  # never once the draft was fed
 
     def _ended_short(self) -> bool:
         """Whether the reply (the last one, between replies) ended before its first
         catch-up, held back for a short answer's length, was paid."""
         return self._late_seen and self._fresh
 
-    def _unmeasured_k(self, k_max: int) -> int:
+    def unmeasured_k(self, k_max: int) -> int:
         """A draft length whose verify batch has not been timed enough yet (0: none).
 
         Verify time can jump between batch sizes, so each length up to the maximum
@@ -243,7 +252,7 @@ class AdaptivePolicy(ProbeCadence):
         chain = Plan(TokenOrigin.CHAIN, self.hindsight_cap(k_max))
         if self.cfg.tree_budget <= 1 or TokenOrigin.TREE not in inp.available:
             return chain
-        if self.shapes.wants_tree(plain, MARGIN, lambda: self._tree_best_case(k_max)):
+        if self.shapes.choose_tree(plain, MARGIN, lambda: self._tree_best_case(k_max)):
             return Plan(TokenOrigin.TREE, self.cfg.tree_budget)
         return chain
 
@@ -335,7 +344,7 @@ class AdaptivePolicy(ProbeCadence):
             self.since_plain = 0
         if outcome.source == TokenOrigin.CHAIN and rec.drafted:
             self.cost.observe_draft(rec.draft_decodes, rec.catchup, rec.draft_s)
-            self.hindsight.observe(rec.drafted, outcome.n_accepted, self.cost.draft or 0.0, self._v)
+            self.hindsight.observe(rec.drafted, outcome.n_accepted, self.cost.draft or 0.0, self.verify_s)
             self.acc.observe(outcome.top_probs, outcome.entropies, outcome.n_accepted)
             if self._probe and self._probe_left == 0:
                 self._probe_ended()
@@ -378,14 +387,21 @@ class AdaptivePolicy(ProbeCadence):
 
     # -- the verdict ---------------------------------------------------------
 
-    def verdict(self) -> PolicyVerdict:
-        """Whether the last reply found drafting paying, and when a pause is re-checked."""
-        return PolicyVerdict(paused=self.paused and self.allow_draft, recheck_in=self.replies_to_recheck(),
+    def verdict(self) -> PolicyVerdict | None:
+        """Whether the last reply found drafting paying, and when a pause is re-checked
+        (None for lookup alone: it has no drafter to judge)."""
+        if not self.allow_draft:
+            return None
+        return PolicyVerdict(paused=self.governor.paused, recheck_in=self.replies_to_recheck(),
                              erratic=self.cost.erratic,
                              held_back=self.allow_draft and self._ended_short(),
                              stopped=self.allow_draft and self.stop_loss.stopped)
 
-    def clear_verdict(self, calibration: Calibration | None = None) -> None:
+    def clear(self) -> None:
+        """The user's Re-check: :meth:`clear_verdict` from the calibration at load."""
+        self.clear_verdict(self.calibration)
+
+    def clear_verdict(self, calibration: Seeder | None = None) -> None:
         """Forget the measured costs (the user asked, or they are known to be stale): start
         again from ``calibration`` (the pair's timing at load) and probe on the next reply;
         what was learnt about acceptance stays. Saved at once."""
@@ -394,10 +410,9 @@ class AdaptivePolicy(ProbeCadence):
             calibration.seed(self.cost)
         self.shapes.forget()
         self._saved_cost, self._saved_shapes = copy.deepcopy(self.cost), {}
-        self.paused = self._held = False
+        self.governor.on("clear")
         self.probe_every = PROBE_FIRST
         self.replies_since_probe = 0
-        self._recheck_now = True
         self.save()
 
     # -- persistence ---------------------------------------------------------
@@ -407,13 +422,17 @@ class AdaptivePolicy(ProbeCadence):
         session only when its timings were not erratic (else what was saved before)."""
         if self.cost.erratic:
             return policy_state.state_dict(self._saved_cost, self.acc, self._saved_shapes)
-        return policy_state.state_dict(self.cost, self.acc, self.shape_rate)
+        return {**policy_state.state_dict(self.cost, self.acc, self.shape_rate),
+                "phase": self.governor.phase.value}
 
     def load(self, path: Path) -> None:
         """Read the saved models (a bad file is discarded: see policy_state.py)."""
-        shapes = policy_state.load_into(path, self.cost, self.acc)
-        if shapes is not None:
-            self.shape_rate = shapes
+        loaded = policy_state.load_into(path, self.cost, self.acc)
+        if loaded is not None:
+            self.shape_rate, phase = loaded
+            if phase in {p.value for p in Phase}:
+                self.governor.phase = Phase(phase)
+                self.governor.on("new session")
 
     def save(self) -> None:
         if self.state_path is not None:

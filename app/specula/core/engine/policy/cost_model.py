@@ -1,6 +1,6 @@
 """What a step costs on this machine: the target's verify time per batch size and the
 draft's time per decode, measured as the engine runs (and at draft load, see
-:mod:`specula.core.engine.policy.calibration`).
+:mod:`specula.core.engine.loop.calibration`).
 
 The adaptive policy chooses a draft length from these figures, so they are kept
 per (target, draft, machine) and start the next session (``policy_state.py``).
@@ -18,6 +18,7 @@ from __future__ import annotations
 import statistics
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Protocol
 
 MEASURED = 3  # observations of a batch size before its own average replaces the fit
 # A catch-up feed of up to SHORT_FEED tokens (the bonus token, a few plain steps) costs
@@ -57,6 +58,17 @@ class CostModel:
     deviations: deque[float] = field(default_factory=lambda: deque(maxlen=DEV_WINDOW), repr=False)
     erratic: bool = False  # this session's timings were erratic at some point (sticky)
     trust_saved: bool = True  # a saved figure is one sample of its window (False: re-measuring)
+    # Samples taken this session, per verify size (0 for the draft decode's key), and the
+    # sizes whose window holds a figure from before the session as one vote: a figure is
+    # this session's only once it has samples of its own (see :meth:`_rescale`).
+    fresh: dict[int, int] = field(default_factory=dict, repr=False)
+    voted: set[int] = field(default_factory=set, repr=False)
+    reference: float | None = None  # the one-token verify the session started from
+    # The machine was found faster than the figures the session started from, and no draft
+    # step has re-measured them yet: a "does not pay" they say is not to be trusted.
+    stale: bool = False
+    reprice: bool = False  # the first multi-token verify this session re-prices the others
+    reprice_draft: bool = False  # and the first single draft decode the catch-up figures
 
     def observe_verify(self, n: int, seconds: float) -> None:
         self.verify_n[n] = self.verify_n.get(n, 0) + 1
@@ -65,9 +77,65 @@ class CostModel:
             win = self.verify_window[n] = deque(maxlen=WINDOW)
             if n in self.verify and self.trust_saved:
                 win.append(self.verify[n])  # the saved (or calibrated) figure: one vote
+                self.voted.add(n)
+                if n == 1 and not self.fresh.get(1):
+                    self.reference = self.verify[1]
         self._deviation(win, seconds)
         win.append(seconds)
+        if n >= 2 and self.reprice and not self.fresh.get(n):
+            self._reprice(n, seconds)
         self.verify[n] = median(win)
+        self.fresh[n] = self.fresh.get(n, 0) + 1
+        if n == 1 and self.fresh[1] == MEASURED:
+            self._rescale()
+
+    def _reprice(self, n: int, seconds: float) -> None:
+        """This session's first verify of ``n`` >= 2 tokens after :meth:`_rescale` found the
+        machine faster: the multi-token sizes it has not timed keep their curve's shape
+        from the saved figures, at the level this one sets (contention need not stretch a
+        one-token verify and a batch alike, so the one-token ratio was a first guess)."""
+        self.reprice = False
+        old = self.verify.get(n)
+        if not old:
+            return
+        ratio = seconds / old
+        for m in self.verify:
+            if m >= 2 and m != n and not self.fresh.get(m):
+                self.verify[m] *= ratio
+
+    def _rescale(self) -> None:
+        """The session's own one-token verify, once measured MEASURED times, against the one
+        it started from (saved by an earlier session, or timed at load): where the machine is
+        faster now by more than ERRATIC_DEV, the figures it has not re-measured yet were
+        taken while it was slower (another process shared the core, steadily enough not to
+        read as erratic) and are scaled by the same ratio. Else a saved "no chain can pay",
+        priced by multi-token verifies from a busy hour, would hold a quiet session plain:
+        nothing drafts, so nothing re-measures them (a 2-token verify at 5.5 plain steps).
+        The scaled figures stay ``stale`` until a draft step re-measures them: contention
+        need not stretch every batch size alike, so the policy re-measures before it
+        trusts a "does not pay" they still say (``ProbeCadence._probe_now``)."""
+        ref, self.reference = self.reference, None
+        win = self.verify_window[1]
+        now = median(list(win)[-min(self.fresh[1], len(win)):])
+        if ref is None or now >= (1.0 - ERRATIC_DEV) * ref:
+            return
+        ratio = now / ref
+        self.stale = self.reprice = self.reprice_draft = True
+        for n, w in self.verify_window.items():
+            if n in self.voted:  # the old figure's vote, at the window's start
+                w[0] *= ratio
+                self.verify[n] = median(w)
+        for n in self.verify:
+            if n not in self.verify_window:
+                self.verify[n] *= ratio
+        if self.draft_window and 0 in self.voted:
+            self.draft_window[0] *= ratio
+            self.draft = median(self.draft_window)
+        elif not self.draft_window and self.draft is not None:
+            self.draft *= ratio
+            for name in ("catchup_per_token", "catchup_long_per_token", "rollback"):
+                v = getattr(self, name)
+                setattr(self, name, None if v is None else v * ratio)
 
     def _deviation(self, win: deque[float], seconds: float) -> None:
         """Note how far a sample lies from the median of its kind (once that means something)."""
@@ -88,6 +156,7 @@ class CostModel:
         soon as a sample replaces it (a re-check of a verdict those figures made)."""
         self.verify_window.clear()
         self.draft_window.clear()
+        self.voted.clear()
         self.trust_saved = False
 
     def forget_session(self) -> None:
@@ -95,12 +164,21 @@ class CostModel:
         self.verify_window.clear()
         self.draft_window.clear()
         self.deviations.clear()
+        self.voted.clear()
         self.erratic = False
 
     def observe_draft(self, n_decodes: int, catchup: int, seconds: float) -> None:
         if n_decodes <= 0:
             return
         per = seconds / n_decodes
+        if self.reprice_draft and catchup <= 1 and self.draft:
+            # as _reprice: the catch-up figures from a slower machine, at the level of this
+            # session's first draft decode
+            self.reprice_draft = False
+            for name in ("catchup_per_token", "catchup_long_per_token"):
+                v = getattr(self, name)
+                if v is not None:
+                    setattr(self, name, v * per / self.draft)
         if catchup > 1 and self.draft is not None:
             extra = max(seconds - n_decodes * self.draft, 0.0)
             if catchup > SHORT_FEED and self.catchup_per_token is not None:
@@ -114,6 +192,8 @@ class CostModel:
             return  # a catch-up step says little about one decode
         if not self.draft_window and self.draft is not None and self.trust_saved:
             self.draft_window.append(self.draft)
+            self.voted.add(0)
+        self.stale = False  # a draft step of this session: its costs are measured now
         self._deviation(self.draft_window, per)
         self.draft_window.append(per)
         self.draft = median(self.draft_window)
@@ -175,10 +255,10 @@ class CostModel:
         return per * (SHORT_FEED - 1) + long * (tokens - SHORT_FEED)
 
 
+class Seeder(Protocol):
+    """What fills a new pair's cost model: the timing at load (``loop/calibration.py``, beside
+    the loop: it times native decodes), kept out of the policy's arithmetic."""
 
-def expected_tokens(a: float, k: int) -> float:
-    """Tokens per step with per-token acceptance a and k drafted: (1 - a^(k+1)) / (1 - a)."""
-    if a >= 1.0:
-        return float(k + 1)
-    return (1.0 - a ** (k + 1)) / (1.0 - a)
-
+    def seed(self, cost: CostModel) -> bool:
+        """Fill ``cost`` (or replace figures taken on a slower machine); whether it did."""
+        ...

@@ -23,6 +23,7 @@ from typing import Protocol
 from specula.core.engine.config import SpecConfig
 from specula.core.engine.events import TokenOrigin
 from specula.core.engine.stats import StepRecord
+from specula.core.engine.verdict import PolicyVerdict
 
 DRAFT_MODEL_SOURCES = frozenset({TokenOrigin.CHAIN, TokenOrigin.TREE})
 
@@ -65,8 +66,14 @@ class Outcome:
 
 
 class DraftPolicy(Protocol):
+    """What every mode's policy answers: plan, observe, verdict, clear (and the draft's feed).
+
+    The engine knows policies through this protocol alone: which policy serves a mode is
+    the registry's business (``registry.py``)."""
+
     name: str  # the mode's name, for the statistics
     wants: frozenset[TokenOrigin]  # the drafters this policy may plan with
+    cfg: SpecConfig  # the reply's settings (the engine sets them before each reply)
 
     @property
     def reads_confidence(self) -> bool:
@@ -97,6 +104,14 @@ class DraftPolicy(Protocol):
 
     def finish(self) -> None:
         """The reply is over (persist what was learnt)."""
+
+    def verdict(self) -> PolicyVerdict | None:
+        """What the policy concluded about drafting after the last reply (None: a mode that
+        judges nothing, or one that has not run)."""
+
+    def clear(self) -> None:
+        """Forget a verdict (the user's Re-check): the measured costs go, the next reply
+        measures again. A policy that judges nothing has nothing to forget."""
 
 
 class StaticPolicy:
@@ -132,6 +147,12 @@ class StaticPolicy:
         return 0
 
     def finish(self) -> None:
+        return None
+
+    def verdict(self) -> PolicyVerdict | None:
+        return None  # a fixed mode judges nothing
+
+    def clear(self) -> None:
         return None
 
 

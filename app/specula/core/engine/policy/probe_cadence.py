@@ -15,6 +15,7 @@ ended holds drafting paused until a probe's own steps gain (:meth:`ProbeCadence.
 
 from __future__ import annotations
 
+from specula.core.engine.policy.governor import Phase
 from specula.core.engine.policy.rates import MARGIN, NEAR_TIE, SHORT_ANSWER
 from specula.core.engine.policy.stop_loss import StopLoss
 from specula.core.engine.policy.stop_rule import StopRule
@@ -44,29 +45,34 @@ class ProbeCadence(StopRule):
         self.probe_every = PROBE_FIRST
         self.replies_since_probe = 0
         self._probe_left = 0  # draft steps this reply's probe has still to make
-        self._recheck_now = False  # the next reply probes whatever the costs say
         self._retime = False  # this reply re-times the costs: one draft step, then none
         self._sync_wait = 0  # reply tokens before this reply's probe feeds the draft (sync_after)
-        self._probe_ran = False  # a probe step was planned this reply
-        self._held = False  # paused by the stop-loss: only a probe whose steps gain lifts it
+        self.probe_ran = False  # a probe step was planned this reply
 
     def _probe_now(self, v1: float | None) -> bool:
         """At a reply's start: whether this reply probes (the draft is fed the prompt for it),
         and whether drafting is paused. A probe that waited for its reply to outgrow a short
         answer, in a reply that did not, runs in this reply instead, as it was planned."""
         owed = self._owed()
-        self._probe_ran = False
+        self.probe_ran = False
         if owed:
             return True
         self._retime = False
         self._sync_wait = 0
+        if self.cost.stale:
+            # the machine is faster than the figures the session started from, and their
+            # multi-token verifies and draft decode are not re-measured yet (cost_model.
+            # _rescale): the judgement they made goes with them, and a probe re-measures
+            self.cost.remeasure()
+            self.cost.stale = False
+            self.governor.on("clear")
         if v1 is None or self._unmeasured():
-            self._recheck_now = False
+            self.governor.on("explore")
             self.replies_since_probe = 0
             self._probe_left = PROBE_STEPS
             return True
-        if not self._held and self._draft_pays_rate(self.cfg.draft_max) > (1.0 + MARGIN) / v1:
-            self.paused = False
+        if not self.governor.held and self.draft_pays_rate(self.cfg.draft_max) > (1.0 + MARGIN) / v1:
+            self.governor.on("pays")
             if self._short_plain >= self.probe_every:
                 # short answers have run plain while the catch-up waited, so nothing was
                 # learnt: probe at the usual cadence (a pair that really pays then drafts
@@ -78,13 +84,13 @@ class ProbeCadence(StopRule):
                 return True
             self._fresh = True  # drafting pays: the plan catches the draft up when it drafts
             return False
-        self.paused = True
+        self.governor.on("loses")
         self.replies_since_probe += 1
         # Where even 100% acceptance would lose, only the costs are in question: a re-time
         # (one step on a short window) every RECHECK_EVERY replies (the machine may have been
         # busy when they were measured), at the usual cadence while this session's timings
         # are erratic.
-        could_pay = self._could_pay(v1)
+        could_pay = self.could_pay(v1)
         if self.replies_since_probe >= self._every(could_pay):
             self.replies_since_probe = 0
             self._sync_wait = SHORT_ANSWER if self._probe_waits(v1) else 0
@@ -98,6 +104,21 @@ class ProbeCadence(StopRule):
             return True
         return False
 
+    @property
+    def probe_steps_left(self) -> int:
+        """Draft steps this reply's probe has still to make (0: none, or it has made them)."""
+        return self._probe_left
+
+    @property
+    def probe_step(self) -> bool:
+        """The step planned last is a probe's (it measures: kept whole, judged apart)."""
+        return self._probe
+
+    @property
+    def retiming(self) -> bool:
+        """This reply re-times the costs (one draft step on a short window)."""
+        return self._retime
+
     def replies_to_recheck(self) -> int:
         """While paused, which reply from now re-checks drafting (1: the next one), by the
         count :meth:`_probe_now` keeps: a probe at the cadence, or a re-time every
@@ -106,17 +127,17 @@ class ProbeCadence(StopRule):
         v1 = self.cost.verify_time(1)
         if self._owed() or v1 is None or self._unmeasured():
             return 1
-        return max(self._every(self._could_pay(v1)) - self.replies_since_probe, 1)
+        return max(self._every(self.could_pay(v1)) - self.replies_since_probe, 1)
 
     def _owed(self) -> bool:
         """A probe that waited for its reply to outgrow a short answer, in a reply that did
         not: it runs in the next reply."""
-        return self._probe_left > 0 and self._sync_wait > 0 and not self._probe_ran
+        return self._probe_left > 0 and self._sync_wait > 0 and not self.probe_ran
 
     def _unmeasured(self) -> bool:
         """The next reply probes whatever the rates say: no draft decode timed yet, or the
         user asked (``AdaptivePolicy.clear_verdict``)."""
-        return self.cost.draft is None or self._recheck_now
+        return self.cost.draft is None or self.governor.phase is Phase.EXPLORING
 
     def _every(self, could_pay: bool) -> int:
         """Replies between re-checks now: the probe cadence, or where no chain could pay even
@@ -129,7 +150,7 @@ class ProbeCadence(StopRule):
         than NEAR_TIE of a plain step, as on the compute-bound pair (a re-time: no chain
         could pay at all). Where drafting could gain much (an F16 target), a probe that
         waits gives up the reply's first SHORT_ANSWER tokens of drafting."""
-        rate, _ = self._draft_rate(self.cfg.draft_max, a=PROBE_RATE, fed=True)
+        rate, _ = self.draft_rate(self.cfg.draft_max, a=PROBE_RATE, fed=True)
         return rate <= 0.0 or v1 - 1.0 / rate < NEAR_TIE * v1
 
     def sync_window(self) -> int | None:
@@ -153,19 +174,20 @@ class ProbeCadence(StopRule):
         a re-time's, one token (one draft decode, the cheapest step that times it)."""
         if self._retime:
             return 1
-        _, k = self._draft_rate(k_max, a=max(self.acc.token_rate, PROBE_RATE))
+        _, k = self.draft_rate(k_max, a=max(self.acc.token_rate, PROBE_RATE))
         return k or min(2, k_max)
 
     def _probe_ended(self) -> None:
         """The probe's last step: back off further if drafting still does not pay. Held by
         the stop-loss, the probe's own steps decide (they must have gained)."""
-        d_rate = self._draft_pays_rate(self.cfg.draft_max)
+        d_rate = self.draft_pays_rate(self.cfg.draft_max)
         v1 = self.cost.verify_time(1)
         pays = v1 is not None and d_rate > 1.0 / v1
-        if self._held:
-            self._held = self.stop_loss.probe_lost >= 0.0
-            pays = pays and not self._held
-        self.paused = self.paused and not pays
+        if self.governor.held:
+            gained = self.stop_loss.probe_lost < 0.0
+            self.governor.on("probe gained" if gained else "probe lost")
+            pays = pays and gained
+        self.governor.on("probe pays" if pays else "probe loses")
         self.probe_every = PROBE_FIRST if pays else min(self.probe_every * 2, PROBE_MAX)
 
     def _stop(self) -> None:
@@ -176,7 +198,7 @@ class ProbeCadence(StopRule):
         the very next reply instead cost the replayed compute-bound sessions a probe on a
         short answer (0.83x), and backing off first cost the F16 ones held replies on
         easier text (docs/lab/2026-12-03-stop-loss.md)."""
-        self.paused = self._held = True
+        self.governor.on("stop")
         self.replies_since_probe = 0
 
     def _observe_retime(self, rec: StepRecord) -> None:
@@ -189,7 +211,7 @@ class ProbeCadence(StopRule):
         self.cost.observe_draft(rec.draft_decodes, rec.catchup, rec.draft_s)
         self._observe_rollback(rec)
         v1 = self.cost.verify_time(1)
-        if v1 is not None and self._could_pay(v1):
+        if v1 is not None and self.could_pay(v1):
             self.replies_since_probe = self.probe_every  # the next sync reaches the cadence
 
     def _observe_rollback(self, rec: StepRecord) -> None:

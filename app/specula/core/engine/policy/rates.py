@@ -12,9 +12,11 @@ share of steps lookup serves) and chooses by these rates.
 from __future__ import annotations
 
 from specula.core.engine.config import SpecConfig
+from specula.core.engine.policy import planner
 from specula.core.engine.policy.acceptance_model import AcceptanceModel
-from specula.core.engine.policy.cost_model import CostModel, expected_tokens
+from specula.core.engine.policy.cost_model import CostModel
 from specula.core.engine.policy.fixed import PlanInput
+from specula.core.engine.policy.governor import Governor
 from specula.core.engine.policy.hindsight import Hindsight
 from specula.core.engine.stats import StepRecord
 
@@ -47,9 +49,14 @@ class ExpectedRates:
     _reply_tokens: int  # tokens this reply has emitted
     lookup_cover: float  # share of recent steps lookup served
     hindsight: Hindsight  # what each chain length would have had on recent steps
-    paused: bool  # the last reply's judgement: drafting does not pay here
+    governor: Governor  # the judgement between replies (governor.py)
 
-    def _v(self, n: int) -> float:
+    @property
+    def paused(self) -> bool:
+        """The last judgement: drafting does not pay here (paused, or held by the stop-loss)."""
+        return self.governor.paused
+
+    def verify_s(self, n: int) -> float:
         """Verify seconds for n tokens (callers check that something was measured)."""
         v = self.cost.verify_time(n)
         if v:
@@ -57,30 +64,18 @@ class ExpectedRates:
         v1 = self.cost.verify_time(1) or 0.0
         return v1 * (1 + 0.5 * (n - 1))
 
-    def _catch_share(self, e: float) -> float:
-        """The catch-up this step pays. A lag of 1-2 tokens recurs every step (the bonus
-        token, and the last drafted one the draft never fed) and is paid in full; a longer
-        one (the conversation, which the draft is fed only once drafting pays, or what
-        lookup and plain steps emitted) is paid once and then serves the draft steps left:
-        the steps left less the share lookup is expected to serve, so that a conversation
-        lookup copies from never pays the draft's prefill for a few draft steps."""
-        return self._share_of(self._catch_terms(), e)
-
-    def _catch_terms(self) -> tuple[float, float, float] | None:
-        """(recurring, one-time, draft room) of this step's catch-up; None when it is sunk
-        (as if the draft had been fed the prompt at prefill). The same for every length a
-        plan weighs, so worked out once per plan."""
+    def _catch_terms(self) -> planner.CatchUp | None:
+        """This step's catch-up (None when it is sunk: as if the draft had been fed the prompt
+        at prefill). A lag of 1-2 tokens recurs every step (the bonus token, and the last
+        drafted one the draft never fed) and is paid in full; a longer one (the
+        conversation, which the draft is fed only once drafting pays, or what lookup and
+        plain steps emitted) is paid once and then serves the draft steps left: the steps
+        left less the share lookup is expected to serve, so that a conversation lookup
+        copies from never pays the draft's prefill for a few draft steps."""
         if self._sunk(self._lag):
             return None
-        recurring = self.cost.catchup_time(min(self._lag, 2))
-        return recurring, self._once(self._lag), self._room * (1.0 - self.lookup_cover)
-
-    @staticmethod
-    def _share_of(terms: tuple[float, float, float] | None, e: float) -> float:
-        if terms is None:
-            return 0.0
-        recurring, once, draft_room = terms
-        return recurring + once * min(1.0, e / max(draft_room, 1.0))
+        return planner.CatchUp(self.cost.catchup_time(min(self._lag, 2)), self._once(self._lag),
+                               self._room * (1.0 - self.lookup_cover))
 
     def _once(self, lag: int) -> float:
         """The one-time part of a catch-up of ``lag`` tokens (0 when paid as exploration)."""
@@ -110,34 +105,29 @@ class ExpectedRates:
             return "cost"
         if self._reply_tokens >= SHORT_ANSWER:
             return "sunk"
-        rate = self._draft_pays_rate(self.cfg.draft_max, fed=True)
+        rate = self.draft_pays_rate(self.cfg.draft_max, fed=True)
         gain = v1 - 1.0 / rate if rate > 0 else 0.0  # seconds a drafted token saves
         return "sunk" if gain >= NEAR_TIE * v1 or c <= SHORT_ANSWER * gain else "late"
 
-    def _draft_rate(self, k_max: int, a: float | None = None, *, fed: bool = False) -> tuple[float, int]:
+    def draft_rate(self, k_max: int, a: float | None = None, *, fed: bool = False) -> tuple[float, int]:
         """Best expected tokens/s of a draft chain (and its length) at per-token acceptance
         ``a`` (default: what the pair's chains measured, depth by depth); ``fed``: as if the
         draft had been fed the conversation at prefill (no catch-up)."""
         if self.cost.draft is None or self.cost.verify_time(1) is None:
             return 0.0, 0
-        best, best_k = 0.0, 0
-        pooled = self.acc.expected_upto(k_max) if a is None else []
-        terms = None if fed else self._catch_terms()
-        for k in range(1, k_max + 1):
-            e = pooled[k - 1] if a is None else expected_tokens(a, k)
-            rate = e / (self._share_of(terms, e) + k * self.cost.draft + self._v(k + 1) + self._rollback())
-            if rate > best:
-                best, best_k = rate, k
-        return best, best_k
+        expected = (self.acc.expected_upto(k_max) if a is None
+                    else [planner.expected_tokens(a, k) for k in range(1, k_max + 1)])
+        return planner.best_chain(expected, self.cost.draft, self.verify_s,
+                                  catchup=None if fed else self._catch_terms(), rollback_s=self._rollback())
 
-    def _draft_pays_rate(self, k_max: int, *, fed: bool = False) -> float:
+    def draft_pays_rate(self, k_max: int, *, fed: bool = False) -> float:
         """The draft chain's rate that decides between drafting and not: the expected one,
         or while the pair's acceptance rests on little evidence the rate at one standard
         error above it (``AcceptanceModel.optimistic_rate``), so a few unlucky probe steps
         do not stop drafting for the reply and the replies after it.
 
         Two exceptions. Where no chain could beat plain decoding by COULD_PAY_MARGIN even at
-        100% acceptance (:meth:`_could_pay`), 0: a gain that small is within the measured
+        100% acceptance (:meth:`could_pay`), 0: a gain that small is within the measured
         costs' own spread, and drafting there staked the draft's catch-up and every
         rejection on it (the compute-bound pair on a day its draft decode took 74-97 ms).
         And while drafting is paused, the expected rate alone: the benefit of the doubt
@@ -146,26 +136,21 @@ class ExpectedRates:
         pair the probes of a paused draft drafted on, by the optimistic rate, into replies
         at 0.88x-0.98x of plain, docs/lab/2026-12-03-probe-window.md)."""
         v1 = self.cost.verify_time(1)
-        if v1 is not None and self.cost.draft is not None and not self._could_pay(v1):
+        if v1 is not None and self.cost.draft is not None and not self.could_pay(v1):
             return 0.0
-        rate, _ = self._draft_rate(k_max, fed=fed)
+        rate, _ = self.draft_rate(k_max, fed=fed)
         a = self.acc.optimistic_rate()
         if a is None or self.paused:
             return rate
-        return max(rate, self._draft_rate(k_max, a=a, fed=fed)[0])
+        return max(rate, self.draft_rate(k_max, a=a, fed=fed)[0])
 
-    def _lookup_rate(self, inp: PlanInput, k_max: int, a: float | None = None) -> tuple[float, int]:
+    def lookup_rate(self, inp: PlanInput, k_max: int, a: float | None = None) -> tuple[float, int]:
         """Best expected tokens/s of a lookup chain (and its length) at acceptance ``a``
         (default: what this match length has earned)."""
         if not inp.lookup_tokens or self.cost.verify_time(1) is None:
             return 0.0, 0
         a = self.acc.predict_lookup(inp.lookup_match) if a is None else a
-        best, best_k = 0.0, 0
-        for k in range(1, min(k_max, len(inp.lookup_tokens)) + 1):
-            rate = expected_tokens(a, k) / (self._v(k + 1) + self._rollback())
-            if rate > best:
-                best, best_k = rate, k
-        return best, best_k
+        return planner.best_lookup(a, min(k_max, len(inp.lookup_tokens)), self.verify_s, self._rollback())
 
     def _chain_in_place(self, rec: StepRecord, run: int, depth: int) -> float:
         """The rate a chain would have had on a tree step's text. The tree's top path is the
@@ -179,7 +164,7 @@ class ExpectedRates:
         if run >= depth:
             k = max(depth, 1)
         t_d = self.cost.draft or 0.0
-        secs = self.cost.catchup_time(rec.catchup) + k * t_d + self._v(k + 1) + rec.overhead_s
+        secs = self.cost.catchup_time(rec.catchup) + k * t_d + self.verify_s(k + 1) + rec.overhead_s
         return (min(run, k) + 1) / max(secs, 1e-9)
 
     def _tree_best_case(self, depth: int) -> float:
@@ -187,21 +172,20 @@ class ExpectedRates:
         draft decode per level and a verify of every node (a tree fills its budget)."""
         w = max(self.cfg.tree_width, 1)
         nodes = min(self.cfg.tree_budget, sum(w ** d for d in range(1, depth + 1)))
-        t = (self._catch_share(depth + 1) + depth * (self.cost.draft or 0.0) + self._v(nodes + 1)
-             + self._rollback())
-        return (depth + 1) / t if t > 0 else 0.0
+        return planner.tree_best_case(depth, nodes, self.cost.draft or 0.0, self.verify_s,
+                                      catchup=self._catch_terms(), rollback_s=self._rollback())
 
     def _rollback(self) -> float:
         """Seconds a drafted step spends keeping a recurrent or hybrid target exact
         (checkpoint, restore, replay: kv.py); 0 on attention targets."""
         return self.cost.rollback_time()
 
-    def _could_pay(self, v1: float) -> bool:
+    def could_pay(self, v1: float) -> bool:
         """Whether some chain length would beat plain decoding were every draft token
         accepted (the measured costs alone decide: on a compute-bound target the
         draft can cost more than it could ever save, and probing it is pure loss)."""
         d = self.cost.draft or 0.0
         for k in range(1, self.cfg.draft_max + 1):
-            if (k + 1) / (k * d + self._v(k + 1) + self._rollback()) > (1.0 + COULD_PAY_MARGIN) / v1:
+            if (k + 1) / (k * d + self.verify_s(k + 1) + self._rollback()) > (1.0 + COULD_PAY_MARGIN) / v1:
                 return True
         return False

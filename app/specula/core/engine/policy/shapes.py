@@ -62,24 +62,32 @@ class ShapeRates:
         self._window = {}
         self._paired.clear()
 
-    def wants_tree(self, plain: float, margin: float, tree_best_case: Callable[[], float]) -> bool:
-        """Whether the next draft-model step is a tree (else a chain); ``plain`` is plain
-        decoding's tokens/s, ``tree_best_case`` a tree's tokens/s were every level right."""
+    def choose_tree(self, plain: float, margin: float, tree_best_case: Callable[[], float]) -> bool:
+        """The next draft-model step: counted, and a tree (True) or a chain. A tree tried
+        on trust (:meth:`wants_tree` says "try") counts as one of its tries."""
         self.draft_steps += 1
+        want = self.wants_tree(plain, margin, tree_best_case)
+        if want == "try":
+            self.tree_tries += 1
+        return want is not None
+
+    def wants_tree(self, plain: float, margin: float, tree_best_case: Callable[[], float]) -> str | None:
+        """Whether the next draft-model step (the ``draft_steps``-th) is a tree: "measured"
+        (its rate beats the chain's), "try" (a trial), None (a chain); ``plain`` is plain
+        decoding's tokens/s, ``tree_best_case`` a tree's tokens/s were every level right."""
         c_rate, t_rate = self.rate.get(CHAIN), self.rate.get(TREE)
         if c_rate is None:
-            return False
+            return None
         if self._paired and t_rate is not None:
             # measured on the same text this session: the paired ratio decides whether the
             # tree keeps the turn (a tree found slower is retried below, as any other)
             if statistics.median(self._paired) > 1.0 + margin and t_rate > plain * (1.0 + margin):
-                return True
+                return "measured"
         elif t_rate is not None and t_rate > max(c_rate, plain) * (1.0 + margin):
-            return True
+            return "measured"
         if tree_best_case() <= max(c_rate, plain) or self.draft_steps < AFTER:
-            return False
+            return None
         untried = t_rate is None and self.tree_tries < TRIES
         if untried or (t_rate is not None and self.draft_steps % RETRY == 0):
-            self.tree_tries += 1
-            return True
-        return False
+            return "try"
+        return None

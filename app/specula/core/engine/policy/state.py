@@ -7,12 +7,11 @@ discarded with a log line (the policy then starts from the calibration).
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from pathlib import Path
 
-from specula.core import files
+from specula.core import files, json_files
 from specula.core.engine.policy.acceptance_model import DEPTHS, AcceptanceModel
 from specula.core.engine.policy.cost_model import CostModel
 
@@ -42,11 +41,12 @@ def state_dict(cost: CostModel, acc: AcceptanceModel, shape_rate: dict[str, floa
     }
 
 
-def load_into(path: Path, cost: CostModel, acc: AcceptanceModel) -> dict[str, float] | None:
-    """Fill ``cost`` and ``acc`` from the file; the saved shape rates, or None when
-    nothing was loaded (no file, another version, or a bad file: logged, untouched)."""
+def load_into(path: Path, cost: CostModel, acc: AcceptanceModel) -> tuple[dict[str, float], str] | None:
+    """Fill ``cost`` and ``acc`` from the file; the saved shape rates and governor phase
+    ("" when none was saved), or None when nothing was loaded (no file, another version,
+    or a bad file: logged, untouched)."""
     try:
-        state = _checked_state(json.loads(path.read_text("utf-8")))
+        state = _checked_state(json_files.read(json_files.JsonFile(path, "policy state")))
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -56,8 +56,9 @@ def load_into(path: Path, cost: CostModel, acc: AcceptanceModel) -> dict[str, fl
         return None
     (cost.verify, cost.verify_n, cost.draft, cost.catchup_per_token,
      acc.acc, acc.tot, acc.lookup_acc, acc.lookup_tot, acc.first_rate, acc.rate_acc,
-     acc.rate_judged, acc.depth_acc, acc.depth_judged, shape_rate, cost.catchup_long_per_token) = state
-    return shape_rate
+     acc.rate_judged, acc.depth_acc, acc.depth_judged, shape_rate, cost.catchup_long_per_token,
+     phase) = state
+    return shape_rate, phase
 
 
 def save(path: Path, state: dict[str, object]) -> None:
@@ -71,7 +72,7 @@ def save(path: Path, state: dict[str, object]) -> None:
 
 _State = tuple[dict[int, float], dict[int, int], float | None, float | None, dict[int, float],
                dict[int, float], dict[int, float], dict[int, float], float, float, float,
-               list[float], list[float], dict[str, float], float | None]
+               list[float], list[float], dict[str, float], float | None, str]
 
 
 def _checked_state(d: object) -> _State | None:
@@ -119,7 +120,11 @@ def _checked_state(d: object) -> _State | None:
     shapes = d.get("shape_rate", {})
     if not isinstance(shapes, dict):
         raise TypeError("shape_rate is not an object")
+    phase = d.get("phase", "")
+    if not isinstance(phase, str):
+        raise TypeError("phase is not a string")
     return (table("verify"), {k: int(v) for k, v in table("verify_n").items()},
             optional("draft"), optional("catchup_per_token"), table("acc"), table("tot"),
             table("lookup_acc"), table("lookup_tot"), first_rate, rate_acc, rate_judged,
-            depth_acc, depth_judged, {str(k): num(v, "shape_rate") for k, v in shapes.items()}, long)
+            depth_acc, depth_judged, {str(k): num(v, "shape_rate") for k, v in shapes.items()}, long,
+            phase)

@@ -28,7 +28,7 @@ class StopRule(ExpectedRates):
             return True, True
         st = self._step
         t_d = self.cost.draft or 0.0
-        v = self._v
+        v = self.verify_s
         a = self.acc.predict(p_top, entropy)
         p_new = st["P"] * a
         without = st["E"] / (st["D"] + v(i + 1))
@@ -68,5 +68,5 @@ class StopRule(ExpectedRates):
             run *= self.acc.hazard(j)
             e += run
             d += t_d
-            best = max(best, e / (d + self._v(j + 2)))
+            best = max(best, e / (d + self.verify_s(j + 2)))
         return best

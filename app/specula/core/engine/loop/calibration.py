@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from specula.core.engine.config import DEFAULT_DRAFT_MAX
 from specula.core.engine.native.kv import ANCHOR, KVCache
+from specula.core.engine.policy import cost_model
 from specula.core.engine.policy.cost_model import MEASURED, NOISE_FLOOR_S, SHORT_FEED, CostModel
 
 CONTEXT_TOKENS = 32  # a short context: verify cost at the start of a chat
@@ -57,9 +58,18 @@ class Calibration:
     erratic: bool = False  # the passes disagreed: the timings are not to be kept
 
     def seed(self, cost: CostModel) -> bool:
-        """Fill an empty cost model with these figures (a saved one wins); whether it did."""
-        if cost.verify or not self.verify:
+        """Fill an empty cost model with these figures; whether it did. A saved one wins,
+        unless this load found the machine faster than when it was saved (its one-token
+        verify lower by more than ERRATIC_DEV, quietly): the saved figures were taken under
+        contention, and this load's, every size timed now, replace them."""
+        if not self.verify:
             return False
+        if cost.verify:
+            saved, now = cost.verify.get(1), self.verify.get(1)
+            if self.erratic or saved is None or now is None or now >= (1.0 - cost_model.ERRATIC_DEV) * saved:
+                return False
+            cost.verify, cost.verify_n = {}, {}
+            cost.draft = cost.catchup_per_token = cost.catchup_long_per_token = cost.rollback = None
         for n, s in self.verify.items():
             cost.verify[n] = s
             cost.verify_n[n] = MEASURED  # measured cleanly: trusted like a length seen thrice
