@@ -135,7 +135,8 @@ def test_auc_is_the_share_of_right_wrong_pairs_ordered() -> None:
     rng = np.random.default_rng(3)
     score = rng.permutation(40).astype(float)  # no ties
     y = (rng.random(40) < 0.6).astype(int)
-    pairs = [(s1 > s0) for s1, t1 in zip(score, y) if t1 for s0, t0 in zip(score, y) if not t0]
+    pairs = [s1 > s0 for s1, t1 in zip(score, y, strict=True) if t1
+             for s0, t0 in zip(score, y, strict=True) if not t0]
     assert auc(score, y) == pytest.approx(sum(pairs) / len(pairs))
 
 
