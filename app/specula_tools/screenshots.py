@@ -34,7 +34,11 @@ from pathlib import Path
 from typing import Any
 
 PAGES = ("chat", "compare", "discover", "discover-repo", "models", "downloads", "settings",
-         "server")  # server: the chat page with the local server's chip open on its log
+         "server", "chat-paused", "failed-load")
+# server: the chat page with the local server's chip open on its log; chat-paused: the chat
+# with the header saying adaptive paused drafting (its longest words, a verdict re-checked
+# in 128 replies, set on the header); failed-load: the chat after a target that does not
+# load (a copy of the target cut short), the old pair still loaded
 PROMPT = "Write a Python function that checks whether a string is a palindrome."
 BENCH = Path(os.environ.get("SPECULA_BENCH_DIR", Path.home() / ".cache/specula-bench"))
 
@@ -214,7 +218,9 @@ def main(argv: list[str] | None = None) -> int:
             settle()
             path = out / f"{args.prefix}{page}-{w}x{h}.png"
             _grab(window, page).save(str(path))
-            print(path, f"(window {window.width()}x{window.height()})")
+            least = window.minimumSizeHint()
+            print(path, f"(window {window.width()}x{window.height()}, "
+                        f"minimum {least.width()}x{least.height()})")
     served.hub.release.set()
     ctx.close()
     served.hub.stop()
@@ -225,7 +231,7 @@ def _prepare(window: Any, served: Served, args: argparse.Namespace,
              wait: Callable[..., None]) -> None:
     """Content for every page: a reply, a comparison, a paused and a running download."""
     ctx = window.ctx
-    if "chat" in args.pages:
+    if {"chat", "chat-paused", "failed-load"} & set(args.pages):
         done: list[object] = []
         window.chat.reply_finished.connect(done.append)
         window.chat.send(args.prompt)
@@ -303,6 +309,9 @@ def _show(window: Any, page: str, served: Served, wait: Callable[..., None]) -> 
     chip = window.chat.model_bar.server_chip
     if page != "server" and chip.panel.isVisible():
         chip.panel.hide()
+    if page in ("chat-paused", "failed-load"):
+        _chat_state(window, page, served, wait)
+        return
     if page == "server":
         window.show_page("chat")
         chip.show_log()
@@ -331,6 +340,27 @@ def _show(window: Any, page: str, served: Served, wait: Callable[..., None]) -> 
         wait(lambda: shown.details.pairs_status.text().endswith(("for.", "one.")))
     elif page == "downloads":
         shown.select(*served.download)
+
+
+def _chat_state(window: Any, page: str, served: Served, wait: Callable[..., None]) -> None:
+    """The chat with adaptive's pause in the header, or after a target that failed to load."""
+    from specula.core.engine.verdict import PolicyVerdict
+
+    chat = window.show_page("chat")
+    bar = chat.model_bar
+    if page == "chat-paused":
+        chat.banner.hide()
+        bar.show_verdict(PolicyVerdict(paused=True, recheck_in=128))
+        return
+    bar.show_verdict(None)
+    cut = Path(os.environ["SPECULA_HOME"]).parent / f"cut-short-{served.target.name}"
+    if not cut.is_file():
+        data = served.target.read_bytes()
+        cut.write_bytes(data[: len(data) * 3 // 4])
+    failed: list[str] = []
+    window.ctx.engine.load_failed.connect(lambda _k, message: failed.append(message))
+    bar.choose_target(str(cut))
+    wait(lambda: bool(failed) and not window.ctx.engine.is_loading("target"))
 
 
 if __name__ == "__main__":

@@ -119,7 +119,9 @@ def test_bad_file_gives_clear_message(make_window, tmp_path, qtbot) -> None:  # 
     kind, message = blocker.args
     assert kind == "target" and message
     banner = w.chat.banner
-    assert banner.isVisible() and banner.sentences == [message]
+    # the reason as the sentence, the file named in the title, the whole message in Details
+    assert banner.isVisible() and banner.sentences == [message.removeprefix(f"{bad}: ")]
+    assert "broken.gguf" in banner.title.text() and banner.details.text() == message
     assert errors.shown_errors == [], "a banner, not a modal dialog"
     assert not w.ctx.engine.has_target and w.chat.model_bar.progress.isHidden()
 

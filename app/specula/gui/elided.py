@@ -9,10 +9,12 @@ from __future__ import annotations
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QPainter, QPaintEvent
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QLabel,
     QSizePolicy,
     QStyle,
+    QStyleOptionButton,
     QStyleOptionComboBox,
     QStylePainter,
     QWidget,
@@ -20,17 +22,21 @@ from PySide6.QtWidgets import (
 
 
 class ElidedLabel(QLabel):
-    """A one-line label that shrinks to any width, eliding its text in the middle."""
+    """A one-line label that shrinks to any width, eliding its text (in the middle unless
+    ``mode`` says otherwise); the whole text is its tooltip, before ``tip`` when given."""
 
-    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+    def __init__(self, text: str = "", parent: QWidget | None = None,
+                 mode: Qt.TextElideMode = Qt.TextElideMode.ElideMiddle, tip: str = "") -> None:
         super().__init__(parent)
         self._full = ""
+        self._mode = mode
+        self._tip = tip
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.setText(text)
 
     def setText(self, text: str) -> None:
         self._full = text
-        self.setToolTip(text)
+        self.setToolTip(f"{text}\n{self._tip}" if self._tip and text else self._tip or text)
         super().setText(text)
         self.update()
 
@@ -42,11 +48,51 @@ class ElidedLabel(QLabel):
 
     def paintEvent(self, event: QPaintEvent) -> None:
         p = QPainter(self)
-        shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideMiddle,
-                                              self.contentsRect().width())
+        shown = self.fontMetrics().elidedText(self._full, self._mode, self.contentsRect().width())
         p.setPen(self.palette().color(self.foregroundRole()))
         p.drawText(self.contentsRect(), int(self.alignment() | Qt.AlignmentFlag.AlignVCenter),
                    shown)
+
+
+class ElidedCheckBox(QCheckBox):
+    """A check box whose label never widens the window: past ``keep`` (the part that must
+    stay readable, e.g. "Speculative: on") the text elides at its end, whole in the tooltip
+    the owner sets; it asks for no more than ``room`` (its neighbours need the rest)."""
+
+    def __init__(self, keep: str = "", room: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._keep = keep
+        self._room = room or keep
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+
+    def minimumSizeHint(self) -> QSize:
+        full = super().sizeHint()
+        opt = QStyleOptionButton()
+        self.initStyleOption(opt)
+        text_w = self.fontMetrics().horizontalAdvance(self.text())
+        keep_w = self.fontMetrics().horizontalAdvance(self._keep + "…")
+        return QSize(max(full.width() - text_w + min(keep_w, text_w), 0), full.height())
+
+    def sizeHint(self) -> QSize:
+        full = super().sizeHint()
+        text_w = self.fontMetrics().horizontalAdvance(self.text())
+        room = self.fontMetrics().horizontalAdvance(self._room + "…")
+        return QSize(full.width() - text_w + min(room, text_w), full.height())
+
+    def shown_text(self) -> str:
+        """The label as painted (elided to the width the box has)."""
+        opt = QStyleOptionButton()
+        self.initStyleOption(opt)
+        rect = self.style().subElementRect(QStyle.SubElement.SE_CheckBoxContents, opt, self)
+        return self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideRight,
+                                             max(rect.width(), 10))
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        p = QStylePainter(self)
+        opt = QStyleOptionButton()
+        self.initStyleOption(opt)
+        opt.text = self.shown_text()
+        p.drawControl(QStyle.ControlElement.CE_CheckBox, opt)
 
 
 DETAIL_ROLE = Qt.ItemDataRole.UserRole + 20  # a short part shown whole after the name

@@ -65,8 +65,9 @@ class EngineClient(QObject):
         self.backend = ""
         self.n_threads = 0
         self.mtp_layers = 0  # the loaded target's MTP layers (a built-in draft)
+        self.n_ctx = 0  # the loaded target's context length, as the engine runs it
         self.builtin_on = True  # the picker's "Built-in (MTP)" is chosen (no draft model)
-        self._pending_loads: list[str] = []  # kinds asked for and not yet answered
+        self._pending_loads: list[tuple[str, str]] = []  # (kind, path) asked, not yet answered
         self._load_cancel = threading.Event()
         self._replies: dict[int, ReplyHandle] = {}
         self._ids = itertools.count(1)
@@ -120,11 +121,24 @@ class EngineClient(QObject):
         return self.has_draft or self.has_builtin_draft
 
     def is_loading(self, kind: str) -> bool:
-        return kind in self._pending_loads
+        return any(k == kind for k, _p in self._pending_loads)
 
     def _answered(self, kind: str) -> None:
-        if kind in self._pending_loads:
-            self._pending_loads.remove(kind)
+        for i, (k, _p) in enumerate(self._pending_loads):
+            if k == kind:
+                del self._pending_loads[i]
+                return
+
+    def draft_already_coming(self, path: str) -> bool:
+        """A load of this draft is queued after the last queued target load, so the draft
+        it brings is the one the newest target gets: asking again would load (and measure
+        the pair) twice."""
+        for kind, p in reversed(self._pending_loads):
+            if kind == "target":
+                return False
+            if p == path:
+                return True
+        return False
 
     @property
     def busy(self) -> bool:
@@ -137,13 +151,17 @@ class EngineClient(QObject):
 
     def load_target(self, path: str) -> None:
         self._load_cancel = threading.Event()
-        self._pending_loads.append("target")
+        self._pending_loads.append(("target", path))
         self.load_started.emit("target", path)
         self._req_load_target.emit(path, self._load_cancel)
 
     def load_draft(self, path: str) -> None:
+        """Load ``path`` as the draft (once: a second request for a draft already queued
+        behind the newest target load is dropped)."""
+        if self.draft_already_coming(path):
+            return
         self._load_cancel = threading.Event()
-        self._pending_loads.append("draft")
+        self._pending_loads.append(("draft", path))
         self.load_started.emit("draft", path)
         self._req_load_draft.emit(path, self._load_cancel)
 
@@ -193,10 +211,10 @@ class EngineClient(QObject):
 
     # -- results -------------------------------------------------------------
     def _on_target_loaded(self, info: ModelInfo, backend: str, n_threads: int,
-                          mtp_layers: int = 0) -> None:
+                          mtp_layers: int = 0, n_ctx: int = 0) -> None:
         self._answered("target")
         self.target_info, self.backend, self.n_threads = info, backend, n_threads
-        self.mtp_layers = mtp_layers
+        self.mtp_layers, self.n_ctx = mtp_layers, n_ctx
         self.target_loaded.emit(info)
 
     def _on_draft_loaded(self, info: ModelInfo, report: CompatReport) -> None:
@@ -210,7 +228,7 @@ class EngineClient(QObject):
 
     def _on_target_unloaded(self) -> None:
         self.target_info = None
-        self.mtp_layers = 0
+        self.mtp_layers = self.n_ctx = 0
         self.target_unloaded.emit()
 
     def _on_load_failed(self, kind: str, message: str) -> None:

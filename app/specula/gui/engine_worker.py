@@ -18,6 +18,7 @@ import time
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
@@ -31,6 +32,7 @@ from specula.core.engine.engine import (
     LoadError,
 )
 from specula.core.engine.events import Done, StepEvent, TokenEvent
+from specula.core.engine.native.load_log import short_of_memory
 from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.engine.stats import GenerationStats
 from specula.core.gguf.compat import CompatReport
@@ -42,6 +44,11 @@ log = logging.getLogger("specula.gui.worker")
 
 BATCH_S = 0.05  # how often streamed tokens cross to the GUI thread
 MEASURING_STEP = "Measuring the pair"  # the draft load's timing step (calibration.measure)
+
+
+def _short_of_memory(exc: Exception) -> bool:
+    """A load that failed for want of memory (llama.cpp's own reason says so)."""
+    return isinstance(exc, LoadError) and short_of_memory(getattr(exc, "reason", ""))
 
 
 @dataclass
@@ -61,8 +68,9 @@ class EngineWorker(QObject):
     load_step = Signal(str, str)
     """A load of ``kind`` began a step after reading the file (its name, e.g. "Measuring the
     pair"); the fractions that follow are that step's."""
-    target_loaded = Signal(object, str, int, int)
-    """The target is ready: ModelInfo, backend name, thread count, MTP layers that draft."""
+    target_loaded = Signal(object, str, int, int, int)
+    """The target is ready: ModelInfo, backend name, thread count, MTP layers that draft,
+    the context length it runs with (n_ctx, capped by its training length)."""
     draft_loaded = Signal(object, object)
     """The draft is ready: ModelInfo, CompatReport."""
     draft_unloaded = Signal()
@@ -105,31 +113,101 @@ class EngineWorker(QObject):
 
     @Slot(str, object)
     def load_target(self, path: str, cancel: threading.Event) -> None:
+        """Load ``path`` as the target; the pair in use is replaced only once it has loaded.
+
+        New engine options build a new Engine beside the old one; the old one is closed
+        only after the new target loaded. A load that fails leaves the old pair loaded and
+        usable. Where the failure is llama.cpp running out of memory with the old pair
+        still loaded, the old pair is freed and the new target tried alone; if that fails
+        too, the old pair is loaded again (:meth:`_alone_or_restore`)."""
         def progress(frac: float) -> bool:
             self.load_progressed.emit("target", float(frac))
             return not cancel.is_set()
 
+        old = self._engine
+        engine: Any = None
         try:
-            if self._engine is None or self._built_with != self._settings:
-                if self._engine is not None:
-                    self._engine.close()
-                    self.draft_unloaded.emit()
-                self._engine = Engine(copy.copy(self._settings))
-                self._built_with = copy.copy(self._settings)
-            had_draft = bool(self._engine.has_draft)
-            self._engine.options.n_gpu_layers_target = resolve_for_file(
+            fresh = old is None or self._built_with != self._settings
+            engine = Engine(copy.copy(self._settings)) if fresh else old
+            engine.options.n_gpu_layers_target = resolve_for_file(
                 self._settings.n_gpu_layers_target, path, self._settings.n_ctx)  # "auto"
-            info = self._engine.load_target(path, progress=progress)
+            info = engine.load_target(path, progress=progress)
         except Exception as exc:  # every failure is reported, none escapes into Qt
+            if engine is not None and engine is not old:
+                engine.close()
+            if old is not None and old.has_target and _short_of_memory(exc):
+                self._alone_or_restore(path, progress, exc)
+                return
             self._load_failed("target", path, exc)
             return
+        had_draft = old is not None and bool(old.has_draft)
+        if engine is not old:
+            if old is not None:
+                old.close()
+            self._engine, self._built_with = engine, copy.copy(self._settings)
+        self._target_ready(info, had_draft)
+
+    def _target_ready(self, info: ModelInfo, had_draft: bool) -> None:
         if had_draft:
             self.draft_unloaded.emit()
         self.target_loaded.emit(info, str(self._engine.backend), int(self._engine.n_threads),
-                                int(self._engine.mtp_layers))
+                                int(self._engine.mtp_layers), int(self._engine.n_ctx))
         store = self._engine.ngrams
         if store is not None and store.notice:
             self.notice.emit(store.notice)
+
+    def _alone_or_restore(self, path: str, progress: Any, first: Exception) -> None:
+        """The new target did not fit beside the pair in use: free the pair, try the new
+        target alone, and where that fails too, load the old pair again and say so."""
+        old = self._engine
+        old_options, old_built = copy.copy(old.options), self._built_with
+        old_target = old.target_info.source
+        old_draft = old.draft_info.source if old.has_draft else ""
+        old.close()
+        self._engine = self._built_with = None
+        if old_draft:
+            self.draft_unloaded.emit()
+        engine: Any = None
+        try:
+            engine = Engine(copy.copy(self._settings))
+            engine.options.n_gpu_layers_target = resolve_for_file(
+                self._settings.n_gpu_layers_target, path, self._settings.n_ctx)
+            info = engine.load_target(path, progress=progress)
+        except Exception as exc:
+            if engine is not None:
+                engine.close()
+            restored = self._restore(old_options, old_built, old_target, old_draft)
+            why = getattr(exc, "reason", "") or str(exc)
+            self.load_failed.emit("target", (
+                f"{Path(path).name} does not fit in memory beside the models in use "
+                f"({getattr(first, 'reason', '') or first}), and alone it failed too: {why}. "
+                + ("The models in use were loaded again." if restored else
+                   "The models in use could not be loaded again: open them again.")))
+            return
+        self._engine, self._built_with = engine, copy.copy(self._settings)
+        self.notice.emit(f"{Path(path).name} did not fit in memory beside the models in use, "
+                         "so they were unloaded first.")
+        self._target_ready(info, False)
+
+    def _restore(self, options: EngineOptions, built: EngineOptions | None, target: str,
+                 draft: str) -> bool:
+        """Load the old pair again after a failed swap; whether the target came back."""
+        try:
+            engine = Engine(options)
+            info = engine.load_target(target)
+        except Exception:
+            log.error("restoring %s failed\n%s", target, traceback.format_exc())
+            self.target_unloaded.emit()
+            return False
+        self._engine, self._built_with = engine, built
+        self._target_ready(info, False)
+        if draft:
+            try:
+                report = engine.load_draft(draft)
+                self.draft_loaded.emit(engine.draft_info, report)
+            except Exception:
+                log.error("restoring the draft %s failed\n%s", draft, traceback.format_exc())
+        return True
 
     @Slot(str, object)
     def load_draft(self, path: str, cancel: threading.Event) -> None:
@@ -145,6 +223,12 @@ class EngineWorker(QObject):
                 self.load_step.emit("draft", MEASURING_STEP)
             self.load_progressed.emit("draft", float(frac))
 
+        loaded = self._engine.draft_info
+        if loaded is not None and loaded.source == path and self._engine.compat is not None:
+            # Already the draft of this target (a reload asked for it twice): loading and
+            # measuring the pair again would give the same pair, twice as slowly.
+            self.draft_loaded.emit(loaded, self._engine.compat)
+            return
         try:
             self._engine.options.n_gpu_layers_draft = resolve_for_file(
                 self._settings.n_gpu_layers_draft, path, self._settings.n_ctx)  # "auto"

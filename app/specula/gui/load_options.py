@@ -22,7 +22,8 @@ slider step.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -41,6 +42,7 @@ from specula.core import gpu_layers
 from specula.core.gguf.model_info import ModelInfo
 from specula.core.hardware import fit, offload
 from specula.core.hardware.system import GGMLDevice, list_devices, plan_offload
+from specula.core.library.load_defaults import defaults_for, save_defaults
 from specula.core.pairing.badges import human_size
 from specula.core.settings import Settings
 from specula.gui.context import AppContext
@@ -233,29 +235,61 @@ def apply_choice(settings: Settings, choice: LoadChoice) -> None:
     settings.n_gpu_layers_draft = choice.draft_layers
 
 
+def initial_choice(settings: Settings, model_path: str = "", running_n_ctx: int = 0) -> LoadChoice:
+    """What the chat's gear shows: for the loaded model, the context it runs with and its
+    own GPU layers (else the global ones); with no model, the global defaults."""
+    if not model_path:
+        return LoadChoice(settings.n_ctx, settings.n_gpu_layers_target,
+                          settings.n_gpu_layers_draft)
+    d = defaults_for(model_path)
+    layers = d.gpu_layers if d.gpu_layers is not None else settings.n_gpu_layers_target
+    return LoadChoice(running_n_ctx or d.n_ctx or settings.n_ctx, layers,
+                      settings.n_gpu_layers_draft)
+
+
+def save_choice(settings: Settings, choice: LoadChoice, model_path: str = "") -> None:
+    """The user's choice wins: for a loaded model its context and GPU layers become that
+    model's own load defaults (LM Studio keeps load settings per model), which the next
+    load applies over the global ones; the draft's layers, and everything when no model is
+    loaded, go to the global settings. The caller saves the settings."""
+    if not model_path:
+        apply_choice(settings, choice)
+        return
+    d = defaults_for(model_path)
+    save_defaults(model_path, replace(d, n_ctx=choice.n_ctx, gpu_layers=choice.target_layers))
+    settings.n_gpu_layers_draft = choice.draft_layers
+
+
 class LoadOptionsDialog(QDialog):
     """:class:`LoadOptions` in a dialog, for a gear button next to a model picker.
 
-    ``LoadOptionsDialog(ctx, target_info, draft_info, parent).exec()`` shows the
-    saved options for these models; OK saves them (they apply at the next load).
+    ``LoadOptionsDialog(ctx, target_info, draft_info, parent, model_path).exec()`` shows
+    the options ``model_path`` (the loaded target) runs with, and OK saves them as its
+    own; without ``model_path`` it shows and saves the global defaults (they apply at the
+    next load).
     """
 
     def __init__(self, ctx: AppContext, target: ModelInfo | None = None,
-                 draft: ModelInfo | None = None, parent: QWidget | None = None) -> None:
+                 draft: ModelInfo | None = None, parent: QWidget | None = None,
+                 model_path: str = "") -> None:
         super().__init__(parent)
         self.ctx = ctx
+        self.model_path = model_path
         self.setWindowTitle("Load options")
-        s = ctx.settings
+        c = initial_choice(ctx.settings, model_path, ctx.engine.n_ctx if model_path else 0)
         lay = QVBoxLayout(self)
-        self.options = LoadOptions(s.n_ctx, s.n_gpu_layers_target, s.n_gpu_layers_draft,
+        self.options = LoadOptions(c.n_ctx, c.target_layers, c.draft_layers,
                                    target, draft, parent=self)
         lay.addWidget(self.options)
-        note = QLabel("They apply when a model is next loaded.")
+        note = QLabel(f"Saved as {Path(model_path).name}'s own load settings; it is loaded "
+                      "again with them." if model_path else
+                      "They apply when a model is next loaded.")
         note.setObjectName("Muted")
+        note.setWordWrap(True)
         lay.addWidget(note)
         lay.addWidget(accept_cancel(self))
 
     def accept(self) -> None:
-        apply_choice(self.ctx.settings, self.options.choice())
+        save_choice(self.ctx.settings, self.options.choice(), self.model_path)
         self.ctx.save_settings()
         super().accept()

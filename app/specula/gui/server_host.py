@@ -52,8 +52,11 @@ class GuiServerHost:
         if c.target_info is not None:
             target = self._paths.get("target", c.target_info.source)
             draft = Path(self._paths.get("draft", c.draft_info.source)).stem if c.draft_info else None
-            served = ServedModel(Path(target).stem, target, draft, self._n_ctx, c.backend or "CPU",
-                                 aliases=aliases_for(target, c.target_info), mtp_layers=c.mtp_layers)
+            # The context the engine runs the target with (its own default, capped by
+            # its training length), the length requests are refused at.
+            served = ServedModel(Path(target).stem, target, draft, c.n_ctx or self._n_ctx,
+                                 c.backend or "CPU", aliases=aliases_for(target, c.target_info),
+                                 mtp_layers=c.mtp_layers)
         with self._lock:
             self._served = served
 

@@ -99,7 +99,7 @@ def test_delete_edit_and_branch_any_message(loaded, qtbot):  # type: ignore[no-u
     source = page.conversation_id
     msgs = page.transcript.messages
     menu = [a.text() for a in page.actions.menu_for(msgs[2]).actions() if a.text()]
-    assert menu == ["Copy", "Edit and resend", "Edit text…", "Delete", "Branch from here"]
+    assert menu == ["Copy", "Edit and resend", "Edit text…", "Delete…", "Branch from here"]
     page.actions.delete(msgs[1])  # the first reply
     stored = page.ctx.store.messages(source)
     assert [m.content for m in stored][:2] == ["one", "two"] and len(stored) == 3

@@ -9,6 +9,7 @@ from PySide6.QtGui import QWheelEvent
 from PySide6.QtWidgets import QApplication, QDialog
 
 from specula.core.chat_session import ChatSession
+from specula.core.library.load_defaults import defaults_for
 from specula.core.settings import Settings
 from specula.gui import theme
 from tests.gui.conftest import close_window
@@ -218,5 +219,6 @@ def test_load_gear_saves_the_options_and_reloads_both_models(  # type: ignore[no
     with qtbot.waitSignal(w.ctx.engine.draft_loaded, timeout=60000):
         w.chat.model_bar.load_gear.click()
     assert loads == ["target", "draft"]
-    assert Settings.load().n_ctx == 2048 and w.ctx.engine_options().n_ctx == 2048
+    # the loaded target's own load setting now (issue 45, item 3), which it runs with
+    assert defaults_for(tiny["target"]).n_ctx == 2048 and w.ctx.engine.n_ctx == 2048
     assert w.chat.model_bar.speculating

@@ -95,3 +95,18 @@ def save_defaults(model_path: str | Path, defaults: LoadDefaults, path: Path | N
     else:
         models[key] = {k: v for k, v in asdict(defaults).items() if v is not None}
     files.atomic_write_json(path, {"version": 1, "models": models}, indent=2)
+
+
+def context_words(model_path: str | Path, global_n_ctx: int, trained: int | None,
+                  running: int = 0, path: Path | None = None) -> str:
+    """The context length a model loads with, in the words My Models shows: the one it
+    runs with while loaded, else its own default or the global one, capped as the engine
+    caps it (by the training length)."""
+    if running:
+        return f"{running:,} tokens (loaded now)"
+    own = defaults_for(model_path, path).n_ctx
+    n = own if own is not None else global_n_ctx
+    if trained and trained < n:
+        n = trained
+    whose = "its own default" if own is not None else "the global default"
+    return f"{n:,} tokens ({whose})"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QPushButton, QToolButton, QWidget
 
 from specula.core.chat.attachments import (
@@ -19,6 +19,9 @@ from specula.core.chat.attachments import (
     AttachmentError,
     read_attachment,
 )
+
+CHIP_WIDTH = 220  # the most a chip's text takes (px)
+CHIP_MIN = 48  # what a chip keeps when the row is short of room (px)
 
 
 def chip_text(a: Attachment, tokens: int | None) -> str:
@@ -92,8 +95,12 @@ class AttachBar(QWidget):
         for i, text in enumerate(self.chips()):
             chip = QToolButton(self)
             chip.setObjectName("AttachmentChip")
-            chip.setText(f"{text}  ✕")
-            chip.setToolTip("Remove this attachment")
+            # A long file name is elided and the chips share the row: attaching never
+            # makes the window wider (the whole name is the tooltip).
+            shown = chip.fontMetrics().elidedText(text, Qt.TextElideMode.ElideMiddle, CHIP_WIDTH)
+            chip.setText(f"{shown}  ✕")
+            chip.setToolTip(f"{text}\nRemove this attachment")
+            chip.setMinimumWidth(CHIP_MIN)  # its own width when there is room, less if not
             chip.clicked.connect(lambda _c=False, i=i: self.remove(i))
             self._lay.insertWidget(1 + i, chip)
             self._chips.append(chip)

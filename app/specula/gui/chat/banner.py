@@ -55,11 +55,14 @@ class Banner(QFrame):
         buttons.addStretch(1)
         outer.addLayout(buttons)
         self.sentences: list[str] = []
+        self.topic = ""  # what the shown message is about, for whoever clears it
         self.hide()
 
     def show_message(self, title: str, sentences: list[str], details: str = "",
-                     kind: str = "error") -> None:
+                     kind: str = "error", topic: str = "") -> None:
+        """Show a message; ``topic`` names it for :meth:`clear` (a later success clears it)."""
         self.sentences = list(sentences)
+        self.topic = topic
         self.title.setText(title)
         items = "".join(f"<li>{html.escape(s)}</li>" for s in sentences)
         self.body.setText(f"<ul style='margin:0; -qt-list-indent:1'>{items}</ul>" if items else "")
@@ -73,6 +76,11 @@ class Banner(QFrame):
         self.style().unpolish(self)
         self.style().polish(self)
         self.show()
+
+    def clear(self, topic: str) -> None:
+        """Hide the banner if it still shows a message about ``topic``."""
+        if topic and not self.isHidden() and self.topic == topic:
+            self.hide()
 
     def dismiss(self) -> None:
         self.hide()

@@ -1,6 +1,7 @@
 """The chat page's middle column, laid out: banner, transcript (or the empty state),
-tools (token colours, export, panel toggle), the colours' legend, the edit note, attachments, the
-composer with Send and Stop, and the context bar.
+tools (token colours, export, panel toggle), the colours' legend, the edit note, "Generate
+reply" (while the chat ends in a user message), attachments, the composer with Send and Stop,
+and the context bar.
 
 It only builds and holds the widgets; :class:`specula.gui.chat.page.ChatPage`
 connects them to the send / regenerate / continue flow.
@@ -56,6 +57,11 @@ class ChatColumn(QWidget):
         self.edit_banner.setWordWrap(True)
         self.edit_banner.hide()
         bottom.addWidget(self.edit_banner)
+        self.generate_button = QPushButton("Generate reply", self)
+        self.generate_button.setToolTip("The chat ends in your message: ask the model for a "
+                                        "reply to it (or press Enter in the empty box)")
+        self.generate_button.hide()  # shown while the chat ends in a user message
+        bottom.addWidget(self.generate_button, 0, Qt.AlignmentFlag.AlignLeft)
         self.attach_bar = AttachBar(count_text, self)
         bottom.addWidget(self.attach_bar)
         bottom.addLayout(self._composer_row())

@@ -10,6 +10,8 @@ from PySide6.QtWidgets import QPlainTextEdit, QWidget
 class Composer(QPlainTextEdit):
     submitted = Signal(str)
     """Enter was pressed with this (non-empty, stripped) text."""
+    empty_submitted = Signal()
+    """Enter was pressed on an empty composer (the page may generate a reply)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -24,6 +26,8 @@ class Composer(QPlainTextEdit):
             text = self.toPlainText().strip()
             if text:
                 self.submitted.emit(text)
+            else:
+                self.empty_submitted.emit()
             event.accept()
             return
         super().keyPressEvent(event)

@@ -64,7 +64,11 @@ class ChatContext:
         cid = self.page.conversation_id
         if cid is not None:
             # A new policy starts from the whole conversation again.
-            self.page.ctx.store.update_chat_settings(cid, overflow=policy.value, left_out=None)
+            self.page.ctx.store.update_chat_settings(cid, overflow=policy.value, left_out=None,
+                                                     start=None)
+        # ... and so does the note: nothing is left out until a reply under it leaves
+        # something out (never, under "stop at the limit").
+        self.show_left_out(0, 0)
         self.changed()
 
     def opened(self) -> None:

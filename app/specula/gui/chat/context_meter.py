@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QWidget
 
 from specula.core.chat.overflow import (
@@ -29,6 +29,7 @@ from specula.core.chat.overflow import (
 )
 from specula.core.gguf.model_info import ModelInfo
 from specula.core.prompt_counter import PromptCounter
+from specula.gui.elided import ElidedLabel
 from specula.gui.engine_client import EngineClient
 from specula.gui.tasks import Task, TaskContext, TaskError, start_task
 
@@ -111,16 +112,17 @@ class ContextBar(QWidget):
         super().__init__(parent)
         lay = QHBoxLayout(self)
         lay.setContentsMargins(0, 2, 0, 0)
-        self.tokens = QLabel("")
+        # Both elide (the whole text in the tooltip): the largest counts and a long note
+        # never make the chat column, and so the window, wider.
+        self.tokens = ElidedLabel("", self, Qt.TextElideMode.ElideRight,
+                                  tip="Prompt tokens of this conversation as it would be sent, "
+                                      "+ the message being typed, / the context length")
         self.tokens.setObjectName("Muted")
-        self.tokens.setToolTip("Prompt tokens of this conversation as it would be sent, "
-                               "+ the message being typed, / the context length")
-        lay.addWidget(self.tokens)
-        self.left_out = QLabel("")
+        lay.addWidget(self.tokens, 2)
+        self.left_out = ElidedLabel("", self, Qt.TextElideMode.ElideRight)
         self.left_out.setObjectName("LeftOutNote")
         self.left_out.hide()
-        lay.addWidget(self.left_out)
-        lay.addStretch(1)
+        lay.addWidget(self.left_out, 3)
         lay.addWidget(QLabel("When full:"))
         self.policy = QComboBox(self)
         for p in OverflowPolicy:

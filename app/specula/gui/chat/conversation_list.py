@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from specula.core.chat.conversations import ConversationStore
+from specula.gui.confirm import ask_yes_no
 
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
 FOLDER_ROLE = Qt.ItemDataRole.UserRole + 2
@@ -100,6 +101,7 @@ class ConversationList(QFrame):
         self.folder_button.clicked.connect(lambda: self.new_folder())
         lay.addWidget(self.folder_button)
         self.current_id = -1
+        self.confirm = ask_yes_no  # asked before a chat is deleted (tests answer it)
         self.reload()
 
     def reload(self) -> None:
@@ -187,7 +189,7 @@ class ConversationList(QFrame):
         move.addSeparator()
         move.addAction("New folder…", lambda: self._move_to_new(cid))
         menu.addSeparator()
-        menu.addAction("Delete", lambda: self.delete(cid))
+        menu.addAction("Delete…", lambda: self.ask_delete(cid))
         return menu
 
     def folder_menu(self, item: QListWidgetItem) -> QMenu:
@@ -249,6 +251,15 @@ class ConversationList(QFrame):
         self.store.delete_folder(folder_id)
         self.folded.discard(folder_id)
         self.reload()
+
+    def ask_delete(self, conversation_id: int) -> bool:
+        """Delete the chat once the user confirms (it cannot be brought back)."""
+        chat = self.store.get(conversation_id)
+        title = chat.title if chat is not None else "this chat"
+        if not self.confirm(self, "Delete chat", f"Delete “{title}” and all its messages?"):
+            return False
+        self.delete(conversation_id)
+        return True
 
     def delete(self, conversation_id: int) -> None:
         self.store.delete(conversation_id)

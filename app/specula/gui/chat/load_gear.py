@@ -4,7 +4,9 @@ It opens the shared load options (:class:`specula.gui.load_options.LoadOptionsDi
 the same widget as on the Settings page). Options only take effect when a
 model is loaded, so when a target is loaded and the user presses OK, the
 target (and the draft) are loaded again with them, as LM Studio reloads a
-model whose load settings changed.
+model whose load settings changed. With a target loaded, the dialog shows the
+context it runs with and saves the choice as that model's own load defaults
+(the ones My Models' "Load defaults" edits), so one value is shown everywhere.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ class LoadGear(QToolButton):
 
     def open_dialog(self) -> int:
         e = self.ctx.engine
-        self.dialog = LoadOptionsDialog(self.ctx, e.target_info, e.draft_info, self)
+        self.dialog = LoadOptionsDialog(self.ctx, e.target_info, e.draft_info, self,
+                                        e.target_info.source if e.target_info else "")
         result = self.dialog.exec()
         if result == QDialog.DialogCode.Accepted and e.has_target:
             self._reload()

@@ -4,7 +4,8 @@
   replaces it and everything after it (the page's edit flow).
 * Edit text… (any message): the stored text changes in place; nothing is
   generated again (a reply's token colours no longer apply and are dropped).
-* Delete: that message only; the ones after it stay.
+* Delete…: that message only, once confirmed; the ones after it stay. A chat
+  left ending in the user's message offers "Generate reply" (the page).
 * Branch from here: a new chat holding the messages up to this one, with the
   chat's settings; it opens.
 
@@ -25,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from specula.gui.chat.message import MessageWidget
+from specula.gui.confirm import ask_yes_no
 from specula.gui.dialog_buttons import Button, accept_cancel
 
 if TYPE_CHECKING:
@@ -50,6 +52,7 @@ class MessageActions:
     def __init__(self, page: ChatPage) -> None:
         self.page = page
         self.last_menu: QMenu | None = None
+        self.confirm = ask_yes_no  # asked before a message is deleted (tests answer it)
         page.transcript.menu_requested.connect(self.show_menu)
 
     def menu_for(self, widget: MessageWidget) -> QMenu:
@@ -63,7 +66,7 @@ class MessageActions:
             a.setEnabled(idle)
         a = menu.addAction("Edit text…", lambda: self.edit_text(widget))
         a.setEnabled(idle and stored)
-        a = menu.addAction("Delete", lambda: self.delete(widget))
+        a = menu.addAction("Delete…", lambda: self.ask_delete(widget))
         a.setEnabled(idle and stored)
         menu.addSeparator()
         a = menu.addAction("Branch from here", lambda: self.branch(widget))
@@ -92,6 +95,15 @@ class MessageActions:
         old.content, old.meta = text, meta
         page._show_stored(widget, old, last=widget is page.transcript.messages[-1])
         page.context_changed()
+
+    def ask_delete(self, widget: MessageWidget) -> bool:
+        """Delete the message once the user confirms (it cannot be brought back)."""
+        what = "your message" if widget.role == "user" else "this reply"
+        if not self.confirm(self.page, "Delete message",
+                            f"Delete {what}? The messages after it stay."):
+            return False
+        self.delete(widget)
+        return True
 
     def delete(self, widget: MessageWidget) -> None:
         page = self.page

@@ -38,6 +38,17 @@ from specula.gui.server_chip import ServerChip
 from specula.gui.tasks import start_task
 
 
+def failure_words(message: str, path: str, kept: bool) -> tuple[str, list[str], str]:
+    """A failed load for the banner: the file's name in the title, the reason as the
+    sentence (the path it starts with left to the details), whether the models in use are
+    still loaded (``kept``), the whole message as details."""
+    name = Path(path).name if path else ""
+    reason = message[len(path) + 2:] if path and message.startswith(f"{path}: ") else message
+    still = ["The models in use stay loaded."] if kept else []
+    return (f"Could not load {name}" if name else "Could not load the model",
+            [reason, *still], message)
+
+
 class ModelBar(QFrame):
     draft_switch_toggled = Signal(bool)
     """The draft on/off switch changed; takes effect on the next reply."""
@@ -70,11 +81,11 @@ class ModelBar(QFrame):
         self.targets = TargetPicker(ctx, self.reload_models, self._dialog_folder, self)
         self.targets.chosen.connect(self.choose_target)
         self.targets.eject_requested.connect(self.eject)
-        row.addWidget(self.targets, 1)
+        row.addWidget(self.targets, 3)  # its box shares the picker with three buttons
         row.addSpacing(8)
         self.drafts = DraftPicker(self._dialog_folder, self)
         self.drafts.chosen.connect(self._on_draft_chosen)
-        row.addWidget(self.drafts, 1)
+        row.addWidget(self.drafts, 2)  # with one: so both names get alike room
         row.addSpacing(6)
         # The parts tests and tools reach for by name.
         self.target_combo, self.target_eject = self.targets.combo, self.targets.eject
@@ -381,10 +392,11 @@ class ModelBar(QFrame):
         self._refusal = report
 
     def _on_failed(self, kind: str, message: str) -> None:
+        path = self._loading_target if kind == "target" else self._wanted_draft
         self._done_loading()
         self._keep_loaded(kind)
         self._update_status()
-        self._show_error(message)
+        self._show_error(message, path)
 
     def _on_cancelled(self, kind: str) -> None:
         self._done_loading()
@@ -421,14 +433,14 @@ class ModelBar(QFrame):
             e.is_loading("draft") or e.is_loading("target")) and (
             e.draft_info is None or e.draft_info.source != self._wanted_draft)
 
-    def _show_error(self, message: str) -> None:
+    def _show_error(self, message: str, path: str = "") -> None:
         report, self._refusal = self._refusal, None
         if report is not None:
             title = f"{Path(report.draft).name} cannot serve as a draft for {Path(report.target).name}"
             sentences = [*compat_sentences.refusal_sentences(report), compat_sentences.ADVICE]
             self.problem.emit(title, sentences, compat_sentences.details(report))
         else:
-            self.problem.emit("Could not load the model", [message], "")
+            self.problem.emit(*failure_words(message, path, self.client.has_target))
 
     def _update_status(self) -> None:
         e = self.client

@@ -39,6 +39,7 @@ from specula.gui.chat.reply_notes import (
     SAME_TEXT_SENTENCES,
     SAME_TEXT_TITLE,
     can_continue,
+    needs_reply,
     same_as_earlier,
 )
 from specula.gui.chat.side_column import SideColumn
@@ -46,6 +47,8 @@ from specula.gui.context import AppContext
 from specula.gui.engine_worker import ReplyBatch, ReplyHandle
 from specula.gui.errors import show_error
 from specula.gui.stats.footer import footer_text
+
+REFUSED = "refused"  # the banner's topic for a reply the context refused
 
 
 class ChatPage(QWidget):
@@ -76,7 +79,9 @@ class ChatPage(QWidget):
             self.set_side_panel(False)
 
         self.load_defaults = LoadDefaultsHook(ctx, self._set_mode, self)
-        self.meter = ContextMeter(self.client, lambda: self.load_defaults.n_ctx, self)
+        # The context the target runs with, as the engine reports it at load.
+        self.meter = ContextMeter(self.client, lambda: self.client.n_ctx or self.load_defaults.n_ctx,
+                                  self)
         self.context = ChatContext(self, self.meter, self.context_bar)
         self.actions = MessageActions(self)
         self.side.presets.picked.connect(self._preset_picked)
@@ -142,6 +147,9 @@ class ChatPage(QWidget):
             "The file was not attached", [why], kind="info"))
         self.attach_bar.changed.connect(lambda: self.context.show())
         self.composer.submitted.connect(self.send)
+        self.composer.empty_submitted.connect(self.generate_reply)
+        self.generate_button = col.generate_button
+        self.generate_button.clicked.connect(self.generate_reply)
         self.send_button.clicked.connect(lambda: self.send(self.composer.toPlainText().strip()))
         self.stop_button.clicked.connect(self.stop)
         return col
@@ -184,6 +192,12 @@ class ChatPage(QWidget):
         showing = self.transcript if self.transcript.messages else self.empty
         self.centre_stack.setCurrentWidget(showing)
         self.export_button.set_conversation(self.conversation_id)
+        self._update_generate()
+
+    def _update_generate(self) -> None:
+        """"Generate reply" while the chat ends in the user's message and nothing runs."""
+        roles = [m.role for m in self.transcript.messages]
+        self.generate_button.setVisible(needs_reply(roles, self.client.busy))
 
     def _sync_lookup(self) -> None:
         self.model_bar.set_lookup_mode(self.settings_panel.lookup_mode)
@@ -255,6 +269,7 @@ class ChatPage(QWidget):
             store.truncate(self.conversation_id, self.editing.position)
             self.transcript.remove_from(self.editing)
         self._cancel_edit()
+        created = self.conversation_id is None
         if self.conversation_id is None:
             self.conversation_id = store.create(title_from(text)).id
             store.update_chat_settings(
@@ -270,11 +285,43 @@ class ChatPage(QWidget):
         self._update_empty()
         self.conversations.set_current(self.conversation_id)
         self.composer.clear()
+        if not self._start_reply():  # refused: the message is not kept, its text comes back
+            self._take_back(widget, msg.position, text, attached, created)
+
+    def _take_back(self, widget: MessageWidget, position: int, text: str,
+                   attached: list[Any], created: bool) -> None:
+        """A message whose reply was refused (the chat does not fit under "stop at the
+        limit") is not left unanswered in the chat: it is removed, and its text and files go
+        back to the composer to be shortened or sent elsewhere."""
+        cid = self.conversation_id
+        if cid is not None:
+            self.ctx.store.truncate(cid, position)
+            if created:
+                self.ctx.store.delete(cid)
+                self.conversation_id = None
+        self.transcript.remove_from(widget)
+        self.conversations.set_current(self.conversation_id or -1)
+        self.composer.setPlainText(text)
+        for a in attached:
+            self.attach_bar.pending.append(a)
+        self.attach_bar.recount()
+        self.context.changed()
+        self._update_empty()
+
+    def generate_reply(self) -> None:
+        """Reply to the user's message that ends the chat (after its reply was deleted)."""
+        if not needs_reply([m.role for m in self.transcript.messages], self.client.busy):
+            return
+        if not self.client.has_target:
+            self.banner.show_message("No model loaded", [
+                "Load a target model first: Open… at the top, My Models or Discover."], kind="info")
+            return
         self._start_reply()
 
     def _start_reply(self, earlier: list[dict[str, Any]] | None = None,
-                     continuing: Message | None = None) -> None:
-        """Ask for a reply; ``earlier`` versions are kept with it; ``continuing`` goes on."""
+                     continuing: Message | None = None) -> bool:
+        """Ask for a reply; ``earlier`` versions are kept with it; ``continuing`` goes on.
+        False: refused (the conversation does not fit the context), the banner says why."""
         system = self.settings_panel.system_prompt.toPlainText().strip()
         history = self.transcript.messages
         if continuing is not None:
@@ -286,8 +333,9 @@ class ChatPage(QWidget):
                 messages = self.context.messages_for_reply(
                     messages, self.settings_panel.max_tokens.value())
             except ContextFull as exc:
-                self.banner.show_message("The conversation does not fit the context", [str(exc)])
-                return
+                self.banner.show_message("The conversation does not fit the context", [str(exc)],
+                                         topic=REFUSED)
+                return False
         spec = self.settings_panel.spec_config(self.model_bar.speculating)
         if continuing is None:
             self.reply_widget = self.transcript.add_message("assistant")
@@ -302,6 +350,8 @@ class ChatPage(QWidget):
         reply.finished.connect(self._on_finished)
         reply.failed.connect(self._on_failed)
         self.reply = reply
+        self._update_generate()
+        return True
 
     def _on_batch(self, batch: ReplyBatch) -> None:
         if self.reply_widget is not None:
@@ -311,6 +361,7 @@ class ChatPage(QWidget):
     def _on_finished(self, done: Done) -> None:
         widget, self.reply, self.reply_widget = self.reply_widget, None, None
         old = self._continuing
+        self.banner.clear(REFUSED)  # a reply went through: the refusal no longer applies
         verdict = done.verdict
         held_back = verdict is not None and verdict.held_back
         stopped = verdict is not None and verdict.stopped
@@ -437,6 +488,7 @@ class ChatPage(QWidget):
         self.send_button.setEnabled(not busy)
         self.stop_button.setEnabled(busy)
         self.transcript.set_actions_enabled(not busy)
+        self._update_generate()
 
     def _colour_mode(self, mode: str) -> None:
         self.ctx.settings.token_colours = mode

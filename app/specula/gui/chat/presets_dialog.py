@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 from specula.core.chat import presets
 from specula.core.chat.presets import Preset, PresetError
 from specula.gui.chat.settings_panel import SettingsPanel
+from specula.gui.confirm import ask_yes_no
 from specula.gui.errors import show_error
 from specula.gui.tasks import Task, start_task
 
@@ -138,6 +139,7 @@ class PresetsDialog(QDialog):
     def __init__(self, panel: SettingsPanel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.panel = panel
+        self.confirm = ask_yes_no  # asked before a preset is deleted (tests answer it)
         self.setWindowTitle("Presets")
         self.resize(520, 380)
         lay = QVBoxLayout(self)
@@ -149,7 +151,7 @@ class PresetsDialog(QDialog):
         self.about.setObjectName("Muted")
         lay.addWidget(self.about)
         row = QHBoxLayout()
-        for label, slot in (("Save current as…", self.save_current), ("Delete", self.delete),
+        for label, slot in (("Save current as…", self.save_current), ("Delete…", self.delete),
                             ("Import…", self.import_file), ("Export…", self.export_file)):
             b = QPushButton(label, self)
             b.clicked.connect(slot)
@@ -186,7 +188,8 @@ class PresetsDialog(QDialog):
 
     def delete(self) -> None:
         p = self.selected()
-        if p is not None and not p.shipped:
+        if p is not None and not p.shipped and self.confirm(
+                self, "Delete preset", f"Delete the preset “{p.name}”?"):
             presets.delete(p.name)
             self.reload()
 

@@ -29,3 +29,9 @@ def can_continue(stop_reason: str, has_token_ids: bool) -> bool:
 def same_as_earlier(text: str, earlier: Sequence[dict[str, Any]], greedy: bool) -> bool:
     """A greedy regeneration that repeated an earlier version word for word."""
     return greedy and any(str(v.get("content", "")) == text for v in earlier)
+
+
+def needs_reply(roles: Sequence[str], busy: bool) -> bool:
+    """A chat that ends in the user's message with no reply in flight (a reply deleted, a
+    reply that failed): "Generate reply" is offered, and Enter on an empty composer asks."""
+    return not busy and bool(roles) and roles[-1] == "user"

@@ -15,12 +15,13 @@ here (re-checked in N replies)", a count down to the reply that re-checks) and
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QCheckBox, QPushButton, QWidget
+from PySide6.QtWidgets import QPushButton, QWidget
 
 from specula.core.engine.verdict import PolicyVerdict
+from specula.gui.elided import ElidedCheckBox
 
 
-class SpecSwitch(QCheckBox):
+class SpecSwitch(ElidedCheckBox):
     switched = Signal(bool)
     """The user turned speculation on or off (takes effect on the next reply)."""
     pause_shown = Signal(object)
@@ -28,7 +29,9 @@ class SpecSwitch(QCheckBox):
     shows (a PolicyVerdict), or None. The live statistics say the same."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
+        # The pause's words elide past "Speculative: on" (the whole sentence is the
+        # tooltip): a long verdict never makes the window wider than the screen.
+        super().__init__("Speculative: on", "Speculative: on · paused", parent)
         self.setObjectName("DraftSwitch")
         self._has_draft = False
         self._lookup = False
@@ -106,9 +109,12 @@ class SpecSwitch(QCheckBox):
         paused = v is not None and v.paused and self.isChecked() and self._has_draft
         if paused and v is not None:
             how += f" · {v.header_text()}"
-        self.setText(("Speculative: on" if self.isChecked() else "Speculative: off") + how)
+        text = ("Speculative: on" if self.isChecked() else "Speculative: off") + how
+        self.setText(text)
         tip = "Draft on/off: takes effect on the next reply, nothing is reloaded"
-        self.setToolTip(f"{v.tooltip()}\n{tip}" if paused and v is not None else tip)
+        self.setToolTip(f"{text}\n{v.tooltip()}\n{tip}" if paused and v is not None else
+                        f"{text}\n{tip}" if how else tip)
+        self.updateGeometry()
 
     def _on_toggled(self, on: bool) -> None:
         self._off_by_user = not on

@@ -37,6 +37,7 @@ from specula.core.library.labels import label_for
 from specula.gui.compare.column import Column
 from specula.gui.compare.options import CompareOptions
 from specula.gui.context import AppContext
+from specula.gui.elided import ElidedLabel
 from specula.gui.engine_worker import ReplyHandle
 from specula.gui.errors import show_error
 from specula.gui.page_header import page_layout
@@ -73,7 +74,7 @@ class ComparePage(QWidget):
         self._sampling = SamplingParams()
         lay, _head = page_layout(self, "Compare: the same prompt with the draft off and on",
                                  title_role="PanelTitle")
-        self.models = QLabel("")
+        self.models = ElidedLabel("", self)  # long names never widen the window
         self.models.setObjectName("Muted")
         lay.addWidget(self.models)
         row = QHBoxLayout()
@@ -144,7 +145,8 @@ class ComparePage(QWidget):
         d = label_for(e.draft_info.source, e.draft_info).text if e.draft_info else \
             "built-in MTP" if e.has_builtin_draft else "none"
         self.models.setText(f"Target: {t}    Draft: {d}")
-        self.models.setToolTip(f"Target: {e.target_info.source if e.target_info else '-'}\n"
+        self.models.setToolTip(f"Target: {t}    Draft: {d}\n\n"
+                               f"Target: {e.target_info.source if e.target_info else '-'}\n"
                                f"Draft: {e.draft_info.source if e.draft_info else '-'}")
         running = self._running or self.reply is not None
         why = self.readiness()

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from specula.core.library.load_defaults import context_words
 from specula.core.library.scan import LocalModel
 from specula.core.pairing.badges import human_size, plural
 from specula.gui.context import AppContext
@@ -90,6 +91,7 @@ class LibraryPage(QWidget):
 
         self.details = ModelDetails(self)
         self.details.target = ctx.engine.target_info
+        self.details.loads_with = self._loads_with
         ctx.engine.target_loaded.connect(lambda info: self.details.set_target(info))
         self.details.load_requested.connect(self._load)
         self.details.remove_requested.connect(self.remove)
@@ -145,6 +147,14 @@ class LibraryPage(QWidget):
                                 self.table_model.models)
 
     # -- actions -------------------------------------------------------------------------
+    def _loads_with(self, model: LocalModel) -> str:
+        """The context ``model`` loads with: the engine's while it is the loaded target."""
+        e = self.ctx.engine
+        running = e.n_ctx if e.target_info is not None and \
+            e.target_info.source == str(model.path) else 0
+        trained = model.info.context_length if model.info is not None else None
+        return context_words(model.path, self.ctx.settings.n_ctx, trained, running)
+
     def _load(self, kind: str, path: str) -> None:
         self.ctx.load_requested.emit(kind, path)
         self.ctx.page_requested.emit("chat")

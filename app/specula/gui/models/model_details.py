@@ -9,6 +9,7 @@ when it cannot). A newer selection cancels the older one's result.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QListWidgetItem,
     QPushButton,
+    QScrollArea,
     QVBoxLayout,
     QWidget,
 )
@@ -36,8 +38,8 @@ from specula.gui.tasks import Task, TaskContext, TaskError, start_task
 PATH_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
-def metadata_html(m: LocalModel) -> str:
-    """The full metadata as a two-column table."""
+def metadata_html(m: LocalModel, loads_with: str = "") -> str:
+    """The full metadata as a two-column table; ``loads_with``: the context it loads with."""
     info = m.info
     rows: list[tuple[str, str]] = [("File", str(m.path)), ("Size", human_size(m.size))]
     if len(m.parts) > 1:
@@ -53,6 +55,7 @@ def metadata_html(m: LocalModel) -> str:
              if info.parameter_count else "?"),
             ("Quantization", info.quantization or "?"),
             ("Context length", f"{info.context_length:,}" if info.context_length else "?"),
+            *([("Loads with", loads_with)] if loads_with else []),
             ("Layers / embedding", f"{info.n_layers} / {info.n_embd}"),
             ("Heads (KV)", f"{info.n_head} ({info.n_head_kv})"),
             ("Tokenizer", tokenizer_text(info)),
@@ -123,6 +126,8 @@ class ModelDetails(QFrame):
         self.library: list[LocalModel] = []
         self.target: ModelInfo | None = None  # the loaded target "Load as draft" is judged against
         self._task: Task | None = None
+        # The context a model loads with, in words (the library page knows the settings).
+        self.loads_with: Callable[[LocalModel], str] = lambda _m: ""
         lay = QVBoxLayout(self)
         lay.setContentsMargins(14, 12, 14, 12)
         self.title = QLabel("Select a model", self)
@@ -156,7 +161,13 @@ class ModelDetails(QFrame):
         self.meta.setTextFormat(Qt.TextFormat.RichText)
         self.meta.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.meta.setWordWrap(True)
-        lay.addWidget(self.meta)
+        # The metadata scrolls: its rows never set the window's height (it fits 700 px).
+        meta_scroll = QScrollArea(self)
+        meta_scroll.setWidgetResizable(True)
+        meta_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        meta_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        meta_scroll.setWidget(self.meta)
+        lay.addWidget(meta_scroll, 2)
         lay.addWidget(caption("PAIRS WITH", self))
         self.pairs_status = muted("", self)
         lay.addWidget(self.pairs_status)
@@ -167,6 +178,7 @@ class ModelDetails(QFrame):
     def _edit_defaults(self) -> None:
         if self.model is not None:
             LoadDefaultsDialog(self.model, self.library, self).exec()
+            self.show_model(self.model)  # the context it loads with may have changed
 
     def show_model(self, model: LocalModel | None, library: list[LocalModel] | None = None) -> None:
         self.model = model
@@ -189,7 +201,7 @@ class ModelDetails(QFrame):
             return
         self.title.setText(clean_name(model.info.display_name) if model.info else model.name)
         self.title.setToolTip(str(model.path))
-        self.meta.setText(metadata_html(model))
+        self.meta.setText(metadata_html(model, self.loads_with(model) if model.info else ""))
         self.pairs_status.setText("Checking which library models pair with it…")
         self.load_draft.setToolTip("")
         if model.info is None:

@@ -139,12 +139,15 @@ class TokenTree:
     def top_path(self) -> list[int]:
         """The draft's own chain through the tree: each level's most likely node (a node's
         first child is its most likely: children are added in order of probability)."""
+        return [self.nodes[i].token for i in self.top_nodes()]
+
+    def top_nodes(self) -> list[int]:
+        """The indices of :meth:`top_path`'s nodes, shallowest first."""
         out: list[int] = []
         kids = self.root_children
         while kids:
-            node = self.nodes[kids[0]]
-            out.append(node.token)
-            kids = node.children
+            out.append(kids[0])
+            kids = self.nodes[kids[0]].children
         return out
 
     def chain_run(self, accepted: Sequence[int]) -> tuple[int, int]:

@@ -22,6 +22,7 @@ from specula.core.engine.native.llama import (
     MemoryKind,
     Model,
 )
+from specula.core.engine.native.load_log import LoadLog
 
 # llama_get_logits_ith returning the address as an int: a view of the row is then made
 # once per address (ctypes' pointer, .contents and from_address cost ~5 us per call right
@@ -72,11 +73,14 @@ class Context(NativeHandle):
             p.ctx_other = ctx_other.ptr
         if model.closed:
             raise LoadError(f"{model.path}: the model is closed")
-        self._ctx = L.llama_init_from_model(model.ptr, p)
+        with LoadLog() as load_log:
+            self._ctx = L.llama_init_from_model(model.ptr, p)
         if not self._ctx:
+            reason = load_log.reason()
             raise LoadError(
-                f"{model.path}: could not create a context of {n_ctx} tokens (not enough memory?)"
-            )
+                f"{model.path}: could not create a context of {n_ctx} tokens: {reason}" if reason
+                else f"{model.path}: could not create a context of {n_ctx} tokens "
+                "(not enough memory?)", reason)
         model._context_opened()
         self.n_ctx: int = int(L.llama_n_ctx(self._ctx))
         # llama.cpp caps n_batch at n_ctx (and n_ubatch at n_batch): read back what it

@@ -361,10 +361,18 @@ class KVCache:
         self.tokens.extend(appended)
         return spent
 
-    def commit_branch(self, seq: int, tokens: Sequence[int]) -> None:
+    def commit_branch(self, seq: int, tokens: Sequence[int], *, in_order: bool = True) -> None:
         """The first ``len(tokens)`` cells of branch ``seq`` after sequence 0's end join
         sequence 0 (the accepted path of a tree); the branch itself is dropped on exit
         of :meth:`branches`.
+
+        ``in_order``: the path's cells directly follow the pending token's, in position
+        order (the tree batch put them first). Otherwise, on attention memory, the path
+        is decoded again as a chain after the pending token (every branch emptied first,
+        so the cells are the next free ones in order): attention sums over cells in cell
+        order, and a cache whose cells are out of position order gives other rounding
+        than plain decoding's, which an MoE router can turn into another expert and
+        another token (docs/engine.md, "Plain's text: what is bitwise the same").
 
         On hybrid memory a branch's recurrent state includes the deeper nodes it holds
         (llama.cpp copies a recurrent state whole, whatever the range), so the path is
@@ -373,11 +381,14 @@ class KVCache:
         if not tokens:
             return
         p0 = len(self.tokens)
-        if not self.exact_cut:
+        if not self.exact_cut or not in_order:
             for s in range(1, self.ctx.n_seq_max):
                 self._empty(s)
             want = [*self.tokens, *tokens]
-            self._rewind(p0 - 1)  # the checkpoint before the tree (the pending token's cell goes)
+            if self.exact_cut:
+                self._drop_from(p0 - 1)  # the pending token's cell too: the chain starts there
+            else:
+                self._rewind(p0 - 1)  # the checkpoint before the tree (the pending token's cell goes)
             self._replay(want)
             return
         p1 = p0 + len(tokens)

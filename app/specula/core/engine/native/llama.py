@@ -25,6 +25,7 @@ import numpy.typing as npt
 from specula.core.cancel import Cancelled
 from specula.core.engine.native.backend import ensure_backend, extra_buffers_safe
 from specula.core.engine.native.handle import NativeHandle
+from specula.core.engine.native.load_log import LoadLog
 
 log = logging.getLogger("specula.engine")
 
@@ -32,8 +33,12 @@ F32 = npt.NDArray[np.float32]
 
 
 class LoadError(RuntimeError):
-    """A model file llama.cpp could not load; the message says which and why."""
+    """A model file llama.cpp could not load; the message says which and why. ``reason``:
+    llama.cpp's own words for it, read from its log ("" when it logged none)."""
 
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class DecodeError(RuntimeError):
@@ -122,15 +127,18 @@ class Model(NativeHandle):
 
         cb = L.llama_progress_callback(_progress)
         params.progress_callback = cb
-        self._model = L.llama_model_load_from_file(str(self.path).encode(), params)
+        with LoadLog() as load_log:
+            self._model = L.llama_model_load_from_file(str(self.path).encode(), params)
         del device_list
         if not self._model:
             if cancelled:
                 raise Cancelled(str(self.path))
+            reason = load_log.reason()
             raise LoadError(
+                f"{self.path}: llama.cpp could not load this model: {reason}" if reason else
                 f"{self.path}: llama.cpp could not load this model "
-                "(unsupported architecture, corrupt or incomplete file, or not enough memory)"
-            )
+                "(unsupported architecture, corrupt or incomplete file, or not enough memory)",
+                reason)
         self.mtp_loaded = load_mtp  # an MTP context over weights without them aborts
         self._vocab = L.llama_model_get_vocab(self._model)
         self.n_vocab: int = L.llama_vocab_n_tokens(self._vocab)

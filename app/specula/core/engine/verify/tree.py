@@ -1,6 +1,8 @@
 """Verifying a token tree: the pending token and every node in one target decode,
 then a walk down the tree by the target's own choices (sample-and-match, or the
 coupled rule, or greedy: exact for any tree), keeping the winning branch's cells.
+The batch puts the draft's own chain first so that an accepted path along it lands in
+position order (plain decoding's arithmetic needs that; docs/engine.md, "Plain's text").
 
 Apart from the generator's loop because it is the one verification that needs
 branch sequences in the KV cache (``KVCache.branches``) and a tree-shaped batch.
@@ -40,6 +42,13 @@ def verify_tree(
     new: list[NewToken] = []
     lps: list[TokenLogprobs | None] = []
     path: list[int] = []
+    # Batch order: the pending token, then the draft's own chain through the tree, then the
+    # other nodes. The cache places a batch's tokens in free cells in batch order, so when
+    # the accepted path is a prefix of that chain its cells follow the pending token's in
+    # position order, as a chain verify's would; any other path is decoded again.
+    lead = tree.top_nodes()
+    order = lead + sorted(set(range(len(tree.nodes))) - set(lead))
+    slot = {node: 1 + i for i, node in enumerate(order)}  # node -> batch index
     with kv.branches(len(leaves)) as seqs:
         leaf_seq = dict(zip(leaves, seqs, strict=True))
         below: list[list[int]] = [[] for _ in tree.nodes]
@@ -49,9 +58,9 @@ def verify_tree(
                 below[i].append(s)
                 i = tree.nodes[i].parent
         batch.fill_tree(
-            [committed[-1]] + [n.token for n in tree.nodes],
-            [n_past] + [n_past + n.depth for n in tree.nodes],
-            [[0, *seqs], *below],
+            [committed[-1]] + [tree.nodes[i].token for i in order],
+            [n_past] + [n_past + tree.nodes[i].depth for i in order],
+            [[0, *seqs], *(below[i] for i in order)],
         )
         verify_s = kv.decode(batch, appended=[committed[-1]])
         cur, out = -1, 0
@@ -71,10 +80,11 @@ def verify_tree(
             if history:
                 history.append(y)
             path.append(child)
-            cur, out = child, child + 1
+            cur, out = child, slot[child]
         if path:
             winner = next(s for leaf, s in leaf_seq.items() if tree.descends(leaf, path[-1]))
-            kv.commit_branch(winner, [tree.nodes[i].token for i in path])
+            kv.commit_branch(winner, [tree.nodes[i].token for i in path],
+                             in_order=path == lead[: len(path)])
     rule = reply.rule
     if rule is sampling.AcceptanceRule.REJECTION:
         rule = sampling.AcceptanceRule.SAMPLE_AND_MATCH
