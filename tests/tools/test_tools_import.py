@@ -17,7 +17,7 @@ import pytest
 
 import specula_tools
 
-TOOLS = sorted(m.name for m in pkgutil.iter_modules(specula_tools.__path__))
+TOOLS = sorted(m.name for m in pkgutil.iter_modules(specula_tools.__path__) if not m.ispkg)
 APP = Path(specula_tools.__file__).resolve().parents[1]
 # the tools run as commands (the rest are libraries the tests and the other tools use)
 COMMANDS = [n for n in TOOLS

@@ -80,7 +80,8 @@ class Machine:
 F16_VERIFY = {1: .119, 2: .192, 3: .189, 4: .208, 5: .220, 6: .246, 7: .265, 8: .333, 9: .356}
 F16 = Machine(verify=lambda n: F16_VERIFY.get(n, .356 + .03 * (n - 9)), draft=0.025,
               catchup_per_token=0.012, prompt=50, prompt_s=0.33)
-F16_TRACES = Path(__file__).resolve().parents[3] / "docs" / "bench" / "adaptive" / "real-traces-f16-code.json"
+_LAB_DATA = Path(__file__).resolve().parents[3] / "docs" / "lab" / "data"
+F16_TRACES = _LAB_DATA / "2026-12-01-adaptive-convergence" / "real-traces-f16-code.json"
 
 
 # The same pair with llama.cpp's weight repacking off (as the peer benchmark runs it,
@@ -94,21 +95,22 @@ F16_NOREPACK_VERIFY = {1: .141, 2: .261, 3: .287, 4: .287, 5: .333, 6: .319, 7: 
 F16_NOREPACK = Machine(
     verify=lambda n: F16_NOREPACK_VERIFY.get(n, .441 + .0385 * (n - 9)),
     draft=0.0356, catchup_per_token=0.0158, prompt=78, prompt_s=0.67)
-UNSEEN_TRACES = F16_TRACES.with_name("real-traces-f16-unseen.json")
+UNSEEN_TRACES = _LAB_DATA / "2026-12-02-peer-repeat3" / "real-traces-f16-unseen.json"
 
 # The Q4_K_M target with the same draft, repacking off, one thread (a compute-bound target:
 # a verify of n tokens costs nearly n single decodes, and a chain pays only above about 0.9
 # acceptance): median verify of n tokens and draft decode from specula_tools.mode_steps
-# --steps on the peer prompts (docs/bench/adaptive/replay_probe_evidence.py). The F16 target
+# --steps on the peer prompts (app/specula_tools/lab/replay_probe_evidence.py). The F16 target
 # here is dequantized from this Q4_K_M file, so the unseen traces stand for its agreement too.
 Q4_VERIFY = {1: .151, 2: .225, 3: .276, 4: .330, 5: .365, 6: .378, 7: .414, 8: .45, 9: .482, 13: .60}
 Q4 = Machine(verify=lambda n: Q4_VERIFY.get(n, .482 + .03 * (n - 9)), draft=0.066,
              catchup_per_token=0.012, prompt=24, prompt_s=0.25)
 
-# The same Q4_K_M pair on a day its draft was dearer (docs/bench/probe-window/
-# probe-steps-q4-recheck.txt): the median verify of n tokens over that run's draft steps
-# (n = 2, 4, 5, 9; linear between and past them), its median plain step, and the draft decode
-# its policy had learnt. No chain could pay there even at 100% acceptance.
+# The same Q4_K_M pair on a day its draft was dearer
+# (docs/lab/data/2026-12-03-probe-window/probe-steps-q4-recheck.txt): the median verify of n
+# tokens over that run's draft steps (n = 2, 4, 5, 9; linear between and past them), its median
+# plain step, and the draft decode its policy had learnt. No chain could pay there even at 100%
+# acceptance.
 _Q4_DEAR_N, _Q4_DEAR_S = [1, 2, 4, 5, 9], [.159, .2335, .480, .496, .838]
 Q4_DEAR_DRAFT = Machine(
     verify=lambda n: float(np.interp(n, _Q4_DEAR_N, _Q4_DEAR_S)) if n <= 9 else .838 + .0855 * (n - 9),
@@ -170,7 +172,7 @@ def step_oracle(m: Machine, ok: list[bool]) -> float:
     """tok/s of a per-step oracle over a trace: it knows where each step's first rejection
     falls and drafts exactly the run that will be accepted (at most 8), or nothing where a
     plain step is faster. Greedy per step, and it always pays the draft's prompt catch-up: a
-    bound on what reading the draft's confidence can gain (docs/bench/adaptive/)."""
+    bound on what reading the draft's confidence can gain (docs/lab/data/2026-12-03-stop-rule-ceiling/)."""
     n, pos, sec, tok = len(ok), 1, m.prompt_s, 0
     while pos < n:
         run = 0

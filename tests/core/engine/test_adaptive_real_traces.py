@@ -3,7 +3,7 @@
 ``adaptive_sim.f16_traces()`` is the real draft's agreement with the real F16 target on the 7
 packaged code prompts (greedy: whether the draft's token equals the target's at each position
 of plain's reply, with the draft's top probability and entropy there), recorded by
-``specula_tools.agreement_trace`` (from ``docs/bench/adaptive/f16-oracle8.json``'s plain replies). Replayed through the simulator with the
+``specula_tools.agreement_trace`` (from ``docs/lab/data/2026-12-01-adaptive-convergence/f16-oracle8.json``'s plain replies). Replayed through the simulator with the
 verify curve the engine's calibration measured for that pair, there is no noise: one figure
 per prompt. The reference is the per-prompt best of the product's ChainPolicy at k = 1..8 on
 the same trace (docs/lab/2026-12-01-adaptive-convergence.md, "The stop rule, replayed on real

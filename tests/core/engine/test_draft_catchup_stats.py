@@ -145,10 +145,10 @@ def test_a_tree_step_s_accepted_path_is_its_own_feed_not_a_catch_up(
 
 
 def test_bench_results_from_before_the_rename_still_read() -> None:
-    """Old files call the catch-up draft_prefill_s (docs/bench/structured/...)."""
+    """Old files call the catch-up draft_prefill_s (docs/lab/data/2026-12-01-structured/...)."""
     import json
 
-    path = REPO / "docs" / "bench" / "structured" / "f16-128-reuse.json"
+    path = REPO / "docs" / "lab" / "data" / "2026-12-01-structured" / "f16-128-reuse.json"
     runs = json.loads(path.read_text("utf-8"))["runs"]
     old = next(r for r in runs if r["draft_prefill_s"] > 0)
     r = RunResult.from_json(old)
