@@ -204,7 +204,7 @@ class ProbeCadence(StopRule):
     def _observe_retime(self, rec: StepRecord) -> None:
         """A re-time's step: its costs are this session's figures; what it accepted is not
         learnt (a draft that read RETIME_WINDOW tokens agrees less than one that read the
-        conversation, docs/bench/probe-window/window-agreement.txt). Where a chain could now
+        conversation, docs/lab/data/2026-12-03-probe-window/window-agreement.txt). Where a chain could now
         pay, the next reply takes the draft up again: it drafts where the pair's rate says
         drafting pays, else it probes (the cadence's count is made due)."""
         self.cost.observe_verify(rec.drafted + 1, rec.verify_s)

@@ -21,7 +21,7 @@ own steps gain (``AdaptivePolicy._stop``): the models said it paid, the steps sa
 not, and the steps are what the user waits for.
 
 The allowance was set on the simulator (docs/lab/2026-12-03-stop-loss.md,
-``docs/bench/adaptive/stop_loss_variants.py``): with 2 plain steps of slack, a new F16
+``specula_tools.lab.stop_loss_variants``): with 2 plain steps of slack, a new F16
 pair's first rejected chain stopped replies that went on to pay, and a GPU-like pair's five
 rejections in a row ended a reply that would have recovered; with 4, the replayed sessions
 are as without the stop-loss and a confidently wrong reply stops after two steps.
