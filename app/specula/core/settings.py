@@ -115,6 +115,8 @@ class Settings:
     extra_model_dirs: list[str] = field(default_factory=list)  # indexed in place, never copied
     server_on: bool = False  # the app's local server runs (restored at start)
     server_port: int = 1234  # its port (the server's DEFAULT_PORT, LM Studio's)
+    compare_linked: bool = True  # Compare follows the chat panel ("Same as Chat")
+    compare_mode: str = ""  # Compare's own mode when not linked ("" = the chat's)
 
     # What load() found, for the app to tell the user; never saved.
     load_notice: str | None = field(default=None, compare=False, repr=False)

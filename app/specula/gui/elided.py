@@ -1,12 +1,17 @@
-"""Widgets that never widen the window for a long name: text elided in the middle.
+"""Widgets that never widen the window for a long name: elided text, the full text a tooltip.
 
 File names of one model family differ at the end (…-q4_k_m.gguf vs …-q8_0.gguf)
-and at the start, so the middle is what can go; the full text is the tooltip.
+and at the start, so in a label the middle is what can go. A picker's entry is
+a clean name with its size and quantization apart ("Qwen2.5 Coder 1.5B
+Instruct  1.5B · Q4_K_M"): there the detail stays whole and the name is cut at
+its end.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Qt
+from collections.abc import Callable
+
+from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QPainter, QPaintEvent
 from PySide6.QtWidgets import (
     QComboBox,
@@ -52,12 +57,31 @@ class ElidedLabel(QLabel):
 DETAIL_ROLE = Qt.ItemDataRole.UserRole + 20  # a short part shown whole after the name
 
 
+NAME_KEPT = "Qwen2"  # the least of a name worth showing (its family), then "…"
+
+
+def shown_with_detail(name: str, detail: str, width: int, advance: Callable[[str], int],
+                      elide: Callable[[str, int], str]) -> str:
+    """A picker's text at ``width`` px: the name cut at its end before the whole detail
+    ("Qwen2.5 Cod…  1.5B · Q4_K_M"); when the detail leaves the name too little room, the
+    size alone ("Qwen2.5 Coder…  1.5B"); at the narrowest, the detail alone. Never a name
+    cut to its first and last letter ("Q…t")."""
+    parts = [p for p in detail.split(" · ") if p]
+    least = advance(NAME_KEPT + "…")
+    for tail in (f"  {detail}", f"  {parts[0]}" if parts else ""):
+        room = width - advance(tail)
+        if tail and room >= min(least, advance(name)):
+            return elide(name, room) + tail
+    return elide(detail, width)
+
+
 class ElidingCombo(QComboBox):
-    """A combo box whose width does not follow its longest item; names elide in the middle.
+    """A combo box whose width does not follow its longest item; names elide at their end
+    (their start says which model), with the whole text as the box's tooltip.
 
     An item may carry a detail (:data:`DETAIL_ROLE`, e.g. "1.5B · Q4_K_M"): the box then
     shows the name elided before it and the detail whole, so two models of one family
-    still look different in a narrow box.
+    still look different in a narrow box (:func:`shown_with_detail`).
     """
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -66,6 +90,21 @@ class ElidingCombo(QComboBox):
         self.setMinimumContentsLength(6)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.view().setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.currentIndexChanged.connect(lambda _i: self.setToolTip(self.tip_text()))
+
+    def tip_text(self) -> str:
+        """The whole current text, and the item's own tooltip (a path) under it."""
+        index = self.currentIndex()
+        if index < 0:
+            return ""
+        own = self.itemData(index, Qt.ItemDataRole.ToolTipRole)
+        text = self.itemText(index)
+        return f"{text}\n{own}" if own and own != text else text
+
+    def event(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.ToolTip:  # the items may have changed since
+            self.setToolTip(self.tip_text())
+        return super().event(event)
 
     def shown_text(self) -> str:
         """The current text as painted (elided to the box's width)."""
@@ -75,18 +114,18 @@ class ElidingCombo(QComboBox):
                                            QStyle.SubControl.SC_ComboBoxEditField, self)
         width = max(rect.width() - 4, 10)
         detail = self.currentData(DETAIL_ROLE) if self.currentIndex() >= 0 else None
+        fm = self.fontMetrics()
+
+        def elide(text: str, room: int) -> str:
+            return fm.elidedText(text, Qt.TextElideMode.ElideRight, max(room, 0))
+
         if detail:
             text = str(opt.currentText)
             tail = f"  {detail}"
             if text.endswith(tail):
                 text = text[: -len(tail)]
-            fm = self.fontMetrics()
-            room = width - fm.horizontalAdvance(tail)
-            if room >= fm.horizontalAdvance("M…M"):
-                return fm.elidedText(text, Qt.TextElideMode.ElideMiddle, room) + tail
-            return fm.elidedText(str(detail), Qt.TextElideMode.ElideRight, width)
-        return self.fontMetrics().elidedText(opt.currentText, Qt.TextElideMode.ElideMiddle,
-                                             width)
+            return shown_with_detail(text, str(detail), width, fm.horizontalAdvance, elide)
+        return elide(str(opt.currentText), width)
 
     def paintEvent(self, event: QPaintEvent) -> None:
         p = QStylePainter(self)

@@ -3,7 +3,8 @@
 Why on the chat page: the server shares the chat's engine, so its requests queue
 with the user's own replies; it used to be visible only on the Settings page.
 The chip reads "Server off" or "Serving :1234 · 3 requests"; clicking it opens a
-small panel with the URL, Start/Stop and the last requests (time, tokens, speed,
+small panel with the URL, Start/Stop and the last requests, every one with its status
+(a refusal with its message; a reply with its tokens, speed,
 draft acceptance, how each ended). Requests use the chat panel's settings for
 the fields they leave out (:meth:`follow`).
 """
@@ -27,15 +28,22 @@ from PySide6.QtWidgets import (
 from specula.core.engine.config import SpecConfig
 from specula.core.engine.sampling.rules import SamplingParams
 from specula.gui.server_host import ServerSwitch
-from specula.server.local import Finished
+from specula.server.app import Answered
 
 LOG_SHOWN = 8
 
 
-def log_line(f: Finished) -> str:
-    """'12:03:14  128 tokens · 41.2 tok/s · 80% of 96 drafted · stop'."""
-    when = time.strftime("%H:%M:%S", time.localtime(f.at))
-    parts = [f"{f.tokens} tokens"]
+def log_line(a: Answered) -> str:
+    """'12:03:14 · POST /v1/chat/completions · 200 · 128 tokens · 41.2 tok/s · 80% of 96
+    drafted · stop'; a refusal: '12:03:15 · POST /v1/chat/completions · 404 · The model …'."""
+    when = time.strftime("%H:%M:%S", time.localtime(a.at))
+    parts = [f"{a.method} {a.path}", str(a.status)]
+    f = a.finished
+    if a.status >= 400 or f is None:
+        if a.message:
+            parts.append(a.message)
+        return f"{when} · " + " · ".join(parts)
+    parts.append(f"{f.tokens} tokens")
     if f.tokens_per_s:
         parts.append(f"{f.tokens_per_s:.1f} tok/s")
     if f.drafted:
@@ -102,7 +110,7 @@ class ServerChip(QToolButton):
         self.panel = ServerLog(server, self)
         self.clicked.connect(self.show_log)
         server.state_changed.connect(self._update)
-        server.request_finished.connect(self._update)
+        server.request_answered.connect(self._update)
         self._update()
 
     def follow(self, settings: Callable[[], tuple[SamplingParams, SpecConfig]],

@@ -20,7 +20,7 @@ from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.settings import Settings
 from specula.gui.engine_client import EngineClient
 from specula.server import DEFAULT_PORT, LocalServer, ServedModel
-from specula.server.local import Finished
+from specula.server.app import Answered
 from specula.server.queue import Job, aliases_for
 
 LOG_SIZE = 50  # requests the chip's log keeps
@@ -68,12 +68,13 @@ class GuiServerHost:
 class ServerSwitch(QObject):
     """Starts and stops the local server for the app (the Settings page's switch and the
     chat page's chip); remembers whether it ran (restored at the next start), keeps a
-    log of the requests it answered, and answers them with the chat's settings."""
+    log of every request it answered (refusals too), and answers them with the chat's settings."""
 
     state_changed = Signal(bool, str)
     """Running or not, and a sentence for the user (the URL, or why it stopped/failed)."""
-    request_finished = Signal(object)
-    """A request was answered (a server.local.Finished); queued to the GUI thread."""
+    request_answered = Signal(object)
+    """A request was answered, whatever its status (a server.app.Answered); queued to the
+    GUI thread."""
 
     def __init__(self, client: EngineClient, n_ctx: int, parent: QObject | None = None,
                  settings: Settings | None = None) -> None:
@@ -81,13 +82,13 @@ class ServerSwitch(QObject):
         self.host = GuiServerHost(client, n_ctx)
         self.server: LocalServer | None = None
         self.settings = settings
-        self.log: deque[Finished] = deque(maxlen=LOG_SIZE)
+        self.log: deque[Answered] = deque(maxlen=LOG_SIZE)
         self.message = "Local server off."
         # What a request leaves out comes from the chat panel (set_defaults), not the
         # Settings page: requests behave like the chat the user is looking at.
         self.sampling: SamplingParams | None = None
         self.spec: SpecConfig | None = None
-        self.request_finished.connect(self.log.append)
+        self.request_answered.connect(self.log.append)
 
     @property
     def running(self) -> bool:
@@ -116,7 +117,7 @@ class ServerSwitch(QObject):
             self.message = f"Could not listen on port {port}: {exc.strerror or exc}"
             self.state_changed.emit(False, self.message)
             return
-        server.on_finished = self.request_finished.emit  # from HTTP threads: queued
+        server.on_answered = self.request_answered.emit  # from HTTP threads: queued
         self.server = server
         self._remember(True, port)
         self.message = f"Serving the loaded models at {server.url}/v1"
@@ -125,7 +126,7 @@ class ServerSwitch(QObject):
     def stop(self, remember: bool = True) -> None:
         """Stop serving; ``remember=False`` when the app closes (it starts again next time)."""
         if self.server is not None:
-            self.server.on_finished = None
+            self.server.on_answered = None
             self.server.stop()
             self.server = None
         if remember:

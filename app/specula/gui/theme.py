@@ -60,6 +60,7 @@ class Palette:
     chart_rate: str
     chart_accept: str
     chart_grid: str
+    danger: str = "#e5534b"  # a refusal in a list (an incompatible draft): readable on both
 
 
 PALETTES: dict[str, Palette] = {

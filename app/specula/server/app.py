@@ -27,6 +27,7 @@ import socket
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import MappingProxyType
@@ -45,7 +46,7 @@ from specula.server.schemas import GenerationRequest, parse_request
 from specula.server.structured import bind_tools
 
 if TYPE_CHECKING:
-    from specula.server.local import LocalServer
+    from specula.server.local import Finished, LocalServer
 
 log = logging.getLogger("specula.server")
 
@@ -97,6 +98,19 @@ class SpeculaHTTPServer(ThreadingHTTPServer):
         self.conns.close_all()
 
 
+@dataclass(frozen=True)
+class Answered:
+    """One request as it was answered, whatever its status (the app's request log): a
+    refusal (400, model_not_found) is listed as much as a reply."""
+
+    method: str
+    path: str
+    status: int
+    message: str = ""  # the error's message when the status is not 2xx
+    finished: Finished | None = None  # a generation's figures
+    at: float = field(default_factory=time.time)
+
+
 class Handler(BaseHTTPRequestHandler):
     server: SpeculaHTTPServer
     protocol_version = "HTTP/1.1"
@@ -105,6 +119,9 @@ class Handler(BaseHTTPRequestHandler):
     _checked = 0.0  # when _wait last looked at the socket
     _requests = 0  # served on this connection so far
     _answered = False  # a status line went out for the current request
+    _status = 0  # its status (0: none went out)
+    _message = ""  # the refusal's message
+    _finished: Finished | None = None  # the generation it ran
     _cors: Mapping[str, str] = MappingProxyType({})  # an allowed origin's CORS headers
 
     # -- plumbing --------------------------------------------------------------
@@ -118,7 +135,12 @@ class Handler(BaseHTTPRequestHandler):
         self._answered = False
         self._cors = MappingProxyType({})
         self._head_checked: bool | None = None
+        self._status, self._message, self._finished = 0, "", None
         super().handle_one_request()
+        if self._status:  # a request was answered: logged whatever its status
+            self.server.owner.answered(Answered(
+                str(self.command or "?"), str(getattr(self, "path", "")).split("?", 1)[0],
+                self._status, self._message, self._finished))
 
     def parse_request(self) -> bool:
         """The head is in: check who may ask (server/browser.py) and the key before
@@ -151,6 +173,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def send_response(self, code: int, message: str | None = None) -> None:
         self._answered = True
+        self._status = code
         super().send_response(code, message)
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
@@ -162,6 +185,7 @@ class Handler(BaseHTTPRequestHandler):
             phrase = HTTPStatus(code).phrase
         except ValueError:
             phrase = "Error"
+        self._message = message or phrase
         self._send_json(code, OpenAIError(code, message or phrase, code=phrase.lower()
                                           .replace(" ", "_")).body())
 
@@ -185,6 +209,7 @@ class Handler(BaseHTTPRequestHandler):
         if exc.status == 499:  # the client is gone: nobody to answer
             self.close_connection = True
             return
+        self._message = exc.message
         self._send_json(exc.status, exc.body(), exc.headers)
 
     def _client_gone(self) -> bool:
@@ -364,12 +389,12 @@ class Handler(BaseHTTPRequestHandler):
         done = self._drain(out, cancel, entries)
         if isinstance(done, str) or done.stop_reason is StopReason.ERROR:
             msg = done if isinstance(done, str) else done.message
-            self.server.owner.record(rid, None if isinstance(done, str) else done)
+            self._finished = self.server.owner.record(rid, None if isinstance(done, str) else done)
             if msg and msg.startswith(GRAMMAR_BUDGET_MESSAGE):  # the client's grammar: a 400
                 param = req.structure.grammar_param if req.structure.grammar else "tools"
                 raise OpenAIError(400, f"'{param}': {msg}", param=param, code="grammar_too_costly")
             raise OpenAIError(500, msg or "Generation failed.", type="server_error")
-        self.server.owner.record(rid, done)
+        self._finished = self.server.owner.record(rid, done)
         if cancel.is_set():
             self.close_connection = True
             return
@@ -410,7 +435,7 @@ class Handler(BaseHTTPRequestHandler):
         if kind not in ("done", "fail"):
             value = self._drain(out, cancel)
         done = value
-        self.server.owner.record(rid, done if isinstance(done, Done) else None)
+        self._finished = self.server.owner.record(rid, done if isinstance(done, Done) else None)
         if cancel.is_set():
             return
         try:

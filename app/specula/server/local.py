@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from specula.core.engine.config import DEFAULT_MODE, SpecConfig
 from specula.core.engine.events import Done, StopReason
 from specula.core.engine.sampling.rules import SamplingParams
-from specula.server.app import SpeculaHTTPServer
+from specula.server.app import Answered, SpeculaHTTPServer
 from specula.server.browser import BrowserPolicy
 from specula.server.connections import HEAD_TIMEOUT_S, Connections
 from specula.server.queue import EngineHost, ServedModel
@@ -123,6 +123,8 @@ class LocalServer:
         self.finished: deque[Finished] = deque(maxlen=100)
         # Called on the HTTP thread with each request's Finished (the app's request log).
         self.on_finished: Callable[[Finished], None] | None = None
+        # Called on the HTTP thread with every answered request, refusals included.
+        self.on_answered: Callable[[Answered], None] | None = None
         self._httpd: SpeculaHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -131,7 +133,15 @@ class LocalServer:
             return self.spec
         return SpecConfig(mode=DEFAULT_MODE)
 
-    def record(self, request_id: str, done: Done | None) -> None:
+    def answered(self, a: Answered) -> None:
+        """A request was answered (any status): tell the listener (the app's log)."""
+        if self.on_answered is not None:
+            try:
+                self.on_answered(a)
+            except Exception:  # a listener's bug never costs the connection
+                log.exception("request listener failed")
+
+    def record(self, request_id: str, done: Done | None) -> Finished:
         stats = done.stats if done else None
         f = Finished(request_id, done.stop_reason if done else None,
                      len(done.token_ids) if done else 0,
@@ -145,6 +155,7 @@ class LocalServer:
                 log.exception("request listener failed")
         log.info("%s: %s, %d tokens", request_id, f.stop_reason.value if f.stop_reason else
                  "failed", f.tokens)
+        return f
 
     @property
     def url(self) -> str:

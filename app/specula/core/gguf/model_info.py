@@ -208,16 +208,21 @@ def size_label_for(n_params: int) -> str:
 
 
 _QUANT_IN_NAME = re.compile(
-    r"(?<![A-Za-z0-9])(I?Q\d(?:_[A-Z0-9]+)*|[BF]F?16|F32|TQ\d_\d|MXFP4(?:_MOE)?)(?![A-Za-z0-9])",
+    r"(?<![A-Za-z0-9])(I?Q\d(?:_[A-Z0-9]+)*|[BF]F?16|FP16|F32|FP32|TQ\d_\d|MXFP4(?:_MOE)?)"
+    r"(?![A-Za-z0-9])",
     re.IGNORECASE,
 )
 
 
 def quantization_from_name(filename: str) -> str | None:
-    """'qwen2.5-coder-1.5b-instruct-q4_k_m.gguf' -> 'Q4_K_M' (None when the name says nothing)."""
+    """'qwen2.5-coder-1.5b-instruct-q4_k_m.gguf' -> 'Q4_K_M', '…-fp16.gguf' -> 'F16' (None when
+    the name says nothing)."""
     stem = re.sub(r"-\d{5}-of-\d{5}$", "", Path(filename).stem)
     found = _QUANT_IN_NAME.findall(stem)
-    return found[-1].upper() if found else None
+    if not found:
+        return None
+    quant = str(found[-1]).upper()
+    return {"FP16": "F16", "FP32": "F32"}.get(quant, quant)  # Qwen's "-fp16.gguf" is F16
 
 
 def _quantization(fields: _Fields, header: GGUFHeader) -> str | None:

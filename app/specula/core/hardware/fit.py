@@ -203,13 +203,13 @@ def estimate(target: ModelInfo, draft: ModelInfo | None = None, *, n_ctx: int | 
     total = t.total + (d.total if d else 0)
     ram_usable = max(ram - RAM_RESERVE, 0)
     gpu_usable = int(sum(gpus) * GPU_USABLE)
-    what = "target and draft" if d else "the model"
+    what = "target and draft need" if d else "the model needs"
 
     def result(verdict: FitVerdict, message: str, layers: int | None = None) -> FitEstimate:
         return FitEstimate(verdict, t, d, ctx, cache_type, ram, gpus, layers, message)
 
     if gpus and total <= gpu_usable:
-        return result(FitVerdict.GPU, f"Fits on the GPU: {what} need {_gib(total)}, "
+        return result(FitVerdict.GPU, f"Fits on the GPU: {what} {_gib(total)}, "
                       f"{_gib(gpu_usable)} of VRAM is usable.", t.n_layers)
     if gpus:
         # The draft runs every step: keep it and the compute buffers on the GPU, then
@@ -227,10 +227,10 @@ def estimate(target: ModelInfo, draft: ModelInfo | None = None, *, n_ctx: int | 
                           f"({_gib(ram_usable)} available).", on_gpu)
     if total <= ram_usable:
         why = "the GPU is too small, " if gpus else ""
-        return result(FitVerdict.CPU, f"CPU only: {why}{what} need {_gib(total)}, "
+        return result(FitVerdict.CPU, f"CPU only: {why}{what} {_gib(total)}, "
                       f"{_gib(ram_usable)} of RAM is available.", 0 if gpus else None)
     vram = f" + {_gib(gpu_usable)} of VRAM" if gpus else ""
-    return result(FitVerdict.NO, f"Does not fit: {what} need {_gib(total)}, only "
+    return result(FitVerdict.NO, f"Does not fit: {what} {_gib(total)}, only "
                   f"{_gib(ram_usable)} of RAM{vram} is available; try a smaller quantization "
                   "or a shorter context.")
 

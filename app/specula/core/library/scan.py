@@ -20,6 +20,7 @@ from specula.core import paths
 from specula.core.gguf.model_info import GGUFError, ModelInfo, read_model_info
 from specula.core.gguf.split import group_gguf, is_complete, part_names
 from specula.core.hub.partial_files import incomplete_downloads, part_file, sidecar_file
+from specula.core.library.found_folders import hf_hub_cache, lm_studio_dirs
 from specula.core.library.index import IndexEntry, LibraryIndex
 
 
@@ -37,12 +38,9 @@ def resolve_models_dir(setting: str | os.PathLike[str] | None = None) -> Path:
 
 
 def suggested_extra_dirs() -> list[Path]:
-    """Folders other apps keep GGUF files in, when they exist on this machine."""
-    hf_cache = os.environ.get("HF_HUB_CACHE") or (
-        Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub")
-    candidates = [Path.home() / ".lmstudio" / "models", Path(hf_cache),
-                  Path.home() / ".cache" / "lm-studio" / "models"]
-    return [p for p in candidates if p.is_dir()]
+    """Folders other apps keep GGUF files in, when they exist on this machine (located as
+    :mod:`specula.core.library.found_folders` locates them)."""
+    return [p for p in (*lm_studio_dirs(), hf_hub_cache()) if p.is_dir()]
 
 
 @dataclass

@@ -12,8 +12,8 @@ match are hidden.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint, Qt, Signal
-from PySide6.QtGui import QDropEvent
+from PySide6.QtCore import QPoint, QSize, Qt, Signal
+from PySide6.QtGui import QDropEvent, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFrame,
@@ -46,6 +46,20 @@ class _DropList(QListWidget):
         super().__init__(parent)
         self.setDragDropMode(QAbstractItemView.DragDropMode.InternalMove)
         self.setDefaultDropAction(Qt.DropAction.MoveAction)
+
+    def fit_items(self) -> None:
+        """Every row as wide as the list, so a long title is elided (in the middle, keeping
+        "… (copy)") instead of running past the edge, cut."""
+        width = self.viewport().width()
+        for i in range(self.count()):
+            item = self.item(i)
+            hint = item.sizeHint()
+            height = hint.height() if hint.isValid() else self.sizeHintForRow(i)
+            item.setSizeHint(QSize(width, height))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.fit_items()
 
     def dropEvent(self, event: QDropEvent) -> None:
         dragged = self.currentItem()
@@ -87,7 +101,8 @@ class ConversationList(QFrame):
         lay.addWidget(self.search)
         self.list = _DropList()
         self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
+        # Cut in the middle: a title's end tells copies and branches apart ("… (copy)").
+        self.list.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.list.customContextMenuRequested.connect(self._menu)
         self.list.itemActivated.connect(self._activated)
@@ -126,6 +141,7 @@ class ConversationList(QFrame):
             if not folded:
                 for c in inside:
                     self._add_chat(c.id, c.title, f.id, indent=True)
+        self.list.fit_items()
         self.list.blockSignals(False)
 
     def _add_chat(self, cid: int, title: str, folder: int | None, indent: bool) -> None:

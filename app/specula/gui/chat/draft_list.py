@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specula.core.gguf import compat_sentences
-from specula.core.gguf.compat import CompatReport, check
+from specula.core.gguf.compat import check
 from specula.core.gguf.model_info import ModelInfo, read_model_info
 from specula.core.library.labels import describe, label_for
 from specula.core.library.scan import LocalModel
+from specula.core.pairing.badges import plural
 from specula.core.pairing.choices import draft_choices
+from specula.core.pairing.pair_status import why_not  # the one wording of a refusal
 
 # The picker's entry for a target that drafts with its own MTP layers (no file).
 BUILTIN_MTP = "builtin:mtp"
@@ -43,16 +44,6 @@ class DraftRow:
     usable: bool | None = None  # None: not a file (the head, "No draft")
     detail: str = ""
     tooltip: str = ""
-
-
-def why_not(report: CompatReport) -> str:
-    """The first reason a draft is refused, for the list: 'The two models use different
-    kinds of tokenizer (and 2 more)' (no sentence stop inside the entry's brackets)."""
-    sentences = compat_sentences.refusal_sentences(report)
-    if not sentences:
-        return report.reason().rstrip(".")
-    more = len(sentences) - 1
-    return sentences[0].rstrip(".") + (f" (and {more} more)" if more else "")
 
 
 def _short(t_info: ModelInfo, path: str, reason: str) -> str:
@@ -139,7 +130,7 @@ def status_text(target: ModelInfo | None, backend: str, n_threads: int, *,
     the target's MTP head when no draft file is loaded."""
     if target is None:
         return "No model loaded. Open a GGUF file to start."
-    text = f"Target: {describe(target)} · on {backend}, {n_threads} threads"
+    text = f"Target: {describe(target)} · on {backend}, {plural(n_threads, 'thread')}"
     if pending_draft:
         text += f"\nDraft: loading {pending_draft}…"
     elif draft is not None:

@@ -2,7 +2,10 @@
 
 A new user should not meet an empty centre and a grey line. Without a model
 the column says how to get one (Discover, My Models, or a GGUF file) with
-buttons; with a model loaded it says the chat is ready and how to send.
+buttons, and offers the folders of models already on this computer (LM
+Studio's, the Hugging Face cache) and "Add folder…"; with a model loaded it
+says the chat is ready and how to send (and, while no draft is loaded, how to
+speculate).
 """
 
 from __future__ import annotations
@@ -46,15 +49,24 @@ class EmptyState(QWidget):
         self.open.clicked.connect(self.open_requested)
         row.addWidget(self.open, 0, Qt.AlignmentFlag.AlignHCenter)
         outer.addLayout(row)
+        self.offers: QWidget | None = None  # the folders of models already on disk
+        self._offers_at = outer.count()
         outer.addStretch(2)
         self.set_model_loaded(False)
 
-    def set_model_loaded(self, loaded: bool, loading: bool = False) -> None:
+    def set_offers(self, offers: QWidget) -> None:
+        """Show ``offers`` (:class:`specula.gui.models.folder_offers.FolderOffers`) under the
+        buttons while no model is loaded."""
+        self.offers = offers
+        self.layout().insertWidget(self._offers_at, offers)  # type: ignore[union-attr]
+        offers.setVisible(self.discover.isVisibleTo(self))
+
+    def set_model_loaded(self, loaded: bool, loading: bool = False,
+                         speculating: bool = False) -> None:
+        """``speculating``: a draft (or the target's MTP head) is loaded too."""
         if loaded:
             self.title.setText("Ready")
-            self.text.setText("Type a message below and press Enter (Shift+Enter for a new line). "
-                              "Load a smaller model of the same family as the draft to speculate; "
-                              "F1 lists the shortcuts.")
+            self.text.setText(ready_text(speculating))
         elif loading:
             self.title.setText("Loading the model…")
             self.text.setText("The progress is shown at the top; Cancel stops it.")
@@ -66,3 +78,15 @@ class EmptyState(QWidget):
         for b in (self.discover, self.library, self.open):
             b.setVisible(not loaded and not loading)
             b.setMinimumWidth(200)
+        if self.offers is not None:
+            self.offers.setVisible(not loaded and not loading)
+
+
+def ready_text(speculating: bool) -> str:
+    """What "Ready" says: how to send, and how to speculate only while nothing drafts."""
+    how = "Type a message below and press Enter (Shift+Enter for a new line). "
+    if speculating:
+        return how + ("The draft proposes tokens and the target checks them: the reply is the "
+                      "target's own. F1 lists the shortcuts.")
+    return how + ("Load a smaller model of the same family as the draft to speculate; "
+                  "F1 lists the shortcuts.")

@@ -43,9 +43,14 @@ def _row(parent: QWidget, caption: str) -> QHBoxLayout:
     return row
 
 
+# The least: a name's start and its size ("Qwen2.5…  1.5B"); the header must still fit a
+# 1024 px window, so wider only when the window is.
+PICKER_MIN_WIDTH = 125
+
+
 def _combo(parent: QWidget) -> ElidingCombo:
     combo = ElidingCombo(parent)
-    combo.setMinimumWidth(110)
+    combo.setMinimumWidth(PICKER_MIN_WIDTH)
     return combo
 
 

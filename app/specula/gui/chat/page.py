@@ -26,6 +26,7 @@ from specula.core.chat.conversations import Message, title_from
 from specula.core.engine.events import Done
 from specula.gui.chat.attach import chip_text
 from specula.gui.chat.chat_column import ChatColumn
+from specula.gui.chat.chat_prompt import ChatPromptBinding
 from specula.gui.chat.chat_split import ChatSplit
 from specula.gui.chat.context_fit import ChatContext, ContextFull, chat_messages
 from specula.gui.chat.context_meter import ContextMeter
@@ -45,6 +46,7 @@ from specula.gui.chat.side_column import SideColumn
 from specula.gui.context import AppContext
 from specula.gui.engine_worker import ReplyBatch, ReplyHandle
 from specula.gui.errors import show_error
+from specula.gui.models.folder_offers import FolderOffers
 from specula.gui.stats.footer import footer_text
 
 
@@ -79,6 +81,7 @@ class ChatPage(QWidget):
         self.meter = ContextMeter(self.client, lambda: self.load_defaults.n_ctx, self)
         self.context = ChatContext(self, self.meter, self.context_bar)
         self.actions = MessageActions(self)
+        self.chat_prompt = ChatPromptBinding(self)  # the system prompt is the open chat's own
         self.side.presets.picked.connect(self._preset_picked)
         self.conversations.selected.connect(self.open_conversation)
         self.conversations.new_requested.connect(self.new_chat)
@@ -87,6 +90,8 @@ class ChatPage(QWidget):
         self.client.target_loaded.connect(lambda _i: self._engine_info())
         self.client.target_loaded.connect(lambda _i: self._update_empty())
         self.client.target_unloaded.connect(self._update_empty)
+        self.client.draft_loaded.connect(lambda *_a: self._update_empty())
+        self.client.draft_unloaded.connect(self._update_empty)
         self.client.load_started.connect(lambda *_a: self._update_empty())
         self.client.load_failed.connect(lambda *_a: self._update_empty())
         self.client.load_cancelled.connect(lambda *_a: self._update_empty())
@@ -130,6 +135,7 @@ class ChatPage(QWidget):
         self.empty.discover_requested.connect(lambda: self.ctx.page_requested.emit("discover"))
         self.empty.library_requested.connect(lambda: self.ctx.page_requested.emit("models"))
         self.empty.open_requested.connect(self.model_bar.open_target_dialog)
+        self.empty.set_offers(FolderOffers(self.ctx, self.empty))  # models already on disk
         self.transcript.edit_requested.connect(self.edit_message)
         self.transcript.regenerate_requested.connect(self.regenerate)
         self.transcript.continue_requested.connect(self.continue_reply)
@@ -180,7 +186,7 @@ class ChatPage(QWidget):
     def _update_empty(self) -> None:
         """The welcome text while the transcript is empty, the transcript otherwise."""
         e = self.client
-        self.empty.set_model_loaded(e.has_target, e.is_loading("target"))
+        self.empty.set_model_loaded(e.has_target, e.is_loading("target"), e.can_speculate)
         showing = self.transcript if self.transcript.messages else self.empty
         self.centre_stack.setCurrentWidget(showing)
         self.export_button.set_conversation(self.conversation_id)
@@ -259,6 +265,7 @@ class ChatPage(QWidget):
             store.update_chat_settings(
                 self.conversation_id, overflow=self.context_bar.policy.currentData(),
                 preset=self.side.presets.combo.currentData() or None)
+        self.chat_prompt.keep(self.conversation_id)
         attached = self.attach_bar.take()
         meta = {"attachments": [a.to_meta() for a in attached]} if attached else None
         msg = store.add_message(self.conversation_id, "user", text, meta)
@@ -402,8 +409,12 @@ class ChatPage(QWidget):
     # -- context, presets, load defaults --------------------------------------------
     def _chat_opened(self) -> None:
         cid = self.conversation_id
-        preset = self.ctx.store.chat_settings(cid).get("preset", "") if cid is not None else ""
+        # A new chat keeps the preset in use (and starts from its system prompt).
+        preset = (self.ctx.store.chat_settings(cid).get("preset", "") if cid is not None
+                  else self.side.presets.combo.currentData())
         self.side.presets.set_current(str(preset or ""))
+        self.chat_prompt.opened(cid, str(preset or ""))
+        self.stats_panel.clear()  # the last reply's numbers belong to the chat it was in
         self.context.opened()
 
     def context_changed(self) -> None:

@@ -3,7 +3,9 @@
 By default they follow the chat panel (what the user is chatting with now);
 unticking "Same as Chat" makes temperature, seed, max tokens and the mode the
 page's own. Every value a run uses is visible, so a comparison can be read
-and repeated.
+and repeated. Whether it follows the chat, and its own mode, are kept in the
+settings across restarts; the modes offered are the ones the loaded target
+can run (MTP only for a target with MTP layers).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import copy
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
+from specula.core.engine.config import Mode
 from specula.core.settings import GenerationDefaults, SpeculativeDefaults
 from specula.gui.chat.settings_panel import MODES, dspin, spin
 from specula.gui.context import AppContext
@@ -28,6 +31,12 @@ def chat_values(widget: QWidget) -> tuple[GenerationDefaults, SpeculativeDefault
     return panel.generation(), panel.spec.values()
 
 
+def runnable_modes(mtp_layers: int) -> list[tuple[Mode, str]]:
+    """The modes a comparison can run on a target with ``mtp_layers`` MTP layers (the draft
+    modes run plain without a draft, and the page says so; MTP needs the target's layers)."""
+    return [(mode, label) for mode, label in MODES if mode is not Mode.MTP or mtp_layers > 0]
+
+
 class CompareOptions(QWidget):
     changed = Signal()
     """A value the next comparison uses changed."""
@@ -41,7 +50,9 @@ class CompareOptions(QWidget):
         outer.setContentsMargins(0, 0, 0, 0)
         row = QHBoxLayout()
         self.linked = QCheckBox("Same as Chat")
-        self.linked.setChecked(True)
+        self.linked.setChecked(ctx.settings.compare_linked)
+        if ctx.settings.compare_mode:
+            self._spec.mode = ctx.settings.compare_mode
         self.linked.setProperty("visibleBox", True)
         self.linked.setToolTip("Use the chat panel's current settings; untick to set them here")
         row.addWidget(self.linked)
@@ -50,8 +61,7 @@ class CompareOptions(QWidget):
                          "-1 = one new random seed, shared by every run of the comparison")
         self.max_tokens = spin(1, 32768, self._gen.max_tokens, "Longest reply in tokens")
         self.mode = QComboBox()
-        for mode, label in MODES:
-            self.mode.addItem(label, mode.value)
+        self.set_modes(ctx.engine.mtp_layers)
         self.rounds = spin(1, 20, 2, "Each round runs plain and speculative once; rounds "
                                      "alternate the order (plain, spec, spec, plain, ...) so "
                                      "the machine's drift weighs both sides alike")
@@ -71,11 +81,37 @@ class CompareOptions(QWidget):
         second.addWidget(self.details, 1)
         outer.addLayout(second)
         self.linked.toggled.connect(self.refresh)
+        self.linked.toggled.connect(self._remember)
+        self.mode.currentIndexChanged.connect(self._remember)
+        ctx.engine.target_loaded.connect(lambda _i: self.set_modes(ctx.engine.mtp_layers))
+        ctx.engine.target_unloaded.connect(lambda: self.set_modes(0))
         for sig in (self.temperature.valueChanged, self.seed.valueChanged,
                     self.max_tokens.valueChanged, self.mode.currentIndexChanged):
             sig.connect(self._edited)
         self.rounds.valueChanged.connect(self.changed)
         self.refresh()
+
+    def set_modes(self, mtp_layers: int) -> None:
+        """Offer the modes the loaded target can run; the chosen one stays when offered."""
+        want = str(self.mode.currentData() or self._spec.mode)
+        self.mode.blockSignals(True)
+        self.mode.clear()
+        for mode, label in runnable_modes(mtp_layers):
+            self.mode.addItem(label, mode.value)
+        self.mode.setCurrentIndex(max(self.mode.findData(want), 0))
+        self.mode.blockSignals(False)
+
+    def _remember(self, *_args: object) -> None:
+        """Keep "Same as Chat" and the page's own mode for the next start."""
+        s = self.ctx.settings
+        linked, mode = self.linked.isChecked(), "" if self.linked.isChecked() else \
+            str(self.mode.currentData() or "")
+        if (s.compare_linked, s.compare_mode) != (linked, mode):
+            s.compare_linked, s.compare_mode = linked, mode
+            try:
+                s.save()
+            except OSError:
+                pass  # an unwritable config folder costs the memory, not the comparison
 
     def refresh(self, *_args: object) -> None:
         """Re-read the chat panel (when linked) and show the values a run will use."""

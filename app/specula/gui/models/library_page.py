@@ -8,23 +8,28 @@ the chat page through ``ctx.load_requested``; removal asks for confirmation.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from PySide6.QtCore import QModelIndex, Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHeaderView,
+    QLabel,
     QMessageBox,
     QPushButton,
     QSplitter,
     QTableView,
+    QVBoxLayout,
     QWidget,
 )
 
 from specula.core.library.scan import LocalModel
 from specula.core.pairing.badges import human_size, plural
+from specula.core.pairing.pair_status import PairStatus, library_statuses
 from specula.gui.context import AppContext
 from specula.gui.errors import show_error
+from specula.gui.models.folder_offers import FolderOffers
 from specula.gui.models.library_model import (
     MODEL_ROLE,
     LibraryFilterProxy,
@@ -34,6 +39,7 @@ from specula.gui.models.library_model import (
 from specula.gui.models.model_details import ModelDetails
 from specula.gui.models.widgets import muted, search_box
 from specula.gui.page_header import page_layout
+from specula.gui.tasks import Task, TaskContext, start_task
 
 
 def ask_yes_no(parent: QWidget, title: str, text: str) -> bool:
@@ -46,6 +52,8 @@ def ask_yes_no(parent: QWidget, title: str, text: str) -> bool:
 class LibraryPage(QWidget):
     library_shown = Signal(int)
     """The table was refilled after a scan: the number of models."""
+    pairing_shown = Signal()
+    """Each row was judged as the loaded target's draft (the "With target" column)."""
 
     def __init__(self, ctx: AppContext, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -84,13 +92,19 @@ class LibraryPage(QWidget):
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
         header.resizeSection(0, 260)
         header.setStretchLastSection(True)
-        self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        # A name keeps its start (family and size: "qwen2.5-coder-0.5b-…"); the quantization
+        # at its end has a column of its own.
+        self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.table.selectionModel().currentRowChanged.connect(self._on_current)
         self.table.doubleClicked.connect(lambda _i: self.details.load_target.click())
 
         self.details = ModelDetails(self)
         self.details.target = ctx.engine.target_info
+        self.details.n_ctx = lambda: ctx.settings.n_ctx
         ctx.engine.target_loaded.connect(lambda info: self.details.set_target(info))
+        ctx.engine.target_loaded.connect(lambda _info: self._judge_pairing())
+        ctx.engine.target_unloaded.connect(self._judge_pairing)
+        self._pairing_task: Task | None = None
         self.details.load_requested.connect(self._load)
         self.details.remove_requested.connect(self.remove)
         self.details.reveal_requested.connect(self.reveal)
@@ -102,6 +116,8 @@ class LibraryPage(QWidget):
         split.setSizes([930, 370])
         outer.addWidget(split, 1)
         self.splitter = split
+        self.empty = self._empty_panel()
+        outer.addWidget(self.empty, 1)
 
         self.library.scanned.connect(self._on_scanned)
         self.library.scan_failed.connect(
@@ -110,10 +126,35 @@ class LibraryPage(QWidget):
             lambda msg: show_error(self, "Specula: could not remove the model", msg))
         self._on_scanned(self.library.models)
 
+    def _empty_panel(self) -> QWidget:
+        """What an empty library shows: where models come from, and the folders found."""
+        panel = QWidget(self)
+        lay = QVBoxLayout(panel)
+        lay.addStretch(1)
+        title = QLabel("No models yet", panel)
+        title.setObjectName("EmptyTitle")
+        title.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        lay.addWidget(title)
+        text = muted("Download a model in Discover, or add a folder of GGUF files you already "
+                     "have: Specula uses them where they are.", panel)
+        text.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        lay.addWidget(text)
+        discover = QPushButton("Discover models", panel)
+        discover.clicked.connect(lambda: self.ctx.page_requested.emit("discover"))
+        lay.addWidget(discover, 0, Qt.AlignmentFlag.AlignHCenter)
+        self.offers = FolderOffers(self.ctx, panel)
+        lay.addWidget(self.offers)
+        lay.addStretch(2)
+        panel.hide()
+        return panel
+
     # -- data ------------------------------------------------------------------------
     def _on_scanned(self, models: list[LocalModel]) -> None:
         current = self.selected()
         self.table_model.set_models(models)
+        empty = not models and not self.library.scanning  # a first run: say where models come from
+        self.empty.setVisible(empty)
+        self.splitter.setVisible(not empty)
         total = sum(m.size for m in models)
         folders = len(self.library.library().roots)
         self.summary.setText(f"   {plural(len(models), 'model')} · {human_size(total)} · "
@@ -124,7 +165,27 @@ class LibraryPage(QWidget):
             self.table.selectRow(0)
         else:
             self.details.show_model(self.selected(), models)
+        self._judge_pairing()
         self.library_shown.emit(len(models))
+
+    def _judge_pairing(self) -> None:
+        """Mark each row as the loaded target's draft (the chat's picker's one judgement)."""
+        if self._pairing_task is not None:
+            self._pairing_task.cancel()
+        target = self.ctx.engine.target_info
+        if target is None:
+            self.table_model.set_pairing({})
+            return
+        models, name = list(self.table_model.models), Path(target.source).name
+
+        def work(task: TaskContext) -> dict[str, PairStatus]:
+            return library_statuses(target, name, models, task.cancel_event)
+
+        self._pairing_task = start_task(self, work, on_done=self._pairing_judged)
+
+    def _pairing_judged(self, statuses: dict[str, PairStatus]) -> None:
+        self.table_model.set_pairing(statuses)
+        self.pairing_shown.emit()
 
     def selected(self) -> LocalModel | None:
         index = self.table.currentIndex()

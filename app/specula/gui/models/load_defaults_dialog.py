@@ -9,6 +9,8 @@ command's own default).
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -19,9 +21,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from specula.core.gguf.model_info import read_model_info
 from specula.core.library.load_defaults import MODES, LoadDefaults, defaults_for, save_defaults
 from specula.core.library.scan import LocalModel
+from specula.core.pairing.pair_status import PairStatus, library_statuses
 from specula.gui.dialog_buttons import Button, accept_cancel
+from specula.gui.tasks import TaskContext, start_task
 
 GLOBAL = "Global (Settings)"
 
@@ -35,6 +40,9 @@ def _spin(lo: int, hi: int, value: int | None, special: str) -> QSpinBox:
 
 
 class LoadDefaultsDialog(QDialog):
+    drafts_judged = Signal()
+    """Each "Draft to pair" entry was marked as the chat's picker marks it."""
+
     def __init__(self, model: LocalModel, library: list[LocalModel],
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -60,9 +68,9 @@ class LoadDefaultsDialog(QDialog):
         self.draft = QComboBox()
         self.draft.addItem(GLOBAL, None)
         self.draft.addItem("No draft", "")
-        for m in library:
-            if m.path != model.path and m.complete:
-                self.draft.addItem(m.path.name, str(m.path))
+        files = [m for m in library if m.path != model.path and m.complete]
+        for m in files:
+            self.draft.addItem(m.path.name, str(m.path))
         if d.draft is not None and self.draft.findData(d.draft) < 0:
             self.draft.addItem(d.draft, d.draft)
         self.draft.setCurrentIndex(max(0, self.draft.findData(d.draft)))
@@ -75,6 +83,29 @@ class LoadDefaultsDialog(QDialog):
         form.addRow("Mode", self.mode)
         lay.addLayout(form)
         lay.addWidget(accept_cancel(self, Button.Save))
+        if model.info is not None and model.complete:
+            def work(task: TaskContext) -> dict[str, PairStatus]:
+                me = read_model_info(model.path)
+                return library_statuses(me, model.name, files, task.cancel_event)
+
+            start_task(self, work, on_done=self._mark_drafts)
+
+    def _mark_drafts(self, statuses: dict[str, PairStatus]) -> None:
+        """Mark each draft as the chat's picker does: incompatible (why), larger than the
+        target, each disabled; the ones that suit stay as they are."""
+        items = self.draft.model()
+        assert isinstance(items, QStandardItemModel)
+        for row in range(self.draft.count()):
+            status = statuses.get(str(self.draft.itemData(row) or ""))
+            if status is None:
+                continue
+            self.draft.setItemData(row, status.detail, Qt.ItemDataRole.ToolTipRole)
+            if not status.usable:
+                self.draft.setItemText(row, self.draft.itemText(row) + status.suffix)
+                item = items.item(row)
+                if item is not None:
+                    item.setEnabled(False)
+        self.drafts_judged.emit()
 
     def values(self) -> LoadDefaults:
         def opt(spin: QSpinBox) -> int | None:

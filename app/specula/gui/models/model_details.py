@@ -9,6 +9,7 @@ when it cannot). A newer selection cancels the older one's result.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,10 +26,13 @@ from PySide6.QtWidgets import (
 
 from specula.core.gguf.model_info import ModelInfo, read_model_info
 from specula.core.gguf.speculation_notes import kind_rows
-from specula.core.library.labels import clean_name
+from specula.core.hardware import fit
+from specula.core.library.labels import clean_name, label_for
+from specula.core.library.load_defaults import defaults_for
 from specula.core.library.scan import LocalModel
-from specula.core.pairing.badges import human_params, human_size, is_same_file, plural
-from specula.core.pairing.drafts import DraftCandidate, LibraryPairs, judge, library_pairs
+from specula.core.pairing.badges import detected_gpu_free, human_params, human_size, plural
+from specula.core.pairing.drafts import DraftCandidate, LibraryPairs, library_pairs
+from specula.core.pairing.pair_status import PairStatus, pair_status
 from specula.gui.models.load_defaults_dialog import LoadDefaultsDialog
 from specula.gui.models.widgets import caption, muted, side_list
 from specula.gui.tasks import Task, TaskContext, TaskError, start_task
@@ -79,30 +83,52 @@ class DetailsResult:
     """What the background work found for one model."""
 
     pairs: LibraryPairs
-    as_draft: DraftCandidate | None  # judged against the loaded target (None: no target)
+    as_draft: PairStatus | None  # as the loaded target's draft (None: no target)
+    fit: str = ""  # whether it fits this machine (the ⚙ dialog's estimate)
 
 
 def work_out(model: LocalModel, library: list[LocalModel], target: ModelInfo | None,
-             ctx: TaskContext) -> DetailsResult:
-    """The model's pairs in the library and, with a target loaded, whether it drafts for it."""
+             ctx: TaskContext, n_ctx: int | None = None) -> DetailsResult:
+    """The model's pairs in the library, whether it fits this machine at ``n_ctx`` (its own
+    load default first) and, with a target loaded, how it pairs as that target's draft."""
     me = read_model_info(model.path)
     pairs = library_pairs(me, library, path=model.path, name=model.name, cancel=ctx.cancel_event)
-    verdict = None
+    status = None
     if target is not None:
-        verdict = judge(target, Path(target.source).name, me, model.name, str(model.path),
-                        "library", model.size)
-    return DetailsResult(pairs, verdict)
+        status = pair_status(target, Path(target.source).name, me, model.name)
+    own = defaults_for(model.path).n_ctx
+    return DetailsResult(pairs, status, fit_text(me, model.size, target, status, own or n_ctx,
+                                                 detected_gpu_free()))
 
 
-def draft_refusal(verdict: DraftCandidate | None, target: ModelInfo | None) -> str:
+def fit_text(me: ModelInfo, weights: int, target: ModelInfo | None, status: PairStatus | None,
+             n_ctx: int | None, gpu_free: list[int]) -> str:
+    """The memory estimate of :func:`specula.core.hardware.fit.estimate` (the one the chat's
+    ⚙ shows): alone as a target, and with the loaded target when it can draft for it."""
+    alone = fit.estimate(me, None, n_ctx=n_ctx, target_weights=weights, gpu_free=gpu_free)
+    lines = [f"As the target ({alone.verdict.value}): {alone.message}"]
+    if target is not None and status is not None and status.usable:
+        pair = fit.estimate(target, me, n_ctx=n_ctx, draft_weights=weights, gpu_free=gpu_free)
+        lines.append(f"As the draft of {target.display_name} ({pair.verdict.value}): "
+                     f"{pair.message}")
+    return "\n".join(lines)
+
+
+def draft_refusal(status: PairStatus | None, target: ModelInfo | None) -> str:
     """Why this model cannot be loaded as the draft of the loaded target ("" when it can)."""
-    if verdict is None or target is None or verdict.suits:
+    if status is None or target is None or status.usable:
         return ""
-    if is_same_file(target, verdict.info, verdict.name):
-        return f"{target.display_name} is the loaded target."
-    if not verdict.report.usable:
-        return f"Cannot draft for {target.display_name}: {verdict.report.reason()}"
-    return f"Not smaller than {target.display_name}: drafting with it gains nothing."
+    return status.detail
+
+
+def details_title(model: LocalModel) -> str:
+    """'Qwen2.5 Coder 1.5B Instruct · 1.5B · Q4_K_M': the size and quantization never left to
+    the name (two sizes of a family otherwise read alike)."""
+    if model.info is None:
+        return model.name
+    label = label_for(model.path, model.info)
+    name = clean_name(model.info.display_name)
+    return f"{name} · {label.detail}" if label.detail else name
 
 
 class ModelDetails(QFrame):
@@ -122,6 +148,7 @@ class ModelDetails(QFrame):
         self.model: LocalModel | None = None
         self.library: list[LocalModel] = []
         self.target: ModelInfo | None = None  # the loaded target "Load as draft" is judged against
+        self.n_ctx: Callable[[], int | None] = lambda: None  # the context the fit is estimated at
         self._task: Task | None = None
         lay = QVBoxLayout(self)
         lay.setContentsMargins(14, 12, 14, 12)
@@ -157,6 +184,14 @@ class ModelDetails(QFrame):
         self.meta.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.meta.setWordWrap(True)
         lay.addWidget(self.meta)
+        lay.addWidget(caption("FITS THIS MACHINE?", self))
+        self.fit = muted("", self)
+        self.fit.setWordWrap(True)
+        lay.addWidget(self.fit)
+        self.pairing = QLabel("", self)  # as the loaded target's draft: mark and why
+        self.pairing.setWordWrap(True)
+        self.pairing.setObjectName("PairingVerdict")
+        lay.addWidget(self.pairing)
         lay.addWidget(caption("PAIRS WITH", self))
         self.pairs_status = muted("", self)
         lay.addWidget(self.pairs_status)
@@ -174,6 +209,8 @@ class ModelDetails(QFrame):
         if self._task is not None:
             self._task.cancel()
         self.pairs.clear()
+        self.fit.setText("")
+        self.pairing.setText("")
         has = model is not None
         for b in (self.load_target, self.load_draft, self.reveal):
             b.setEnabled(has and model is not None and model.complete and model.info is not None)
@@ -187,7 +224,7 @@ class ModelDetails(QFrame):
             self.meta.setText("")
             self.pairs_status.setText("")
             return
-        self.title.setText(clean_name(model.info.display_name) if model.info else model.name)
+        self.title.setText(details_title(model))
         self.title.setToolTip(str(model.path))
         self.meta.setText(metadata_html(model))
         self.pairs_status.setText("Checking which library models pair with it…")
@@ -198,10 +235,11 @@ class ModelDetails(QFrame):
             return
         if not model.complete:
             return
-        others, target = list(self.library), self.target
+        others, target, n_ctx = list(self.library), self.target, self.n_ctx()
+        self.fit.setText("Estimating the memory it needs…")
 
         def work(ctx: TaskContext) -> DetailsResult:
-            return work_out(model, others, target, ctx)
+            return work_out(model, others, target, ctx, n_ctx)
 
         self._task = start_task(self, work, on_done=self._show_result, on_failed=self._pairs_failed)
 
@@ -215,6 +253,10 @@ class ModelDetails(QFrame):
         self.load_draft.setEnabled(not refusal)
         self.load_draft.setToolTip(refusal or (
             f"Use it as the draft of {self.target.display_name}" if self.target else ""))
+        status = result.as_draft
+        self.pairing.setText("" if status is None else
+                             f"{'✓' if status.usable else '✗'} {status.detail}")
+        self.fit.setText(result.fit)
         self._show_pairs(result.pairs)
 
     def _show_pairs(self, pairs: LibraryPairs) -> None:

@@ -8,7 +8,7 @@ the loaded target changes.
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
@@ -19,11 +19,12 @@ from PySide6.QtWidgets import (
 )
 
 from specula.core.cancel import Cancelled
-from specula.core.gguf.model_info import ModelInfo
+from specula.core.gguf.model_info import ModelInfo, quantization_from_name
 from specula.core.hub.client import HubClient
 from specula.core.library.scan import LocalModel
 from specula.core.pairing.badges import human_size, plural
 from specula.core.pairing.suggestions import (
+    End,
     SuggestedPair,
     Suggestions,
     hub_suggestions,
@@ -49,8 +50,15 @@ def suggest(ctx: TaskContext, library: list[LocalModel], loaded: ModelInfo | Non
     return out
 
 
+def end_label(e: End) -> str:
+    """A pair's side with its file's quantization: two pairs of the same models in other
+    quantizations (Q4_K_M and F16) must not read alike."""
+    quant = quantization_from_name(PurePosixPath(e.source).name)
+    return f"{e.name} {quant}" if quant and quant.lower() not in e.name.lower() else e.name
+
+
 def pair_label(p: SuggestedPair) -> str:
-    return f"{p.target.name} + {p.draft.name}"
+    return f"{end_label(p.target)} + {end_label(p.draft)}"
 
 
 def pair_detail(p: SuggestedPair) -> str:

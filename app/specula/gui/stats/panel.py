@@ -97,6 +97,11 @@ class StatsPanel(QFrame):
         self.paused = verdict is not None and verdict.paused
         self.refresh()
 
+    def clear(self) -> None:
+        """No reply to speak of (a new chat, another chat opened): the numbers go blank."""
+        self.start_reply()
+        self.refresh()
+
     def start_reply(self) -> None:
         self.live.clear()
         self.stats = None
