@@ -34,7 +34,8 @@ from specula.core.engine.events import Done, StepEvent, TokenEvent
 from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.engine.stats import GenerationStats
 from specula.core.gguf.compat import CompatReport
-from specula.core.gguf.model_info import ModelInfo
+from specula.core.gguf.draft_head import is_head
+from specula.core.gguf.model_info import GGUFError, ModelInfo, read_model_info
 from specula.core.hardware.offload import resolve_for_file
 from specula.gui.stats.live_stats import StepPoint
 
@@ -67,6 +68,10 @@ class EngineWorker(QObject):
     """The draft is ready: ModelInfo, CompatReport."""
     draft_unloaded = Signal()
     """The draft was unloaded (by request or because the target changed)."""
+    head_loaded = Signal(object)
+    """A draft head (EAGLE-3, DFlash, DSpark) is ready in the draft's place: its HeadInfo."""
+    head_unloaded = Signal()
+    """The draft head was unloaded (another draft chosen, none, or the target changed)."""
     target_unloaded = Signal()
     """The target (and any draft) was ejected: no model is loaded."""
     load_failed = Signal(str, str)
@@ -117,6 +122,7 @@ class EngineWorker(QObject):
                 self._engine = Engine(copy.copy(self._settings))
                 self._built_with = copy.copy(self._settings)
             had_draft = bool(self._engine.has_draft)
+            had_head = self._engine.head_info is not None
             self._engine.options.n_gpu_layers_target = resolve_for_file(
                 self._settings.n_gpu_layers_target, path, self._settings.n_ctx)  # "auto"
             info = self._engine.load_target(path, progress=progress)
@@ -125,6 +131,8 @@ class EngineWorker(QObject):
             return
         if had_draft:
             self.draft_unloaded.emit()
+        if had_head:
+            self.head_unloaded.emit()
         self.target_loaded.emit(info, str(self._engine.backend), int(self._engine.n_threads),
                                 int(self._engine.mtp_layers))
         store = self._engine.ngrams
@@ -148,13 +156,31 @@ class EngineWorker(QObject):
         try:
             self._engine.options.n_gpu_layers_draft = resolve_for_file(
                 self._settings.n_gpu_layers_draft, path, self._settings.n_ctx)  # "auto"
+            if is_head(read_model_info(path)):  # a head drafts in the draft model's place
+                self._load_head(path)
+                return
             report: CompatReport = self._engine.load_draft(path, progress=progress,
                                                            measuring=measuring)
         except Exception as exc:  # every failure is reported, none escapes into Qt
             self._load_failed("draft", path, exc)
             return
+        self._drop_head()
         info: ModelInfo = self._engine.draft_info
         self.draft_loaded.emit(info, report)
+
+    def _load_head(self, path: str) -> None:
+        """The chosen draft is a head: it loads (or is refused with the reasons, before
+        anything changes), then takes the draft model's place."""
+        head = self._engine.load_head(path)
+        if self._engine.has_draft:
+            self._engine.unload_draft()
+            self.draft_unloaded.emit()
+        self.head_loaded.emit(head)
+
+    def _drop_head(self) -> None:
+        if self._engine is not None and self._engine.head_info is not None:
+            self._engine.unload_head()
+            self.head_unloaded.emit()
 
     def _load_failed(self, kind: str, path: str, exc: Exception) -> None:
         """One ladder for both loads: a cancel, a refused draft, a known or an unexpected error."""
@@ -163,7 +189,7 @@ class EngineWorker(QObject):
         elif isinstance(exc, IncompatibleDraft):
             self.draft_refused.emit(exc.report)  # the page words it; load_failed follows
             self.load_failed.emit(kind, f"This draft cannot serve the target: {exc.report.reason()}")
-        elif isinstance(exc, LoadError):
+        elif isinstance(exc, (LoadError, GGUFError)):
             self.load_failed.emit(kind, str(exc))
         else:
             log.error("%s load failed\n%s", kind, "".join(traceback.format_exception(exc)))
@@ -171,8 +197,10 @@ class EngineWorker(QObject):
 
     @Slot()
     def unload_draft(self) -> None:
+        """No draft: neither a draft model nor a head."""
         if self._engine is not None:
             self._engine.unload_draft()
+        self._drop_head()
         self.draft_unloaded.emit()
 
     @Slot()
@@ -180,11 +208,14 @@ class EngineWorker(QObject):
         """Eject: free both models (the engine is built again at the next load)."""
         if self._engine is not None:
             had_draft = bool(self._engine.has_draft)
+            had_head = self._engine.head_info is not None
             self._engine.close()
             self._engine = None
             self._built_with = None
             if had_draft:
                 self.draft_unloaded.emit()
+            if had_head:
+                self.head_unloaded.emit()
         self.target_unloaded.emit()
 
     @Slot(int, object, object, object, object, object)
