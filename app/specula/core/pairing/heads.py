@@ -25,7 +25,7 @@ from specula.core.library.scan import LocalModel
 from specula.core.safe_text import display_text
 
 HEAD_LABELS = {"eagle3": "EAGLE-3 head", "dflash": "DFlash head", "dspark": "DSpark head"}
-HEAD_SEARCH_WORDS = ("eagle3", "dflash", "dspark")  # what head repositories are named with
+HEAD_WORDS = ("eagle", "dflash", "dspark")  # what a head repository's name says it holds
 
 
 def head_label(kind: str) -> str:
@@ -113,36 +113,32 @@ class HubHeads:
     """Heads on the hub for a target: the ones that fit, the ones that do not (with why),
     and the repositories that could not be read."""
 
-    queries: list[str]
+    query: str
     fitting: list[HeadChoice] = field(default_factory=list)
     misfitting: list[HeadChoice] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
 
 
-def head_queries(target: ModelInfo, target_repo: str | None = None) -> list[str]:
-    """What to search the hub for: the target's name with each head kind's word."""
+def head_query(target: ModelInfo, target_repo: str | None = None) -> str:
+    """What to search the hub for: the target's name (its repository's, without "-GGUF")."""
     name = target_repo.split("/")[1] if target_repo else (
-        target.basename or target.name or Path(target.source).stem)
-    for suffix in ("-GGUF", "-gguf"):
+        target.name or target.basename or Path(target.source).stem)
+    for suffix in ("-GGUF", "-gguf", "_GGUF"):
         name = name.removesuffix(suffix)
-    return [f"{name} {word}" for word in HEAD_SEARCH_WORDS]
+    return name
 
 
 def hub_heads(target: ModelInfo, target_repo: str | None = None, *,
               hub: HubClient | None = None, max_repos: int = 6,
               cancel: threading.Event | None = None) -> HubHeads:
-    """The hub's heads named after ``target``, each read from its remote header and checked
-    with :func:`head_misfits` (nothing is recommended on its name alone)."""
+    """The hub's heads named after ``target``: repositories found by the target's name whose
+    own name says a head kind ("…-EAGLE3", "…_dflash"), each file read from its remote
+    header and checked with :func:`head_misfits` (nothing is offered on its name alone).
+    HubError when the search itself fails."""
     hub = hub or HubClient()
-    result = HubHeads(head_queries(target, target_repo))
-    repos: list[str] = []
-    for query in result.queries:
-        try:
-            found = hub.search(query, limit=20)
-        except HubError as exc:
-            result.skipped.append(f"{query}: {exc}")
-            continue
-        repos += [s.repo_id for s in found if s.repo_id not in repos and s.repo_id != target_repo]
+    result = HubHeads(head_query(target, target_repo))
+    repos = [s.repo_id for s in hub.search(result.query, limit=100)
+             if s.repo_id != target_repo and any(w in s.repo_id.lower() for w in HEAD_WORDS)]
     for repo_id in repos[:max_repos]:
         if cancel is not None and cancel.is_set():
             break
@@ -167,5 +163,5 @@ def hub_heads(target: ModelInfo, target_repo: str | None = None, *,
     return result
 
 
-__all__ = ["HEAD_LABELS", "HeadChoice", "HubHeads", "head_label", "head_queries", "hub_heads",
+__all__ = ["HEAD_LABELS", "HeadChoice", "HubHeads", "head_label", "head_query", "hub_heads",
            "is_head_file", "library_heads", "mode_label"]
