@@ -108,7 +108,8 @@ def head_row(head: HeadChoice) -> DraftRow:
     """A head's row: "EAGLE-3 head  (file)", or disabled with the first reason it misfits."""
     text = f"{head.label}  ({head.name})"
     if head.usable:
-        return DraftRow(text, head.source, True, "head", f"{head.source}\n{head.description}")
+        # no detail: a narrow box cuts the text at its end and keeps "EAGLE-3 head"
+        return DraftRow(text, head.source, True, "", f"{head.source}\n{head.description}")
     return DraftRow(f"{text}  — incompatible: {head.misfits[0]}", head.source, False,
                     "incompatible", f"{head.source}\nThis head cannot draft for the target: "
                                     f"{head.reason}.")
