@@ -81,7 +81,8 @@ def library_heads(target: ModelInfo, library: list[LocalModel],
     """The heads among the library and the ``recent`` draft files (the picker's memory),
     checked against ``target`` (a full ModelInfo): fitting ones first, each file once.
     Reads headers: run it off the GUI thread."""
-    files = [(m.path, m.size) for m in library if m.complete and is_head_file(m)]
+    files: list[tuple[Path, int | None]] = [(m.path, m.size) for m in library
+                                            if m.complete and is_head_file(m)]
     files += [(Path(p), None) for p in recent or []]
     out: list[HeadChoice] = []
     seen: set[str] = set()
