@@ -97,3 +97,29 @@ def test_a_misfitting_head_chosen_anyway_is_refused_with_why(make_window, tiny: 
     kind, message = failed.args
     assert kind == "draft" and "hidden size 128" in message
     assert not engine.has_head and not engine.has_draft
+
+
+def test_a_dspark_head_then_a_draft_model_take_each_others_place(make_window, tiny: dict[str, Path],
+                                                                  qtbot) -> None:  # type: ignore[no-untyped-def]
+    w = make_window(str(tiny["target"]))
+    bar, engine = w.chat.model_bar, w.ctx.engine
+    qtbot.waitUntil(lambda: engine.has_target, timeout=60000)
+    heads = Path(w.ctx.library.models_dir) / "tiny-heads"
+    spark = build_head(heads / "tiny-llama-dspark.gguf", spec_for("dspark", TINY_LAYERS))
+    with qtbot.waitSignal(w.ctx.library.scanned, timeout=30000):
+        w.ctx.library.rescan()
+    qtbot.waitUntil(lambda: bar.draft_entry(str(spark)) is not None, timeout=60000)
+    bar.draft_combo.activated.emit(bar.draft_entry(str(spark)).row())
+    qtbot.waitUntil(lambda: engine.has_head, timeout=60000)
+    form, compare = w.chat.settings_panel.spec, w.pages["compare"].options
+    qtbot.waitUntil(lambda: form.mode.currentData() == "dspark", timeout=10000)
+    assert bar.draft_switch.text() == "Speculative: on (DSpark head)"
+    assert compare.mode.findData("dspark") >= 0 and compare.mode.findData("eagle3") < 0
+    assert w.ctx.settings.last_draft == str(spark)  # the next start loads it again
+    # a draft model takes the head's place, and chain the head's mode
+    bar.choose_draft(str(tiny["draft"]))
+    qtbot.waitUntil(lambda: engine.has_draft and not engine.has_head, timeout=60000)
+    qtbot.waitUntil(lambda: form.mode.currentData() == "chain", timeout=10000)
+    assert bar.speculating and bar.draft_switch.text() == "Speculative: on"
+    assert "Draft: " in bar.status.text() and "head" not in bar.status.text()
+    assert compare.mode.findData("dspark") < 0
