@@ -18,6 +18,7 @@ from specula.core.engine.engine import EngineOptions
 from specula.core.engine.events import Done
 from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.gguf.compat import CompatReport
+from specula.core.gguf.draft_head import HeadInfo
 from specula.core.gguf.model_info import ModelInfo
 from specula.gui.engine_worker import EngineWorker, ReplyBatch, ReplyHandle
 
@@ -29,6 +30,10 @@ class EngineClient(QObject):
     """A draft finished loading (ModelInfo, CompatReport)."""
     draft_unloaded = Signal()
     """No draft is loaded any more."""
+    head_loaded = Signal(object)
+    """A draft head (EAGLE-3, DFlash, DSpark) loaded in the draft's place (HeadInfo)."""
+    head_unloaded = Signal()
+    """No draft head is loaded any more."""
     target_unloaded = Signal()
     """The target was ejected; no model is loaded."""
     load_started = Signal(str, str)
@@ -62,6 +67,7 @@ class EngineClient(QObject):
         self.target_info: ModelInfo | None = None
         self.draft_info: ModelInfo | None = None
         self.draft_report: CompatReport | None = None
+        self.head_info: HeadInfo | None = None  # a loaded draft head (load_draft loads heads too)
         self.backend = ""
         self.n_threads = 0
         self.mtp_layers = 0  # the loaded target's MTP layers (a built-in draft)
@@ -89,6 +95,8 @@ class EngineClient(QObject):
         w.target_loaded.connect(self._on_target_loaded, q)
         w.draft_loaded.connect(self._on_draft_loaded, q)
         w.draft_unloaded.connect(self._on_draft_unloaded, q)
+        w.head_loaded.connect(self._on_head_loaded, q)
+        w.head_unloaded.connect(self._on_head_unloaded, q)
         w.target_unloaded.connect(self._on_target_unloaded, q)
         w.load_progressed.connect(self.load_progressed, q)
         w.load_step.connect(self.load_step, q)
@@ -116,9 +124,13 @@ class EngineClient(QObject):
         return self.target_info is not None and self.mtp_layers > 0 and self.builtin_on
 
     @property
+    def has_head(self) -> bool:
+        return self.head_info is not None
+
+    @property
     def can_speculate(self) -> bool:
-        """A draft model is loaded, or the target's built-in MTP draft is chosen."""
-        return self.has_draft or self.has_builtin_draft
+        """A draft model or a draft head is loaded, or the target's built-in MTP draft is chosen."""
+        return self.has_draft or self.has_head or self.has_builtin_draft
 
     def is_loading(self, kind: str) -> bool:
         return any(k == kind for k, _p in self._pending_loads)
@@ -156,8 +168,9 @@ class EngineClient(QObject):
         self._req_load_target.emit(path, self._load_cancel)
 
     def load_draft(self, path: str) -> None:
-        """Load ``path`` as the draft (once: a second request for a draft already queued
-        behind the newest target load is dropped)."""
+        """Load ``path`` as the draft: a draft model, or a head (the worker reads which);
+        once: a second request for a draft already queued behind the newest target load is
+        dropped."""
         if self.draft_already_coming(path):
             return
         self._load_cancel = threading.Event()
@@ -225,6 +238,15 @@ class EngineClient(QObject):
     def _on_draft_unloaded(self) -> None:
         self.draft_info = self.draft_report = None
         self.draft_unloaded.emit()
+
+    def _on_head_loaded(self, info: HeadInfo) -> None:
+        self._answered("draft")
+        self.head_info = info
+        self.head_loaded.emit(info)
+
+    def _on_head_unloaded(self) -> None:
+        self.head_info = None
+        self.head_unloaded.emit()
 
     def _on_target_unloaded(self) -> None:
         self.target_info = None

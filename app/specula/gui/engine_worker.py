@@ -36,7 +36,8 @@ from specula.core.engine.native.load_log import short_of_memory
 from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.engine.stats import GenerationStats
 from specula.core.gguf.compat import CompatReport
-from specula.core.gguf.model_info import ModelInfo
+from specula.core.gguf.draft_head import is_head
+from specula.core.gguf.model_info import GGUFError, ModelInfo, read_model_info
 from specula.core.hardware.offload import resolve_for_file
 from specula.gui.stats.live_stats import StepPoint
 
@@ -75,6 +76,10 @@ class EngineWorker(QObject):
     """The draft is ready: ModelInfo, CompatReport."""
     draft_unloaded = Signal()
     """The draft was unloaded (by request or because the target changed)."""
+    head_loaded = Signal(object)
+    """A draft head (EAGLE-3, DFlash, DSpark) is ready in the draft's place: its HeadInfo."""
+    head_unloaded = Signal()
+    """The draft head was unloaded (another draft chosen, none, or the target changed)."""
     target_unloaded = Signal()
     """The target (and any draft) was ejected: no model is loaded."""
     load_failed = Signal(str, str)
@@ -141,15 +146,18 @@ class EngineWorker(QObject):
             self._load_failed("target", path, exc)
             return
         had_draft = old is not None and bool(old.has_draft)
+        had_head = old is not None and old.head_info is not None
         if engine is not old:
             if old is not None:
                 old.close()
             self._engine, self._built_with = engine, copy.copy(self._settings)
-        self._target_ready(info, had_draft)
+        self._target_ready(info, had_draft, had_head)
 
-    def _target_ready(self, info: ModelInfo, had_draft: bool) -> None:
+    def _target_ready(self, info: ModelInfo, had_draft: bool, had_head: bool = False) -> None:
         if had_draft:
             self.draft_unloaded.emit()
+        if had_head:
+            self.head_unloaded.emit()
         self.target_loaded.emit(info, str(self._engine.backend), int(self._engine.n_threads),
                                 int(self._engine.mtp_layers), int(self._engine.n_ctx))
         store = self._engine.ngrams
@@ -163,6 +171,7 @@ class EngineWorker(QObject):
         old_options, old_built = copy.copy(old.options), self._built_with
         old_target = old.target_info.source
         old_draft = old.draft_info.source if old.has_draft else ""
+        old_head = old.head_info.source if old.head_info is not None else ""
         old.close()
         self._engine = self._built_with = None
         if old_draft:
@@ -176,7 +185,7 @@ class EngineWorker(QObject):
         except Exception as exc:
             if engine is not None:
                 engine.close()
-            restored = self._restore(old_options, old_built, old_target, old_draft)
+            restored = self._restore(old_options, old_built, old_target, old_draft, old_head)
             why = getattr(exc, "reason", "") or str(exc)
             self.load_failed.emit("target", (
                 f"{Path(path).name} does not fit in memory beside the models in use "
@@ -187,10 +196,10 @@ class EngineWorker(QObject):
         self._engine, self._built_with = engine, copy.copy(self._settings)
         self.notice.emit(f"{Path(path).name} did not fit in memory beside the models in use, "
                          "so they were unloaded first.")
-        self._target_ready(info, False)
+        self._target_ready(info, bool(old_draft), bool(old_head))
 
     def _restore(self, options: EngineOptions, built: EngineOptions | None, target: str,
-                 draft: str) -> bool:
+                 draft: str, head: str = "") -> bool:
         """Load the old pair again after a failed swap; whether the target came back."""
         try:
             engine = Engine(options)
@@ -201,6 +210,11 @@ class EngineWorker(QObject):
             return False
         self._engine, self._built_with = engine, built
         self._target_ready(info, False)
+        if head:  # the old pair's draft head, or its draft model
+            try:
+                self.head_loaded.emit(engine.load_head(head))
+            except Exception:
+                log.error("restoring the draft head %s failed\n%s", head, traceback.format_exc())
         if draft:
             try:
                 report = engine.load_draft(draft)
@@ -232,13 +246,31 @@ class EngineWorker(QObject):
         try:
             self._engine.options.n_gpu_layers_draft = resolve_for_file(
                 self._settings.n_gpu_layers_draft, path, self._settings.n_ctx)  # "auto"
+            if is_head(read_model_info(path)):  # a head drafts in the draft model's place
+                self._load_head(path)
+                return
             report: CompatReport = self._engine.load_draft(path, progress=progress,
                                                            measuring=measuring)
         except Exception as exc:  # every failure is reported, none escapes into Qt
             self._load_failed("draft", path, exc)
             return
+        self._drop_head()
         info: ModelInfo = self._engine.draft_info
         self.draft_loaded.emit(info, report)
+
+    def _load_head(self, path: str) -> None:
+        """The chosen draft is a head: it loads (or is refused with the reasons, before
+        anything changes), then takes the draft model's place."""
+        head = self._engine.load_head(path)
+        if self._engine.has_draft:
+            self._engine.unload_draft()
+            self.draft_unloaded.emit()
+        self.head_loaded.emit(head)
+
+    def _drop_head(self) -> None:
+        if self._engine is not None and self._engine.head_info is not None:
+            self._engine.unload_head()
+            self.head_unloaded.emit()
 
     def _load_failed(self, kind: str, path: str, exc: Exception) -> None:
         """One ladder for both loads: a cancel, a refused draft, a known or an unexpected error."""
@@ -247,7 +279,7 @@ class EngineWorker(QObject):
         elif isinstance(exc, IncompatibleDraft):
             self.draft_refused.emit(exc.report)  # the page words it; load_failed follows
             self.load_failed.emit(kind, f"This draft cannot serve the target: {exc.report.reason()}")
-        elif isinstance(exc, LoadError):
+        elif isinstance(exc, (LoadError, GGUFError)):
             self.load_failed.emit(kind, str(exc))
         else:
             log.error("%s load failed\n%s", kind, "".join(traceback.format_exception(exc)))
@@ -255,8 +287,10 @@ class EngineWorker(QObject):
 
     @Slot()
     def unload_draft(self) -> None:
+        """No draft: neither a draft model nor a head."""
         if self._engine is not None:
             self._engine.unload_draft()
+        self._drop_head()
         self.draft_unloaded.emit()
 
     @Slot()
@@ -264,11 +298,14 @@ class EngineWorker(QObject):
         """Eject: free both models (the engine is built again at the next load)."""
         if self._engine is not None:
             had_draft = bool(self._engine.has_draft)
+            had_head = self._engine.head_info is not None
             self._engine.close()
             self._engine = None
             self._built_with = None
             if had_draft:
                 self.draft_unloaded.emit()
+            if had_head:
+                self.head_unloaded.emit()
         self.target_unloaded.emit()
 
     @Slot(int, object, object, object, object, object)

@@ -41,7 +41,7 @@ from specula.core.engine.policy.head_choice import HEAD_MODES
 from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.engine.verdict import PolicyVerdict
 from specula.core.gguf.compat import CompatReport, check
-from specula.core.gguf.draft_head import HeadInfo, head_misfits, read_head_info
+from specula.core.gguf.draft_head import HeadInfo, head_misfits, is_head, read_head_info
 from specula.core.gguf.model_info import GGUFError, ModelInfo, read_model_info
 
 __all__ = [
@@ -184,6 +184,9 @@ class Engine:
     def load_target(self, path: str | Path, progress: Progress | None = None) -> ModelInfo:
         """Load (or replace) the target; the draft is unloaded with the old target."""
         info = self._info(path)
+        if is_head(info):  # llama.cpp would fail with a misleading "not enough memory?"
+            raise LoadError(f"{path}: this is a draft head ({info.architecture}), not a model: "
+                            "load its target, then the head as the draft")
         load_mtp = self.options.mtp and has_mtp_graph(info.architecture)
         model, ctx = self._load(path, info, self.options.n_gpu_layers_target, progress,
                                 load_mtp=load_mtp)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specula.core.gguf.compat import check
+from specula.core.gguf.draft_head import is_head
 from specula.core.gguf.model_info import ModelInfo, read_model_info
 from specula.core.library.scan import LocalModel
 from specula.core.pairing.drafts import library_drafts, same_file
@@ -46,8 +47,8 @@ def draft_choices(target: str, recent: list[str], library: list[LocalModel]) -> 
             out.append(DraftChoice(path, Path(path).name, False, f"Unreadable: {exc}"))
             continue
         key = same_file(Path(path).name, info.file_size)
-        if key in listed:
-            continue
+        if key in listed or is_head(info):
+            continue  # a draft head is listed among the heads (pairing.heads)
         listed.add(key)
         report = check(t_info, info)
         out.append(DraftChoice(path, _label(info, path), report.usable, report.reason()))

@@ -22,6 +22,7 @@ from enum import Enum
 from pathlib import Path, PurePosixPath
 
 from specula.core.gguf.compat import VOCAB_MAX_SIZE_DIFFERENCE, CompatReport, Verdict, check
+from specula.core.gguf.draft_head import is_head
 from specula.core.gguf.model_info import GGUFError, ModelInfo, read_model_info
 from specula.core.hub.client import HubClient, RemoteModel
 from specula.core.hub.errors import HubError
@@ -148,8 +149,8 @@ def library_pairs(model: ModelInfo, library: list[LocalModel], *, path: Path | N
     for other in library:
         if cancel is not None and cancel.is_set():
             break
-        if other.info is None or not other.complete:
-            continue
+        if other.info is None or not other.complete or is_head(other.info):
+            continue  # a draft head pairs through pairing.heads, never as a model
         key = same_file(other.name, other.info.file_size)
         if key == me or key in seen or (own is not None and other.path.resolve() == own):
             continue

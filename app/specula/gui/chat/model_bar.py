@@ -20,12 +20,15 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QProgressBar, QPushButton, QV
 from specula.core.engine.verdict import PolicyVerdict
 from specula.core.gguf import compat_sentences
 from specula.core.gguf.compat import CompatReport
+from specula.core.gguf.draft_head import HeadInfo
 from specula.core.gguf.model_info import ModelInfo
 from specula.core.library.labels import ModelLabel, label_for
+from specula.core.pairing.heads import HeadChoice, head_label, is_head_file
 from specula.gui.chat.draft_list import (
     BUILTIN_MTP,
     DraftEntry,
     check_drafts,
+    check_heads,
     draft_rows,
     status_text,
 )
@@ -60,6 +63,8 @@ class ModelBar(QFrame):
     """A load started or succeeded: an earlier problem no longer applies."""
     pause_shown = Signal(object)
     """The header started or stopped saying adaptive paused drafting (the verdict, or None)."""
+    head_changed = Signal(str)
+    """A draft head loaded (its kind, the mode that drafts with it) or went ("")."""
 
     def __init__(self, ctx: AppContext, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -72,6 +77,7 @@ class ModelBar(QFrame):
         self._restore_done = False  # the last session's models are loaded once, at start
         self._loading_target = ""  # the target asked for and not yet loaded (or failed)
         self._entries: list[DraftEntry] = []  # the newest checked draft files
+        self._heads: list[HeadChoice] = []  # the newest checked draft heads
 
         outer = QVBoxLayout(self)
         outer.setContentsMargins(12, 8, 12, 8)
@@ -131,6 +137,8 @@ class ModelBar(QFrame):
         e.target_loaded.connect(self._on_target_loaded)
         e.draft_loaded.connect(self._on_draft_loaded)
         e.draft_unloaded.connect(self._on_draft_unloaded)
+        e.head_loaded.connect(self._on_head_loaded)
+        e.head_unloaded.connect(self._on_head_unloaded)
         e.target_unloaded.connect(self._on_target_unloaded)
         e.draft_refused.connect(self._on_refused)
         e.load_failed.connect(self._on_failed)
@@ -162,7 +170,8 @@ class ModelBar(QFrame):
         e = self.client
         if e.target_info is None:
             return
-        draft = e.draft_info.source if e.draft_info is not None else ""
+        draft = e.draft_info.source if e.draft_info is not None else \
+            e.head_info.source if e.head_info is not None else ""
         self.choose_target(e.target_info.source)
         if draft:
             self.choose_draft(draft)
@@ -224,7 +233,9 @@ class ModelBar(QFrame):
             self.refresh_drafts()
 
     def _library_paths(self) -> list[str]:
-        return [str(m.path) for m in self.ctx.library.models if m.complete and m.info is not None]
+        """The library's models a target can be (a draft head never is)."""
+        return [str(m.path) for m in self.ctx.library.models
+                if m.complete and m.info is not None and not is_head_file(m)]
 
     def _on_draft_chosen(self, path: str) -> None:
         self.client.builtin_on = path == BUILTIN_MTP
@@ -232,7 +243,7 @@ class ModelBar(QFrame):
             self._wanted_draft = ""
             self.ctx.settings.last_draft = ""
             self.ctx.settings.save()
-            if self.client.has_draft:
+            if self.client.has_draft or self.client.has_head:
                 self.client.unload_draft()  # draft_unloaded turns the switch on for the head
             self._sync_switch()
             self._update_status()
@@ -247,8 +258,10 @@ class ModelBar(QFrame):
             self.choose_draft(path)
 
     def _sync_switch(self) -> None:
-        """The switch offers speculation with a draft model or the target's MTP head."""
-        self.draft_switch.set_builtin(self.client.has_builtin_draft and not self.client.has_draft)
+        """The switch offers speculation with a draft model, a draft head or the target's MTP head."""
+        e = self.client
+        self.draft_switch.set_builtin(e.has_builtin_draft and not e.has_draft and not e.has_head)
+        self.draft_switch.set_head(head_label(e.head_info.kind) if e.head_info is not None else "")
         self.draft_switch.set_draft_loaded(self.client.can_speculate)
 
     @property
@@ -280,7 +293,8 @@ class ModelBar(QFrame):
 
     def _fill_targets(self) -> None:
         """Recent targets first, then the rest of the library."""
-        recent = list(self.ctx.settings.recent_targets)
+        heads = {str(m.path) for m in self.ctx.library.models if is_head_file(m)}
+        recent = [p for p in self.ctx.settings.recent_targets if p not in heads]
         paths = recent + [p for p in self._library_paths() if p not in recent]
         self.targets.fill([(p, self.label(p)) for p in paths], self.shown_target())
 
@@ -295,14 +309,18 @@ class ModelBar(QFrame):
         self._check_id += 1
         check_id = self._check_id
         library = list(self.ctx.library.models)
-        start_task(self, lambda _ctx: check_drafts(target, drafts, library),
-                   on_done=lambda entries: self._on_checked(check_id, entries),
+        start_task(self, lambda _ctx: (check_drafts(target, drafts, library),
+                                       check_heads(target, drafts, library)),
+                   on_done=lambda found: self._on_checked(check_id, *found),
                    on_failed=lambda error: self._on_check_failed(check_id, error.message))
 
-    def _on_checked(self, check_id: int, entries: list[DraftEntry]) -> None:
+    def _on_checked(self, check_id: int, entries: list[DraftEntry],
+                    heads: list[HeadChoice]) -> None:
         if check_id == self._check_id:
+            self._heads = list(heads)
             self._fill_drafts(entries)
-            if any(e.usable for e in entries) or self.client.draft_info is not None:
+            if any(e.usable for e in entries) or any(h.usable for h in heads) or \
+                    self.client.draft_info is not None or self.client.has_head:
                 self.offer.withdraw()
             elif self.offer.offer is None or self.offer.offer.target != self.ctx.settings.last_target:
                 self.offer.look_for(self.ctx.settings.last_target)
@@ -311,6 +329,7 @@ class ModelBar(QFrame):
     def _on_check_failed(self, check_id: int, message: str) -> None:
         """The target's header is unreadable; loading it reports that, so no dialog here."""
         if check_id == self._check_id:
+            self._heads = []
             reason = f"The target's header could not be read: {message}"
             self._fill_drafts([DraftEntry(p, Path(p).name, False, reason)
                                for p in self.ctx.settings.recent_drafts])
@@ -318,15 +337,17 @@ class ModelBar(QFrame):
 
     def _fill_drafts(self, entries: list[DraftEntry]) -> None:
         """The picker: the target's built-in MTP draft first when it has one, "No draft",
-        then the draft files (compatible ones enabled)."""
+        the draft heads, then the draft files (compatible ones enabled)."""
         self._entries = list(entries)
         n_mtp = self.client.mtp_layers if self.client.has_target else 0
         self.drafts.fill(*draft_rows(self._entries, n_mtp, self.client.builtin_on,
-                                     self._current_draft_path()))
+                                     self._current_draft_path(), self._heads))
 
     def _current_draft_path(self) -> str:
-        info = self.client.draft_info
-        return info.source if info is not None else self._wanted_draft
+        e = self.client
+        info = e.draft_info
+        return info.source if info is not None else \
+            e.head_info.source if e.head_info is not None else self._wanted_draft
 
     def draft_entry(self, path: str) -> QStandardItem | None:
         return self.drafts.entry(path)
@@ -377,6 +398,24 @@ class ModelBar(QFrame):
         self.draft_switch.set_draft_loading(self._draft_pending())
         self.recheck.set_verdict(None)
 
+    def _on_head_loaded(self, info: HeadInfo) -> None:
+        """A head is the draft now: chosen in the picker, named in the status, and its
+        mode (the one that drafts with it) asked of the chat page."""
+        self._done_loading()
+        self._update_status()
+        entry = self.draft_entry(info.source)
+        if entry is not None:
+            self.draft_combo.setCurrentIndex(entry.row())
+        self._sync_switch()
+        self.draft_switch.set_draft_loading(self._draft_pending())
+        self.recheck.set_verdict(None)
+        self.head_changed.emit(info.kind)
+
+    def _on_head_unloaded(self) -> None:
+        self._sync_switch()
+        self._update_status()
+        self.head_changed.emit("")
+
     def _on_draft_unloaded(self) -> None:
         self._sync_switch()
         self.recheck.set_verdict(None)
@@ -417,7 +456,8 @@ class ModelBar(QFrame):
             self.refresh_drafts()
         else:
             self._wanted_draft = ""
-            s.last_draft = e.draft_info.source if e.draft_info is not None else ""
+            s.last_draft = e.draft_info.source if e.draft_info is not None else \
+                e.head_info.source if e.head_info is not None else ""
             entry = self.draft_entry(s.last_draft) if s.last_draft else None
             self.draft_combo.setCurrentIndex(entry.row() if entry is not None else 0)
         try:
@@ -429,9 +469,10 @@ class ModelBar(QFrame):
     def _draft_pending(self) -> bool:
         """A draft was asked for and has not loaded yet (the target may still be loading)."""
         e = self.client
+        loaded = e.draft_info or e.head_info
         return bool(self._wanted_draft) and (
             e.is_loading("draft") or e.is_loading("target")) and (
-            e.draft_info is None or e.draft_info.source != self._wanted_draft)
+            loaded is None or loaded.source != self._wanted_draft)
 
     def _show_error(self, message: str, path: str = "") -> None:
         report, self._refusal = self._refusal, None
@@ -448,4 +489,4 @@ class ModelBar(QFrame):
         pending = self.label(self._wanted_draft).name if self._draft_pending() else ""
         self.status.setText(status_text(
             e.target_info, e.backend, e.n_threads, draft=e.draft_info, pending_draft=pending,
-            builtin_layers=e.mtp_layers if e.has_builtin_draft else 0))
+            builtin_layers=e.mtp_layers if e.has_builtin_draft else 0, head=e.head_info))

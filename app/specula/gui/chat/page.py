@@ -24,6 +24,7 @@ from specula.core.chat import versions
 from specula.core.chat.attachments import attachments_of
 from specula.core.chat.conversations import Message, title_from
 from specula.core.engine.events import Done
+from specula.core.pairing.heads import HEAD_LABELS
 from specula.gui.chat.attach import chip_text
 from specula.gui.chat.chat_column import ChatColumn
 from specula.gui.chat.chat_prompt import ChatPromptBinding
@@ -103,6 +104,7 @@ class ChatPage(QWidget):
         self.model_bar.problem.connect(self.banner.show_message)
         self.model_bar.problem_cleared.connect(self.banner.hide)
         self.model_bar.pause_shown.connect(self.stats_panel.set_pause)  # one verdict, both places
+        self.model_bar.head_changed.connect(self._head_changed)
         self.settings_panel.spec.changed.connect(self._sync_lookup)
         self.model_bar.server_chip.follow(  # the local server answers with this chat's settings
             lambda: (self.settings_panel.sampling(),
@@ -493,6 +495,15 @@ class ChatPage(QWidget):
         i = form.mode.findData(mode)
         if i >= 0:
             form.mode.setCurrentIndex(i)
+
+    def _head_changed(self, kind: str) -> None:
+        """A loaded head drafts in its own mode, so choosing it picks that mode; once it is
+        gone its mode would run plain, so the mode goes back to chain (which drafts with
+        a draft model or the target's MTP layers)."""
+        if kind:
+            self._set_mode(kind)
+        elif self.settings_panel.spec.values().mode in HEAD_LABELS:
+            self._set_mode("chain")
 
     # -- view ----------------------------------------------------------------
     def _set_busy(self, busy: bool) -> None:

@@ -26,7 +26,9 @@ from PySide6.QtWidgets import (
 
 from specula.core.chat_session import ChatSession
 from specula.core.engine.config import Mode, SpecConfig
+from specula.core.engine.policy.head_choice import HEAD_MODES
 from specula.core.engine.sampling.rules import SamplingParams
+from specula.core.pairing.heads import head_label
 from specula.core.settings import GenerationDefaults, SpeculativeDefaults
 from specula.gui.context import AppContext
 
@@ -36,6 +38,7 @@ MODES = [
     (Mode.TREE, "Token tree (draft model)"),
     (Mode.LOOKUP, "Prompt lookup (no draft model)"),
     (Mode.MTP, "MTP (the target's own layers)"),
+    *((mode, head_label(mode.value)) for mode in HEAD_MODES),
 ]
 
 

@@ -36,6 +36,7 @@ class SpecSwitch(ElidedCheckBox):
         self._has_draft = False
         self._lookup = False
         self._builtin = False  # the speculation on offer is the target's own MTP head
+        self._head = ""  # the draft head on offer ("EAGLE-3 head"), if one is loaded
         self._off_by_user = False
         self._draft_loading = False
         self._verdict: PolicyVerdict | None = None
@@ -67,6 +68,10 @@ class SpecSwitch(ElidedCheckBox):
     def set_builtin(self, builtin: bool) -> None:
         """Say the draft is the target's built-in MTP head (set before set_draft_loaded)."""
         self._builtin = builtin
+
+    def set_head(self, label: str) -> None:
+        """Say the draft is this head ("EAGLE-3 head"; "": none), set before set_draft_loaded."""
+        self._head = label
 
     def set_lookup_mode(self, lookup: bool) -> None:
         self._lookup = lookup
@@ -104,7 +109,8 @@ class SpecSwitch(ElidedCheckBox):
             self.setToolTip("Load a draft model to speculate")
             return
         how = " (prompt lookup)" if self._lookup and not self._has_draft else \
-            " (built-in MTP)" if self._builtin and not self._lookup else ""
+            " (built-in MTP)" if self._builtin and not self._lookup else \
+            f" ({self._head})" if self._head and not self._lookup else ""
         v = self._verdict
         paused = v is not None and v.paused and self.isChecked() and self._has_draft
         if paused and v is not None:

@@ -5,7 +5,7 @@ unticking "Same as Chat" makes temperature, seed, max tokens and the mode the
 page's own. Every value a run uses is visible, so a comparison can be read
 and repeated. Whether it follows the chat, and its own mode, are kept in the
 settings across restarts; the modes offered are the ones the loaded target
-can run (MTP only for a target with MTP layers).
+can run (MTP only for a target with MTP layers, a head's mode only with that head loaded).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from specula.core.engine.config import Mode
+from specula.core.engine.policy.head_choice import HEAD_MODES
 from specula.core.settings import GenerationDefaults, SpeculativeDefaults
 from specula.gui.chat.settings_panel import MODES, dspin, spin
 from specula.gui.context import AppContext
@@ -31,10 +32,13 @@ def chat_values(widget: QWidget) -> tuple[GenerationDefaults, SpeculativeDefault
     return panel.generation(), panel.spec.values()
 
 
-def runnable_modes(mtp_layers: int) -> list[tuple[Mode, str]]:
-    """The modes a comparison can run on a target with ``mtp_layers`` MTP layers (the draft
-    modes run plain without a draft, and the page says so; MTP needs the target's layers)."""
-    return [(mode, label) for mode, label in MODES if mode is not Mode.MTP or mtp_layers > 0]
+def runnable_modes(mtp_layers: int, head: str = "") -> list[tuple[Mode, str]]:
+    """The modes a comparison can run on a target with ``mtp_layers`` MTP layers and the
+    draft ``head`` of that kind loaded ("": none). The draft modes run plain without a
+    draft, and the page says so; MTP needs the target's layers, a head's mode its head."""
+    return [(mode, label) for mode, label in MODES
+            if (mode is not Mode.MTP or mtp_layers > 0)
+            and (mode not in HEAD_MODES or mode.value == head)]
 
 
 class CompareOptions(QWidget):
@@ -61,7 +65,7 @@ class CompareOptions(QWidget):
                          "-1 = one new random seed, shared by every run of the comparison")
         self.max_tokens = spin(1, 32768, self._gen.max_tokens, "Longest reply in tokens")
         self.mode = QComboBox()
-        self.set_modes(ctx.engine.mtp_layers)
+        self._offer_loaded()
         self.rounds = spin(1, 20, 2, "Each round runs plain and speculative once; rounds "
                                      "alternate the order (plain, spec, spec, plain, ...) so "
                                      "the machine's drift weighs both sides alike")
@@ -83,20 +87,27 @@ class CompareOptions(QWidget):
         self.linked.toggled.connect(self.refresh)
         self.linked.toggled.connect(self._remember)
         self.mode.currentIndexChanged.connect(self._remember)
-        ctx.engine.target_loaded.connect(lambda _i: self.set_modes(ctx.engine.mtp_layers))
-        ctx.engine.target_unloaded.connect(lambda: self.set_modes(0))
+        for loaded in (ctx.engine.target_loaded, ctx.engine.head_loaded):
+            loaded.connect(self._offer_loaded)
+        for gone in (ctx.engine.target_unloaded, ctx.engine.head_unloaded):
+            gone.connect(self._offer_loaded)
         for sig in (self.temperature.valueChanged, self.seed.valueChanged,
                     self.max_tokens.valueChanged, self.mode.currentIndexChanged):
             sig.connect(self._edited)
         self.rounds.valueChanged.connect(self.changed)
         self.refresh()
 
-    def set_modes(self, mtp_layers: int) -> None:
-        """Offer the modes the loaded target can run; the chosen one stays when offered."""
+    def _offer_loaded(self, *_args: object) -> None:
+        e = self.ctx.engine
+        self.set_modes(e.mtp_layers if e.has_target else 0,
+                       e.head_info.kind if e.head_info is not None else "")
+
+    def set_modes(self, mtp_layers: int, head: str = "") -> None:
+        """Offer the modes the loaded target (and head) can run; the chosen one stays when offered."""
         want = str(self.mode.currentData() or self._spec.mode)
         self.mode.blockSignals(True)
         self.mode.clear()
-        for mode, label in runnable_modes(mtp_layers):
+        for mode, label in runnable_modes(mtp_layers, head):
             self.mode.addItem(label, mode.value)
         self.mode.setCurrentIndex(max(self.mode.findData(want), 0))
         self.mode.blockSignals(False)

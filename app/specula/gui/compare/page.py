@@ -10,6 +10,7 @@ run's partial reply. The arithmetic lives in :mod:`specula.core.compare`.
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut, QShowEvent
@@ -34,6 +35,7 @@ from specula.core.compare import (
 from specula.core.engine.events import Done
 from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.library.labels import label_for
+from specula.core.pairing.heads import head_label
 from specula.gui.compare.column import Column
 from specula.gui.compare.options import CompareOptions
 from specula.gui.context import AppContext
@@ -123,6 +125,8 @@ class ComparePage(QWidget):
                     self.client.load_failed, self.client.load_cancelled, self.client.load_started):
             sig.connect(self._update_models)
         self.client.draft_loaded.connect(self._update_models)
+        for sig in (self.client.head_loaded, self.client.head_unloaded):
+            sig.connect(self._update_models)
         self.client.busy_changed.connect(self._update_models)
         ctx.settings_changed.connect(self._settings_changed)
         self._update_models()
@@ -143,11 +147,13 @@ class ComparePage(QWidget):
         e = self.client
         t = label_for(e.target_info.source, e.target_info).text if e.target_info else "none"
         d = label_for(e.draft_info.source, e.draft_info).text if e.draft_info else \
+            f"{head_label(e.head_info.kind)} ({Path(e.head_info.source).name})" if e.head_info else \
             "built-in MTP" if e.has_builtin_draft else "none"
+        drafter = e.draft_info or e.head_info
         self.models.setText(f"Target: {t}    Draft: {d}")
         self.models.setToolTip(f"Target: {t}    Draft: {d}\n\n"
                                f"Target: {e.target_info.source if e.target_info else '-'}\n"
-                               f"Draft: {e.draft_info.source if e.draft_info else '-'}")
+                               f"Draft: {drafter.source if drafter is not None else '-'}")
         running = self._running or self.reply is not None
         why = self.readiness()
         self.run_button.setEnabled(not why and not running and not e.busy)

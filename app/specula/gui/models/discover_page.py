@@ -35,6 +35,7 @@ from specula.gui.context import AppContext
 from specula.gui.elided import ElidedLabel
 from specula.gui.models.drafts_panel import DraftsPanel
 from specula.gui.models.file_badges import HeaderKey, badge_files, download_state
+from specula.gui.models.heads_panel import HeadsPanel
 from specula.gui.models.repo_files_view import FileRow, RepoFilesModel, RepoFilesView
 from specula.gui.models.search_model import REPO_ROLE, SearchResultsModel
 from specula.gui.models.suggestions_panel import SuggestionsPanel
@@ -96,6 +97,9 @@ class DiscoverPage(QWidget):
         for sig in (engine.target_loaded, engine.draft_loaded, engine.draft_unloaded):
             sig.connect(lambda *_a: self.rebadge())
         engine.target_loaded.connect(self.drafts.set_loaded)
+        engine.target_loaded.connect(self._heads_for)
+        engine.target_unloaded.connect(lambda: self.heads.set_target(None))
+        self._heads_for(engine.target_info)
         engine.target_loaded.connect(lambda _i: self._suggested and self.suggest())
         ctx.downloads.download_finished.connect(lambda *_a: self._mark_local())
         ctx.library.scanned.connect(lambda _models: self._on_library_changed())
@@ -110,6 +114,9 @@ class DiscoverPage(QWidget):
         self.suggestions.load_requested.connect(self._load_pair)
         self.suggestions.download_requested.connect(self._download_draft)
         lay.addWidget(self.suggestions, 1)
+        self.heads = HeadsPanel(w)  # EAGLE-3 / DFlash / DSpark heads for the loaded target
+        self.heads.download_requested.connect(self._download_draft)
+        lay.addWidget(self.heads)
         self._suggested = False  # worked out the first time the page is shown
         self.results_model = SearchResultsModel(self)
         self.results = QTableView(w)
@@ -346,6 +353,12 @@ class DiscoverPage(QWidget):
         self._suggested = True
         self.suggestions.refresh(list(self.ctx.library.models), self.ctx.engine.target_info,
                                  self.ctx.library.models_dir)
+
+    def _heads_for(self, target: ModelInfo | None) -> None:
+        """The heads panel looks for the loaded target's heads (its repository's name, when
+        it came from the hub, is the better search)."""
+        model = self.ctx.library.find(target.source) if target is not None else None
+        self.heads.set_target(target, model.repo_id if model is not None else None)
 
     def _load_pair(self, target: str, draft: str) -> None:
         self.ctx.load_requested.emit("target", target)

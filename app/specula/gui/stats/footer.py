@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from specula.core.pairing.heads import mode_label
 from specula.gui.stats import live_stats as ls
 
 STOP_REASONS = {
@@ -33,7 +34,8 @@ def footer_text(stats: Mapping[str, object], stop_reason: str = "") -> str:
     mode = str(stats.get("mode", ""))
     if mode:
         rule = str(stats.get("acceptance_rule", ""))
-        parts.append(f"{mode} ({rule})" if rule and mode != "plain" else mode)
+        shown = mode_label(mode)  # a head's mode by the head: "EAGLE-3 head"
+        parts.append(f"{shown} ({rule})" if rule and mode != "plain" else shown)
         if rule and rule != "greedy" and stats.get("seed") is not None:
             # A sampled reply is reproducible from its seed (drawn when the settings said -1).
             parts.append(f"seed {stats['seed']}")

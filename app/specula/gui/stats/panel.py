@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QVBoxLayout, QWidget
 
 from specula.core.engine.stats import GenerationStats
 from specula.core.engine.verdict import PolicyVerdict
+from specula.core.pairing.heads import mode_label
 from specula.gui.engine_worker import ReplyBatch
 from specula.gui.stats import live_stats as ls
 from specula.gui.stats.chart import RateChart
@@ -161,7 +162,7 @@ class StatsPanel(QFrame):
         v["acceptance"].setText(ls.format_acceptance(f))
         v["per_step"].setText(ls.format_per_step(f))
         v["ttft"].setText(ls.format_ttft(f))
-        v["mode"].setText(f.mode)
+        v["mode"].setText(mode_label(f.mode))  # a head's mode by the head: "EAGLE-3 head"
         note = ls.drafting_note(f)
         self.note.setText(note[:1].upper() + note[1:])
         self.note.setVisible(bool(note))
