@@ -65,6 +65,7 @@ class _FakeEngine:
         self.compat: Any = None
         self.backend, self.n_threads, self.mtp_layers, self.n_ctx = "CPU", 1, 0, options.n_ctx
         self.ngrams = None
+        self.head_info: Any = None  # no draft head in these tests
         self.closed = False
         _FakeEngine.alive.append(self)
 
@@ -99,6 +100,9 @@ def _worker(monkeypatch) -> tuple[EngineWorker, dict[str, list[Any]]]:  # type: 
     _FakeEngine.alive = []
     _FakeEngine.too_big_alone = False
     monkeypatch.setattr(engine_worker, "Engine", _FakeEngine)
+    # the fake paths name no file: the worker's header read (is it a draft head?) answers "no"
+    monkeypatch.setattr(engine_worker, "read_model_info", lambda path: None)
+    monkeypatch.setattr(engine_worker, "is_head", lambda info: False)
     w = EngineWorker()
     heard: dict[str, list[Any]] = {"loaded": [], "failed": [], "notice": [], "draft": []}
     w.target_loaded.connect(lambda info, *_a: heard["loaded"].append(info.source))
