@@ -28,6 +28,7 @@ from specula.core.chat.bounded_jinja import (
     BoundedTemplate,
     TemplateError,
     TemplateLimitError,
+    TemplateRefusal,
 )
 from specula.core.chat.tool_calls import ToolFormat, detect_format
 
@@ -38,6 +39,7 @@ __all__ = [
     "Model",
     "TemplateError",
     "TemplateLimitError",
+    "TemplateRefusal",
 ]
 
 
