@@ -128,7 +128,7 @@ def test_oversized_results_are_refused_before_they_are_built(name: str, source: 
     template = BoundedTemplate(source)
 
     def render() -> None:
-        with pytest.raises(TemplateLimitError, match="limit of 8,000,000|huge width"):
+        with pytest.raises(TemplateLimitError, match=r"limit of 8,000,000|huge width"):
             template.render(messages=[])
 
     # The inputs are at most a few MB; any of the results would be 40 MB or more.
@@ -165,7 +165,7 @@ def test_truncate_and_wordwrap_render_like_jinja() -> None:
 
 def test_a_template_beyond_the_character_bound_is_refused_before_compiling() -> None:
     source = "x" * (MAX_TEMPLATE_CHARS + 1)
-    with pytest.raises(TemplateLimitError, match="too large.*characters"):
+    with pytest.raises(TemplateLimitError, match=r"too large.*characters"):
         BoundedTemplate(source)
 
 
