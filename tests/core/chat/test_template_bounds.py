@@ -58,8 +58,8 @@ COSTLY = [
     ("lipsum", "{{ lipsum(n=2000) }}", 100_000),  # 2,000 paragraphs of up to 100 words
     ("map chain", "{% set xs = range(20000) | list %}{{ xs" + " | map('string')" * 40
      + " | join }}", 200_000),  # 40 lazy stages over 20,000 items: 800,000 pulls
-    ("sort", "{% set xs = range(50000) | list %}{{ (xs | sort | sort | sort) | length }}",
-     200_000),  # 50,000 log 50,000 comparisons
+    ("sort", "{% set xs = range(50000) | list %}{{ xs | sort | length }}",
+     200_000),  # reading 50,000 items twice fits; 50,000 log 50,000 comparisons do not
     ("select", "{{ range(50000) | select('odd') | select('odd') | select('odd') | list "
      "| length }}", 100_000),
 ]
