@@ -62,6 +62,8 @@ COSTLY = [
      200_000),  # reading 50,000 items twice fits; 50,000 log 50,000 comparisons do not
     ("select", "{{ range(50000) | select('odd') | select('odd') | select('odd') | list "
      "| length }}", 100_000),
+    ("wordwrap", "{{ ('ab cd ' * 20000) | wordwrap(10) | length }}", 100_000),  # textwrap's
+    # word loop over 120,000 characters: far more than 120,000 / 64 steps of reading
 ]
 
 
