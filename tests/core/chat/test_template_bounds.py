@@ -122,6 +122,7 @@ OVERSIZED = [
     ("batch fill", "{{ [1] | batch(10000000, 0) | list | length }}"),
     ("lipsum", "{{ lipsum(n=100000, min=90) | length }}"),
     ("upper", "{{ ('x' * 3000000) | upper | length }}"),
+    ("upper of a list", S1M + "{{ ([s] * 100) | upper | length }}"),
 ]
 
 

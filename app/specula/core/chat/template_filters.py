@@ -49,6 +49,10 @@ _GROWTH = {"upper": 3, "lower": 3, "title": 3, "capitalize": 3, "e": 5, "escape"
 # and wordwrap on 7.7 M characters 4.5 s, while 10 M empty loop iterations take about 1 s;
 # a shared, busy machine).
 _STEPS_PER_CHAR = {"striptags": 4, "wordcount": 1, "urlize": 1, "wordwrap": 6}
+# Filters that turn a value that is not a string into one first (``str(value)``).
+_STRINGIFY = frozenset({"upper", "lower", "title", "capitalize", "trim", "striptags", "e",
+                        "escape", "forceescape", "urlize", "wordcount", "wordwrap", "truncate",
+                        "center", "indent", "replace", "format"})
 # Filters that sort: n log n comparisons.
 _SORTING = frozenset({"sort", "dictsort", "groupby", "unique", "min", "max"})
 
@@ -247,8 +251,11 @@ def metered_filter(meter: Meter, name: str, func: Callable[..., Any],
             meter.charge(len(value) * per_char)
         elif not constant:
             meter.charge(read_cost(value))
-        if growth > 1 and isinstance(value, str):
-            check_predicted(f"the {name} filter's result", len(value) * growth)
+        if isinstance(value, str):
+            if growth > 1:
+                check_predicted(f"the {name} filter's result", len(value) * growth)
+        elif name in _STRINGIFY:  # str(value) comes first: a list of large strings is large
+            check_predicted(f"the {name} filter's text", _text(meter, value) * growth)
         if rule is not None:
             rule(meter, name, rest, kwargs)
         return check_result(func(*head, *rest, **kwargs), f"the {name} filter")
