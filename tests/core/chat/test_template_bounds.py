@@ -105,6 +105,8 @@ OVERSIZED = [
     ("format filter width", "{{ '%30000000s' | format(1) }}"),
     ("percent spelling out", S1M + "{{ ('%s' * 100) % ((s,) * 100) }}"),
     ("str.format spelling out", S1M + "{{ ('{0}' * 100).format(s) }}"),
+    ("str.format by index", S1M + "{{ ('{0[0]}' * 100).format([s]) }}"),
+    ("str.format_map", S1M + "{{ ('{a}' * 100).format_map({'a': s}) }}"),
     ("replace filter", "{{ ('a' * 100000) | replace('a', 'b' * 1000) }}"),
     ("str.replace", "{{ ('a' * 100000).replace('a', 'b' * 1000) }}"),
     ("tojson indent", "{{ [[1, 2], [3, 4]] | tojson(indent=30000000) }}"),

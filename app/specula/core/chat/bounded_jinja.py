@@ -70,7 +70,7 @@ from jinja2.compiler import CodeGenerator, Frame
 from jinja2.lexer import Token, TokenStream
 from jinja2.parser import Parser
 from jinja2.runtime import Context
-from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter, SecurityError
 from jinja2.utils import Namespace
 
 from specula.core.chat.template_filters import (
@@ -326,13 +326,17 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):  # type: ignore[misc]  
         nested = _NESTED_SPEC.search(owner) is not None
         is_map = value.__name__ == "format_map"
         inner = wrapped
+        formatter = SandboxedFormatter(self)
+
+        def lookup(name: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+            return formatter.get_field(name, args, kwargs)[0]
 
         def checked(*args: Any, **kwargs: Any) -> str:
             if nested and _has_big_int((*args, *kwargs.values())):
                 raise TemplateLimitError("chat template: a format asks for a huge width")
             named = args[0] if is_map and args and isinstance(args[0], Mapping) else kwargs
             check_predicted("a format's result", format_size(
-                owner, () if is_map else args, named, MAX_VALUE_CHARS, self.charge))
+                owner, () if is_map else args, named, MAX_VALUE_CHARS, self.charge, lookup))
             return str(inner(*args, **kwargs))
 
         return checked

@@ -129,10 +129,11 @@ def percent_size(fmt: str, right: object, limit: int, charge: Charge) -> int:
 
 
 def format_size(fmt: str, args: tuple[Any, ...], kwargs: Mapping[str, Any], limit: int,
-                charge: Charge) -> int:
+                charge: Charge, resolve: Callable[[str, tuple[Any, ...], Mapping[str, Any]], Any]
+                ) -> int:
     """A lower bound on ``len(fmt.format(*args, **kwargs))``: the literal text, and each
-    replacement field that names an argument outright (``{}``, ``{0}``, ``{name}``) spelled
-    out; fields that reach into an argument (``{0.x}``, ``{0[1]}``) count nothing."""
+    replacement field's value spelled out (``{}``, ``{0}``, ``{name}``, and through
+    ``resolve``, the sandbox's own lookup, ``{0[1]}`` or ``{0.x}``)."""
     total = 0
     auto = 0
     try:
@@ -144,14 +145,13 @@ def format_size(fmt: str, args: tuple[Any, ...], kwargs: Mapping[str, Any], limi
         total += len(literal)
         if name is None:
             continue
-        arg: object = ""
-        if name == "":
-            arg = args[auto] if auto < len(args) else ""
+        if name == "" or name[0] in ".[":  # automatic numbering
+            name = f"{auto}{name}"
             auto += 1
-        elif name.isdigit():
-            arg = args[int(name)] if int(name) < len(args) else ""
-        elif name.isidentifier():
-            arg = kwargs.get(name, "")
+        try:
+            arg = resolve(name, args, kwargs)
+        except Exception:  # str.format raises the same error, with its own message
+            arg = ""
         total += text_size(arg, limit, charge)
         if total > limit:
             break
