@@ -78,6 +78,7 @@ from specula.core.chat.template_filters import (
     check_percent,
     lipsum_cost,
     metered_filter,
+    metered_test,
     read_cost,
 )
 from specula.core.chat.template_limits import (
@@ -197,6 +198,8 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):  # type: ignore[misc]  
         self.filters["tojson"] = _tojson
         for name, func in list(self.filters.items()):
             self.filters[name] = metered_filter(self, name, func, _check_size)
+        for name, func in list(self.tests.items()):
+            self.tests[name] = metered_test(self, func)
         self.globals["namespace"] = _BoundedNamespace
         self.globals["lipsum"] = self._lipsum(self.globals["lipsum"])
         self._local = _ThreadBudget()  # the budget of the render running on each thread

@@ -204,9 +204,12 @@ def _batch(meter: Meter, name: str, args: list[Any], kwargs: dict[str, Any]) -> 
 
 
 def _sorting(meter: Meter, name: str, args: list[Any], kwargs: dict[str, Any]) -> None:
+    """n log n comparisons, and the text of every string item once (the key of a
+    case-insensitive comparison, Jinja's default, is a lowered copy of it)."""
     if args:
         args[0] = items = _listed(meter, args[0]) if name != "dictsort" else args[0]
         meter.charge(len(items) * max(len(items).bit_length(), 1))
+        meter.charge(sum(len(x) for x in items if isinstance(x, str)) // 64)
 
 
 def check_percent(meter: Meter, fmt: str, right: object) -> None:
@@ -259,6 +262,19 @@ def metered_filter(meter: Meter, name: str, func: Callable[..., Any],
         if rule is not None:
             rule(meter, name, rest, kwargs)
         return check_result(func(*head, *rest, **kwargs), f"the {name} filter")
+
+    return metered
+
+
+def metered_test(meter: Meter, func: Callable[..., Any]) -> Callable[..., Any]:
+    """A test (``is lower``, ``is in``...) charging what it reads: its value and its
+    arguments (``select('lower')`` over many long strings reads them all)."""
+    skip = 0 if _PassArg.from_obj(func) is None else 1
+
+    @functools.wraps(func)
+    def metered(*args: Any, **kwargs: Any) -> Any:
+        meter.charge(sum(read_cost(a) for a in args[skip:]))
+        return func(*args, **kwargs)
 
     return metered
 
