@@ -67,6 +67,7 @@ COSTLY = [
     # 1,000 references to one 1 MB string: a short list whose items are long to read
     ("unique", "{{ (['x' * 1000000] * 1000) | unique | list | length }}", 100_000),
     ("select test", "{{ (['x' * 1000000] * 1000) | select('lower') | list | length }}", 100_000),
+    ("pprint", "{{ ('ab c\\n' * 100000) | pprint | length }}", 1_000_000),  # laid out in Python
 ]
 
 
@@ -113,6 +114,7 @@ OVERSIZED = [
     ("replace filter", "{{ ('a' * 100000) | replace('a', 'b' * 1000) }}"),
     ("str.replace", "{{ ('a' * 100000).replace('a', 'b' * 1000) }}"),
     ("tojson indent", "{{ [[1, 2], [3, 4]] | tojson(indent=30000000) }}"),
+    ("tojson indent of a number", "{{ 1 | tojson(indent=30000000) }}"),
     ("indent", "{{ ('a\\n' * 1000) | indent(100000) }}"),
     ("wordwrap string", "{{ ('ab ' * 10000) | wordwrap(2, wrapstring='x' * 10000) }}"),
     ("strftime_now", "{{ strftime_now('%c' * 1000000) }}"),
