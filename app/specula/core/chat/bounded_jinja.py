@@ -96,7 +96,7 @@ from specula.core.chat.template_limits import (
     check_predicted,
     too_big,
 )
-from specula.core.chat.template_sizes import format_size, text_size
+from specula.core.chat.template_sizes import format_size, text_size, texts_size
 
 __all__ = [
     "MAX_OUTPUT_CHARS", "MAX_RENDER_SECONDS", "MAX_RENDER_STEPS", "MAX_TEMPLATE_CHARS",
@@ -367,8 +367,9 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):  # type: ignore[misc]  
         elif name == "join" and args:
             items = args[0] if isinstance(args[0], _SIZED) else list(self.bounded_iter(args[0]))
             self.charge(read_cost(items))
-            check_predicted("str.join", len(owner) * max(len(items) - 1, 0) + sum(
-                len(x) for x in items if isinstance(x, str)))
+            listed = items if isinstance(items, list) else list(items)
+            check_predicted("str.join", len(owner) * max(len(items) - 1, 0) + texts_size(
+                listed, MAX_VALUE_CHARS, self.charge))
             args = (items, *args[1:])
         elif name == "translate" and args and isinstance(args[0], Mapping):
             longest = max((len(v) for v in args[0].values() if isinstance(v, str)), default=1)

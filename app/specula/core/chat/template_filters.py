@@ -31,7 +31,7 @@ from jinja2.filters import make_attrgetter
 from jinja2.utils import _PassArg
 
 from specula.core.chat.template_limits import MAX_VALUE_CHARS, TemplateLimitError, check_predicted
-from specula.core.chat.template_sizes import json_size, percent_size, text_size
+from specula.core.chat.template_sizes import json_size, percent_size, text_size, texts_size
 
 _SIZED = (list, tuple, dict, set, frozenset)
 BIG_WIDTH = re.compile(r"\d{8,}")  # a width or precision of 10^7 characters or more
@@ -103,10 +103,7 @@ def _join(meter: Meter, name: str, args: list[Any], kwargs: dict[str, Any]) -> N
     items = _by_attribute(meter, args, kwargs, 2)
     sep = args[1] if len(args) > 1 else kwargs.get("d", "")
     total = len(str(sep)) * max(len(items) - 1, 0)
-    for item in items:
-        total += _text(meter, item)
-        if total > MAX_VALUE_CHARS:
-            break
+    total += texts_size(items, MAX_VALUE_CHARS, meter.charge)
     check_predicted("the join filter's result", total)
 
 
@@ -197,7 +194,7 @@ def _sum(meter: Meter, name: str, args: list[Any], kwargs: dict[str, Any]) -> No
     items = _by_attribute(meter, args, kwargs, 1)
     start = kwargs.get("start", 0)
     total = (len(start) if isinstance(start, _SIZED) else 0) + sum(
-        len(x) for x in items if isinstance(x, _SIZED))
+        len(x) for x in meter.metered_iter(items) if isinstance(x, _SIZED))
     check_predicted("the sum filter's result", total)
 
 
@@ -215,7 +212,8 @@ def _sorting(meter: Meter, name: str, args: list[Any], kwargs: dict[str, Any]) -
     if args:
         args[0] = items = _listed(meter, args[0]) if name != "dictsort" else args[0]
         meter.charge(len(items) * max(len(items).bit_length(), 1))
-        meter.charge(sum(len(x) for x in items if isinstance(x, str)) // 64)
+        strings = items if isinstance(items, list) else list(items)  # a dict's keys
+        meter.charge(texts_size(strings, 1 << 62, meter.charge) // 64)
 
 
 def check_percent(meter: Meter, fmt: str, right: object) -> None:
