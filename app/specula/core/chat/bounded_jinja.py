@@ -34,6 +34,9 @@ predicted from its inputs and is refused *before* Python allocates it. So
   ``batch``, ``strftime_now``, string methods, ``{% set %}`` blocks and macro
   output (Jinja's ``concat``), and printing a value (``{{ [s] * 100 }}``
   spells ``s`` out 100 times);
+* what a render builds charged to the same budget (a step per list item or per
+  8 characters of every value an operator, call or filter returns), so its
+  allocations are bounded in total, not only one by one;
 * an output cap, counted piece by piece as the template yields text.
 
 A runaway template therefore ends within the budget plus one operation whose
@@ -197,7 +200,7 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):  # type: ignore[misc]  
                          finalize=self._finalize_output)
         self.filters["tojson"] = _tojson
         for name, func in list(self.filters.items()):
-            self.filters[name] = metered_filter(self, name, func, _check_size)
+            self.filters[name] = metered_filter(self, name, func, self._built)
         for name, func in list(self.tests.items()):
             self.tests[name] = metered_test(self, func)
         self.globals["namespace"] = _BoundedNamespace
@@ -236,6 +239,16 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):  # type: ignore[misc]  
 
     metered_iter = bounded_iter
 
+    def _built(self, value: Any, what: str) -> Any:
+        """A value an operation built: within the value cap, and its memory charged (a
+        step per list item or per 8 characters), so that a render's allocations add up
+        to a bounded total, not only each one alone."""
+        if isinstance(value, str):
+            self.charge(len(value) >> 3)
+        elif isinstance(value, (list, tuple, dict, bytes)):
+            self.charge(len(value))
+        return _check_size(value, what)
+
     def _text(self, value: object) -> int:
         return text_size(value, MAX_VALUE_CHARS, self.charge)
 
@@ -270,14 +283,14 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):  # type: ignore[misc]  
         pieces = parts if isinstance(parts, list) else list(parts)
         self.charge(len(pieces))
         check_predicted("a block's output", sum(map(len, pieces)))
-        return "".join(pieces)
+        return self._built("".join(pieces), "a block's output")
 
     def bounded_concat(self, parts: tuple[Any, ...]) -> str:
         total = 0
         for p in parts:
             total += len(p) if isinstance(p, str) else self._text(p)
             check_predicted("a ~ concatenation", total)
-        return "".join(map(str, parts))
+        return self._built("".join(map(str, parts)), "a ~ concatenation")
 
     def _lipsum(self, lipsum: Callable[..., str]) -> Callable[..., str]:
         def bounded(n: int = 5, html: bool = True, min: int = 20, max: int = 100) -> str:
@@ -297,7 +310,7 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):  # type: ignore[misc]  
             if type(left) is str and type(right) is str:  # the common case, kept fast
                 if len(left) + len(right) > MAX_VALUE_CHARS:
                     raise too_big("a concatenation", len(left) + len(right), MAX_VALUE_CHARS)
-                return left + right
+                return self._built(left + right, "a concatenation")
             if _length(left) + _length(right) > MAX_VALUE_CHARS:
                 raise too_big("a concatenation", _length(left) + _length(right), MAX_VALUE_CHARS)
         elif operator == "*":
@@ -315,7 +328,7 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):  # type: ignore[misc]  
                     f"chat template: {left} ** {right} is larger than {MAX_POW_BITS} bits")
         elif operator == "%" and isinstance(left, str):
             check_percent(self, left, right)
-        return super().call_binop(context, operator, left, right)
+        return self._built(super().call_binop(context, operator, left, right), "an operator")
 
     def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
         """``str.format`` as the sandbox wraps it, refusing huge (or nested, huge) widths
@@ -385,7 +398,7 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):  # type: ignore[misc]  
             args = self._check_str_method(owner, name, args, kwargs)
         elif isinstance(owner, _SIZED):
             self.charge(read_cost(owner))
-        return _check_size(super().call(__context, __obj, *args, **kwargs), f"{name or 'a call'}()")
+        return self._built(super().call(__context, __obj, *args, **kwargs), f"{name or 'a call'}()")
 
 
 def _counted(stream: Iterable[Token]) -> Iterator[Token]:
