@@ -64,7 +64,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import jinja2
 import jinja2.ext
@@ -107,6 +107,7 @@ __all__ = [
     "TemplateError", "TemplateLimitError", "TemplateRefusal",
 ]
 
+_V = TypeVar("_V")
 _CHECK_EVERY = 64
 _NESTED_SPEC = re.compile(r"\{[^{}]*:[^{}]*\{")  # '{:>{w}}': a width passed as an argument
 _PADDING_METHODS = frozenset({"center", "ljust", "rjust", "zfill"})
@@ -239,7 +240,7 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):  # type: ignore[misc]  
 
     metered_iter = bounded_iter
 
-    def _built(self, value: Any, what: str) -> Any:
+    def _built(self, value: _V, what: str) -> _V:
         """A value an operation built: within the value cap, and its memory charged (a
         step per list item or per 8 characters), so that a render's allocations add up
         to a bounded total, not only each one alone."""
@@ -247,7 +248,8 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):  # type: ignore[misc]  
             self.charge(len(value) >> 3)
         elif isinstance(value, (list, tuple, dict, bytes)):
             self.charge(len(value))
-        return _check_size(value, what)
+        _check_size(value, what)
+        return value
 
     def _text(self, value: object) -> int:
         return text_size(value, MAX_VALUE_CHARS, self.charge)
