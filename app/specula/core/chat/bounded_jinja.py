@@ -243,12 +243,16 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):  # type: ignore[misc]  
     def _built(self, value: _V, what: str) -> _V:
         """A value an operation built: within the value cap, and its memory charged (a
         step per list item or per 8 characters), so that a render's allocations add up
-        to a bounded total, not only each one alone."""
-        if isinstance(value, str):
-            self.charge(len(value) >> 3)
-        elif isinstance(value, (list, tuple, dict, bytes)):
+        to a bounded total, not only each one alone. Small values are not charged (a
+        string under 512 characters, a list under 64 items: at most 63 steps each, and
+        as many as the loop iterations and calls that made them, which are charged)."""
+        if isinstance(value, (str, bytes)):
+            if len(value) >= 512:
+                self.charge(len(value) >> 3)
+                _check_size(value, what)
+        elif isinstance(value, (list, tuple, dict)) and len(value) >= 64:
             self.charge(len(value))
-        _check_size(value, what)
+            _check_size(value, what)
         return value
 
     def _text(self, value: object) -> int:
@@ -312,7 +316,10 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):  # type: ignore[misc]  
             if type(left) is str and type(right) is str:  # the common case, kept fast
                 if len(left) + len(right) > MAX_VALUE_CHARS:
                     raise too_big("a concatenation", len(left) + len(right), MAX_VALUE_CHARS)
-                return self._built(left + right, "a concatenation")
+                joined = left + right
+                if len(joined) >= 512:
+                    self.charge(len(joined) >> 3)
+                return joined
             if _length(left) + _length(right) > MAX_VALUE_CHARS:
                 raise too_big("a concatenation", _length(left) + _length(right), MAX_VALUE_CHARS)
         elif operator == "*":
