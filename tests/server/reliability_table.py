@@ -271,7 +271,8 @@ are 400 naming `messages[i].tool_calls[j].function.arguments`. A template's
 quoting it. A template that fails otherwise on a request within these bounds is
 the model's: 500 `template_error` or `template_timeout`. Templates themselves run
 under the rule written in `core/chat/bounded_jinja.py`: their cost is counted before
-it is paid (a step budget charged by every loop, call and filter; every result's
+it is paid (a step budget charged by every loop, call and filter and by what they
+build; every result's
 size predicted from its inputs before it is built; a source above 256 KB or 20,000
 Jinja tokens refused at load).
 """
