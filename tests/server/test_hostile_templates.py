@@ -28,7 +28,8 @@ HOSTILE = {
     "nested_output": (NESTED_OUTPUT, 500, "template_timeout"),
     "float_times": ("{{ 'A' * 3e9 }}", 500, "template_error"),  # as filed: a TypeError
     "huge_string": ("{{ 'A' * 3000000 }}", 400, "context_length_exceeded"),
-    "raise_exception": ("{{ raise_exception('roles must alternate') }}", 500, "template_error"),
+    # the template refusing the conversation is the request's problem, quoted back
+    "raise_exception": ("{{ raise_exception('roles must alternate') }}", 400, "template_refused"),
     "undefined_call": ("{{ nothing.here() }}", 500, "template_error"),
 }
 CHAT = "/v1/chat/completions"

@@ -58,7 +58,8 @@ def render_chat(template: ChatTemplate, req: GenerationRequest, n_ctx: int,
                 timeout_s: float) -> str:
     """The request's messages (and tools) through ``template``, bounded (server/render.py)."""
     tools = prompt_tools(req)
-    return render_prompt(lambda msgs: template.render(msgs, tools), req.messages, n_ctx, timeout_s)
+    return render_prompt(lambda msgs: template.render(msgs, tools), req.messages, n_ctx, timeout_s,
+                         tools)
 
 
 def _logprob(model: Model, ev: TokenEvent) -> TokenLogprob | None:

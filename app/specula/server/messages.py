@@ -4,7 +4,9 @@ Besides ``role`` and ``content``, an assistant message may carry ``tool_calls`` 
 ``tool`` message answers one (``tool_call_id``, ``name``). Templates written for
 Transformers (Qwen2.5's among them) render a call's arguments with ``| tojson`` and
 expect an object, while the OpenAI API sends them as JSON text: they are parsed here
-(text that is not JSON stays text), as vLLM and llama.cpp's server do.
+(text that is not JSON stays text), as vLLM and llama.cpp's server do. Arguments that nest
+deeper than a request body may (``limits.MAX_DEPTH``) are a 400 naming the field, checked
+before ``json.loads``, whose parser recurses once per level.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 from typing import Any
 
 from specula.server.errors import bad
+from specula.server.limits import MAX_DEPTH, nesting_depth
 
 ROLES = ("system", "user", "assistant", "tool", "developer")
 
@@ -35,11 +38,17 @@ def _content(msg: dict[str, Any], i: int) -> str:
               "invalid_type")
 
 
-def _arguments(text: str) -> Any:
+def _arguments(text: str, param: str) -> Any:
+    too_deep = bad(param, f"'{param}' nests deeper than {MAX_DEPTH} levels.")
+    if text.count("[") + text.count("{") > MAX_DEPTH \
+            and nesting_depth(text.encode("utf-8", "surrogatepass"), MAX_DEPTH) > MAX_DEPTH:
+        raise too_deep
     try:
         return json.loads(text)
     except ValueError:
         return text
+    except RecursionError:  # not reached past the depth check; kept so it can never be a 500
+        raise too_deep from None
 
 
 def _tool_calls(calls: Any, i: int) -> list[dict[str, Any]]:
@@ -60,8 +69,8 @@ def _tool_calls(calls: Any, i: int) -> list[dict[str, Any]]:
         if cid is not None and not isinstance(cid, str):
             raise bad(f"{p}[{j}].id", "'id' must be a string.", "invalid_type")
         out.append({"id": cid or f"call_{i}_{j}", "type": "function",
-                    "function": {"name": fn["name"],
-                                 "arguments": _arguments(args) if isinstance(args, str) else args}})
+                    "function": {"name": fn["name"], "arguments": _arguments(
+                        args, f"{p}[{j}].function.arguments") if isinstance(args, str) else args}})
     return out
 
 

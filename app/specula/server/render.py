@@ -12,6 +12,15 @@ line of it, every generator resume and every call it makes passes through
 the tracer, which raises once the time is up. One C-level operation (a
 single huge string multiplication) cannot be interrupted; the size check
 after rendering refuses its result before anything tokenizes it.
+
+Whose fault a failure is decides its status. A request larger than the context
+is the client's: before rendering, its message count and the characters of its
+messages and tools are set against the context (each message takes at least one
+token, a token is at most :data:`MAX_CHARS_PER_TOKEN` characters) and against
+the renderer's output cap, and refused as a 400 ``context_length_exceeded``.
+A template's ``raise_exception`` refuses the conversation (a turn order it does
+not accept): a 400 that quotes it. Anything else a template does wrong with a
+request within those bounds is the model's: a 500.
 """
 
 from __future__ import annotations
@@ -23,6 +32,8 @@ from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any
 
+from specula.core.chat.template import MAX_OUTPUT_CHARS, TemplateRefusal
+from specula.core.chat.template_sizes import text_size
 from specula.server.errors import OpenAIError
 
 log = logging.getLogger("specula.server")
@@ -85,6 +96,9 @@ def _causes(exc: BaseException) -> list[BaseException]:
 
 def _template_failure(exc: Exception, timeout_s: float) -> OpenAIError:
     """The error one request gets; the renderer may have wrapped the deadline's exception."""
+    if isinstance(exc, TemplateRefusal):
+        return OpenAIError(400, f"The model's chat template refused this conversation: "
+                           f"{exc.reason}", param="messages", code="template_refused")
     if any(isinstance(e, RenderTimeout) for e in _causes(exc)):
         log.warning("the chat template ran past %.1f s; request refused", timeout_s)
         return OpenAIError(500, f"The model's chat template did not finish rendering within "
@@ -98,15 +112,52 @@ def _template_failure(exc: Exception, timeout_s: float) -> OpenAIError:
                        code="template_error", type="server_error")
 
 
+def _request_chars(messages: Sequence[dict[str, Any]], tools: object) -> int:
+    """The characters a template is given to spell out: message contents, tool calls'
+    names and arguments, tool definitions (counted no further than past the output cap)."""
+    def charge(_: int) -> None:
+        return None
+
+    total = text_size(tools, MAX_OUTPUT_CHARS, charge) if tools else 0
+    for m in messages:
+        total += len(m.get("content") or "")
+        for call in m.get("tool_calls") or ():
+            fn = call["function"]
+            total += len(fn["name"]) + text_size(fn["arguments"], MAX_OUTPUT_CHARS, charge)
+        if total > MAX_OUTPUT_CHARS:
+            break
+    return total
+
+
+def check_request_size(messages: Sequence[dict[str, Any]], tools: object, n_ctx: int) -> None:
+    """A 400 ``context_length_exceeded`` for a request no render of which could fit the
+    context, decided from the request alone, before any template runs."""
+    if len(messages) > n_ctx:
+        raise OpenAIError(400, f"The request has {len(messages):,} messages; this model's "
+                          f"context of {n_ctx:,} tokens cannot hold them (every message "
+                          "takes at least one token).", param="messages",
+                          code="context_length_exceeded")
+    chars = _request_chars(messages, tools)
+    limit = min(n_ctx * MAX_CHARS_PER_TOKEN, MAX_OUTPUT_CHARS)
+    if chars > limit:
+        raise OpenAIError(400, f"The request's messages and tools hold at least {chars:,} "
+                          f"characters, more than a prompt for this model can ({limit:,}: a "
+                          f"context of {n_ctx:,} tokens of at most {MAX_CHARS_PER_TOKEN} "
+                          "characters each).", param="messages", code="context_length_exceeded")
+
+
 def render_prompt(render: Callable[[Sequence[dict[str, str]]], str],
                   messages: Sequence[dict[str, str]], n_ctx: int,
-                  timeout_s: float = RENDER_TIMEOUT_S) -> str:
+                  timeout_s: float = RENDER_TIMEOUT_S, tools: object = None) -> str:
     """The template's text for ``messages``, or an :class:`OpenAIError` for this request only.
 
-    A template that fails (a ``raise_exception``, a sandbox violation, an undefined
-    name, a MemoryError) is the model's fault, not the request's: 500. A result far
-    longer than the context could hold is refused as 400 before it is tokenized.
+    A request too large for the context is refused first (:func:`check_request_size`).
+    A template that refuses the conversation (``raise_exception``) is a 400 quoting it;
+    one that fails otherwise (a sandbox violation, an undefined name, a limit) is the
+    model's fault, not the request's: 500. A result far longer than the context could
+    hold is refused as 400 before it is tokenized.
     """
+    check_request_size(messages, tools, n_ctx)
     try:
         text = run_with_deadline(lambda: render(messages), timeout_s)
     except Exception as exc:  # Jinja errors, raise_exception(), sandbox violations, MemoryError

@@ -2,13 +2,12 @@
 
 A chat template is code that came with a downloaded file, and it runs on the
 engine's thread: one that loops for ever or builds a gigabyte string would stall
-every later reply. So rendering is bounded three ways (see
-:mod:`specula.core.chat.bounded_jinja`): the sandbox caps ``range``, string and
-list repetition and the widths of padding filters; the output is counted as it
-is produced; and a trace function on the rendering thread enforces a time
-budget. Whatever goes wrong (a syntax error when the template is compiled, an
-undefined name, ``raise_exception``, a sandbox refusal, a limit) comes out as a
-:class:`TemplateError` with a sentence a user can read. A model without a
+every later reply. So compiling and rendering are bounded
+(:mod:`specula.core.chat.bounded_jinja`): the source's size, a step and CPU-time
+budget charged by every loop, call and filter, and the size of every value and of
+the output, predicted before it is built. Whatever goes wrong (a syntax error when
+the template is compiled, an undefined name, ``raise_exception``, a sandbox refusal,
+a limit) comes out as a :class:`TemplateError` with a sentence a user can read. A model without a
 template gets a plain "role: content" layout.
 
 The environment mirrors llama-cpp-python's ``Jinja2ChatFormatter`` and
@@ -28,6 +27,7 @@ from specula.core.chat.bounded_jinja import (
     BoundedTemplate,
     TemplateError,
     TemplateLimitError,
+    TemplateRefusal,
 )
 from specula.core.chat.tool_calls import ToolFormat, detect_format
 
@@ -38,6 +38,7 @@ __all__ = [
     "Model",
     "TemplateError",
     "TemplateLimitError",
+    "TemplateRefusal",
 ]
 
 
