@@ -7,6 +7,7 @@ drafted and accepted tokens."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import subprocess
 import sys
@@ -131,11 +132,11 @@ def test_the_bindings_fail_closed() -> None:
     """Each call is looked up by its C name, its Itanium name and its MSVC name in turn; a
     library with none of them gives a sentence naming them, and nothing is bound."""
 
-    class Lib:
+    class Lib:  # as ctypes.CDLL's lib[name]: a new function object, AttributeError if absent
         def __init__(self, names: set[str]) -> None:
             self.names = names
 
-        def __getattr__(self, name: str) -> Any:
+        def __getitem__(self, name: str) -> Any:
             if name in self.names:
                 return type("F", (), {"argtypes": None, "restype": None})()
             raise AttributeError(name)
@@ -148,6 +149,21 @@ def test_the_bindings_fail_closed() -> None:
     assert "no draft-head support" in why and "llama_set_embeddings_layer_inp" in why
     assert "?llama_set_embeddings_layer_inp@@YAXPEAUllama_context@@I_N@Z" in why
     assert native.missing() == ""  # this build has them all
+
+
+def test_binding_the_heads_calls_leaves_the_mtp_bindings_as_they_were() -> None:
+    """The heads' bindings type function objects of their own: the MTP head's calls
+    (llama_cpp_ext, the same library) still return a float pointer after them. Typing the
+    library's cached objects made the MTP head read a plain integer as its rows, and every
+    MTP reply after a head had been loaded in the process failed."""
+    from llama_cpp import llama_cpp as lib
+    from llama_cpp import llama_cpp_ext as ext
+
+    before = ext.llama_get_embeddings_nextn.restype
+    found, why = native.bind_all(lib._lib)
+    assert why == "" and found
+    assert ext.llama_get_embeddings_nextn.restype is before
+    assert before is not ctypes.c_void_p
 
 
 def test_a_library_without_the_calls_loads_no_head(tiny: dict[str, Path], hdir: Path,

@@ -95,10 +95,14 @@ _missing: str | None = None
 
 
 def bind_symbol(lib: Any, names: tuple[str, ...], argtypes: list[Any], restype: Any) -> Any:
-    """The first of ``names`` that ``lib`` exports, typed; AttributeError naming them all."""
+    """The first of ``names`` that ``lib`` exports, typed; AttributeError naming them all.
+
+    A function object of its own (``lib[name]``): ``getattr`` hands out the one the library
+    caches, which llama_cpp_ext's bindings (the MTP head's) share, and typing it here would
+    change what their calls return (a pointer read as a plain integer)."""
     for name in names:
         try:
-            func = getattr(lib, name)
+            func = lib[name]
         except AttributeError:
             continue
         func.argtypes = argtypes
