@@ -115,10 +115,6 @@ class StatsPanel(QFrame):
             self.stats = batch.stats
         self._dirty = True
 
-    def final_figures(self, stats: GenerationStats) -> ls.LiveFigures:
-        """The reply's figures from its final totals (what the footer shows too)."""
-        return ls.figures(stats)
-
     def finish(self, stats: GenerationStats, held_back: bool = False, stopped: bool = False) -> None:
         """The reply's final totals; ``held_back``: the adaptive verdict at its end said the
         draft was not fed for this short answer; ``stopped``: its stop-loss ended the reply's
