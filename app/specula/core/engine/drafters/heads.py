@@ -35,6 +35,7 @@ from specula.core.engine.drafters import base  # patch points, looked up at call
 from specula.core.engine.drafters.model import ChainDrafter
 from specula.core.engine.drafters.mtp import FEED_AT, MTPDrafter, MTPHead
 from specula.core.engine.drafters.proposal import DraftRequest, Proposal
+from specula.core.engine.drafters.target_rows import TargetWatch, linear_run
 from specula.core.engine.events import TokenOrigin
 from specula.core.engine.native import heads as native
 from specula.core.engine.native.batch import Batch
@@ -152,7 +153,7 @@ class _BlockRows:
         return self.head.hctx.ctx.logits(self.at)
 
 
-class DFlashHead:
+class DFlashHead(TargetWatch):
     """A DFlash (or DSpark) head beside the target: its cache holds the target's features
     of the committed positions ``0..held-1`` (``tokens``: the tokens they belong to)."""
 
@@ -225,20 +226,12 @@ class DFlashHead:
     def lag(self, committed: Sequence[int]) -> int:
         return max(len(committed) - 1 - self.held, 1)
 
-    # -- the target's features ------------------------------------------------------------
-    def watch(self, on: bool) -> None:
-        if on == self.watching:
-            return
-        self.watching = on
-        obs = self.target.observers
-        if on:
-            obs.append(self._observe)
-        else:
-            if self._observe in obs:
-                obs.remove(self._observe)
-            self._win_toks, self._win_feats = [], []
-        if self.target.ptr:
-            native.set_layer_rows(self.target, self.layer_ids, on)
+    # -- the target's features: ``watch`` is TargetWatch's ---------------------------------
+    def _rows_on(self, on: bool) -> None:
+        native.set_layer_rows(self.target, self.layer_ids, on)
+
+    def _drop_window(self) -> None:
+        self._win_toks, self._win_feats = [], []
 
     def _observe(self, batch: Batch) -> None:
         """A target decode just ran: keep its features of what it put in sequence 0, and
@@ -247,11 +240,7 @@ class DFlashHead:
         n = batch.n_tokens
         if n <= 0:
             return
-        pos = batch.pos[:n]
-        p0 = int(pos[0])
-        linear = bool(np.all(batch.n_seq_id[:n] == 1)) and bool(np.all(np.diff(pos) == 1)) \
-            and all(int(batch.seq_ids[i][0]) == 0 for i in range(n))
-        toks = [int(t) for t in batch.token[:n]] if linear else []
+        p0, toks, linear = linear_run(batch)
         if self.held > p0:
             same = self.tokens[p0:min(self.held, p0 + len(toks))]
             if not toks or toks[:len(same)] != same:

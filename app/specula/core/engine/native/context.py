@@ -133,6 +133,22 @@ class Context(NativeHandle):
             observe(batch)
         return spent
 
+    def process(self, kind: int, batch: Any, what: str) -> float:
+        """Run an extension batch (``llama_process``: a head's or the MTP layers' own
+        context, no observers) and wait for it; its seconds are added to ``decode_s`` as
+        :meth:`decode`'s are. ``what`` names the batch in the errors."""
+        t0 = time.perf_counter()
+        rc = L.llama_process(self._ctx, kind, batch)
+        if rc == 0:
+            L.llama_synchronize(self._ctx)
+        spent = time.perf_counter() - t0
+        self.decode_s += spent
+        if rc == 1:
+            raise ContextFull(f"no KV slot for the {what} batch")
+        if rc != 0:
+            raise DecodeError(f"llama_process ({what}) returned {rc}")
+        return spent
+
     def logits(self, i: int) -> F32:
         """Zero-copy, read-only view of the i-th output's logits (valid until the next decode)."""
         if not self._ctx:

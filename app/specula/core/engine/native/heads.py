@@ -21,7 +21,6 @@ head's ``n_ubatch`` (``GGML_ASSERT(cparams.n_ubatch >= n_tokens)``).
 from __future__ import annotations
 
 import ctypes
-import time
 from typing import Any
 
 import llama_cpp as L
@@ -30,7 +29,7 @@ import numpy.typing as npt
 
 from specula.core.engine.native.context import Context
 from specula.core.engine.native.handle import NativeHandle
-from specula.core.engine.native.llama import ContextFull, DecodeError, LoadError, MemoryKind, Model
+from specula.core.engine.native.llama import DecodeError, LoadError, MemoryKind, Model
 
 F32 = npt.NDArray[np.float32]
 
@@ -234,17 +233,7 @@ class HeadContext(NativeHandle):
             raise DecodeError("the head's batch refused an entry")
 
     def _run(self, kind: int) -> float:
-        t0 = time.perf_counter()
-        rc = L.llama_process(self.ctx.ptr, kind, self._batch)
-        if rc == 0:
-            L.llama_synchronize(self.ctx.ptr)
-        spent = time.perf_counter() - t0
-        self.ctx.decode_s += spent
-        if rc == 1:
-            raise ContextFull("no KV slot for the head's batch")
-        if rc != 0:
-            raise DecodeError(f"llama_process (head) returned {rc}")
-        return spent
+        return self.ctx.process(kind, self._batch, "head")
 
     def _embd_view(self, addr: int, width: int) -> Any:
         self._embd.n_embd = width

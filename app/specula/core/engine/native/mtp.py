@@ -17,7 +17,6 @@ only a :class:`~specula.core.engine.native.llama.Model` that says it loaded them
 from __future__ import annotations
 
 import ctypes
-import time
 from typing import Any
 
 import llama_cpp as L
@@ -26,7 +25,7 @@ import numpy.typing as npt
 
 from specula.core.engine.native.context import Context
 from specula.core.engine.native.handle import NativeHandle
-from specula.core.engine.native.llama import ContextFull, DecodeError, LoadError, MemoryKind, Model
+from specula.core.engine.native.llama import DecodeError, LoadError, MemoryKind, Model
 from specula.core.gguf.memory_kind import MTP_ARCHS
 
 F32 = npt.NDArray[np.float32]
@@ -144,17 +143,7 @@ class MTPContext(NativeHandle):
                     and L.llama_batch_ext_set_embd_token(b, idx, self._embd)
                     and L.llama_batch_ext_set_output_logits(b, idx, logits and i == n - 1)):
                 raise DecodeError("MTP batch entry refused")
-        t0 = time.perf_counter()
-        rc = L.llama_process(self.ctx.ptr, LLAMA_PROCESS_TYPE_DECODE, b)
-        if rc == 0:
-            L.llama_synchronize(self.ctx.ptr)
-        spent = time.perf_counter() - t0
-        self.ctx.decode_s += spent
-        if rc == 1:
-            raise ContextFull("no KV slot for the MTP batch")
-        if rc != 0:
-            raise DecodeError(f"llama_process (MTP) returned {rc}")
-        return spent
+        return self.ctx.process(LLAMA_PROCESS_TYPE_DECODE, b, "MTP")
 
     def row(self) -> F32:
         """A copy of the head's hidden row for the last decoded token (the next step's input)."""
