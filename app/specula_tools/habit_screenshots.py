@@ -65,10 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     save_defaults(target, LoadDefaults(n_ctx=a.ctx, draft=str(draft), mode="adaptive"))
 
     from PySide6.QtCore import QPoint
-    from PySide6.QtGui import QGuiApplication
 
     from specula.gui.app import create_window, ensure_qapp
-    from specula_tools.qt_waits import Waits
+    from specula_tools.qt_waits import Waits, grab
 
     app = ensure_qapp()
 
@@ -77,10 +76,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def shoot(name: str) -> None:
         settle()
-        screen = QGuiApplication.primaryScreen()
-        g = window.frameGeometry()
         path = out / f"{name}-{width}x{height}.png"
-        screen.grabWindow(0, g.x(), g.y(), g.width(), g.height()).save(str(path))
+        grab(window, path)
         print(path)
 
     window = create_window(str(target))

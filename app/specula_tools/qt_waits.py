@@ -33,3 +33,11 @@ class Waits:
         end = time.monotonic() + (self.settle_s if seconds is None else seconds)
         while time.monotonic() < end:
             self.app.processEvents()
+
+
+def grab(window: Any, path: Any) -> None:
+    """Save ``window`` with its frame, as the screen shows it, to ``path`` (a PNG)."""
+    from PySide6.QtGui import QGuiApplication
+
+    g = window.frameGeometry()
+    QGuiApplication.primaryScreen().grabWindow(0, g.x(), g.y(), g.width(), g.height()).save(str(path))

@@ -221,3 +221,16 @@ class Context(NativeHandle):
             self._ctx = None
             self._mem = None
             self.model._context_closed()
+
+
+def ext_batch(ctx: Context, what: str) -> tuple[Any, ctypes.c_int32, Any]:
+    """An extension batch for ``ctx`` (a head's or the MTP layers' context), with the
+    position and one-row embedding holders its entries are set through; ``ctx`` is
+    closed and :class:`LoadError` raised, naming ``what``, when llama.cpp gives none."""
+    batch = L.llama_batch_ext_init(ctx.ptr)
+    if not batch:
+        ctx.close()
+        raise LoadError(f"{ctx.model.path}: could not allocate {what}")
+    embd = L.llama_embd()
+    embd.n_rows = 1
+    return batch, ctypes.c_int32(0), embd

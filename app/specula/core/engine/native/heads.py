@@ -27,7 +27,7 @@ import llama_cpp as L
 import numpy as np
 import numpy.typing as npt
 
-from specula.core.engine.native.context import Context
+from specula.core.engine.native.context import Context, ext_batch
 from specula.core.engine.native.handle import NativeHandle
 from specula.core.engine.native.llama import DecodeError, LoadError, MemoryKind, Model
 
@@ -211,13 +211,7 @@ class HeadContext(NativeHandle):
         _fn["set_nextn"](self.ctx.ptr, True, True)  # the head's rows of the outputs asked for
         if not causal:
             L.llama_set_causal_attn(self.ctx.ptr, False)
-        self._batch = L.llama_batch_ext_init(self.ctx.ptr)
-        if not self._batch:
-            self.ctx.close()
-            raise LoadError(f"{model.path}: could not allocate the head's batch")
-        self._pos = ctypes.c_int32(0)
-        self._embd = L.llama_embd()
-        self._embd.n_rows = 1
+        self._batch, self._pos, self._embd = ext_batch(self.ctx, "the head's batch")
 
     @property
     def n_ctx(self) -> int:

@@ -23,7 +23,7 @@ import llama_cpp as L
 import numpy as np
 import numpy.typing as npt
 
-from specula.core.engine.native.context import Context
+from specula.core.engine.native.context import Context, ext_batch
 from specula.core.engine.native.handle import NativeHandle
 from specula.core.engine.native.llama import DecodeError, LoadError, MemoryKind, Model
 from specula.core.gguf.memory_kind import MTP_ARCHS
@@ -107,13 +107,7 @@ class MTPContext(NativeHandle):
         # (llama-model.cpp, create_memory), whatever the trunk's memory: a cut is a seq_rm
         self.ctx.memory = MemoryKind.ATTENTION
         _ext.llama_set_embeddings_nextn(self.ctx.ptr, True, True)
-        self._batch = L.llama_batch_ext_init(self.ctx.ptr)
-        if not self._batch:
-            self.ctx.close()
-            raise LoadError(f"{model.path}: could not allocate the MTP batch")
-        self._pos = ctypes.c_int32(0)
-        self._embd = L.llama_embd()
-        self._embd.n_rows = 1
+        self._batch, self._pos, self._embd = ext_batch(self.ctx, "the MTP batch")
         self._embd.n_embd = self.n_embd
 
     @property
