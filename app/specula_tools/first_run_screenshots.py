@@ -91,9 +91,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def shoot(name: str) -> None:
         settle()
-        path = out / f"{name}-{width}x{height}.png"
-        grab(window, path)
-        print(path)
+        print(grab(window, out / f"{name}-{width}x{height}.png"))
 
     window = create_window()
     window.resize(width, height)

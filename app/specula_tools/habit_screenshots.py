@@ -69,16 +69,14 @@ def main(argv: list[str] | None = None) -> int:
     from specula.gui.app import create_window, ensure_qapp
     from specula_tools.qt_waits import Waits, grab
 
+    def shoot(name: str) -> None:  # once the window below is up
+        settle()
+        print(grab(window, out / f"{name}-{width}x{height}.png"))
+
     app = ensure_qapp()
 
     waits = Waits(app, timeout=900.0, settle_s=0.6)
     wait, settle = waits.wait, waits.settle
-
-    def shoot(name: str) -> None:
-        settle()
-        path = out / f"{name}-{width}x{height}.png"
-        grab(window, path)
-        print(path)
 
     window = create_window(str(target))
     window.resize(width, height)
