@@ -91,7 +91,21 @@ class _Eagle3Native:
         self.h.close()
 
 
-class Eagle3Head(MTPHead):
+class _Described:
+    """What a head's header says it is: its kind and how far it drafts."""
+
+    info: HeadInfo
+
+    @property
+    def kind(self) -> str:
+        return self.info.kind
+
+    @property
+    def max_draft(self) -> int:
+        return self.info.max_draft
+
+
+class Eagle3Head(_Described, MTPHead):
     """An EAGLE-3 head beside the target: an MTP head fed with its encoder's rows."""
 
     label = "EAGLE-3 head"
@@ -104,14 +118,6 @@ class Eagle3Head(MTPHead):
         super().__init__(model, target, 1)
         # what the target's rows are read as (a test feeds the wrong layer on purpose)
         self.read_ids = self.layer_ids
-
-    @property
-    def kind(self) -> str:
-        return self.info.kind
-
-    @property
-    def max_draft(self) -> int:
-        return self.info.max_draft
 
     def _open(self, model: Model, target: Context) -> _Eagle3Native:  # type: ignore[override]
         self.hctx = native.HeadContext(model, target, n_batch=target.n_batch, n_outputs_max=HEAD_OUTPUTS)
@@ -153,7 +159,7 @@ class _BlockRows:
         return self.head.hctx.ctx.logits(self.at)
 
 
-class DFlashHead(TargetWatch):
+class DFlashHead(_Described, TargetWatch):
     """A DFlash (or DSpark) head beside the target: its cache holds the target's features
     of the committed positions ``0..held-1`` (``tokens``: the tokens they belong to)."""
 
@@ -182,14 +188,6 @@ class DFlashHead(TargetWatch):
         self.missing_rows = 0  # positions written with zero features (the target's were gone)
         self.rows = _BlockRows(self)
         self.feats_for = self._feats_for  # patch point: a test breaks the features on purpose
-
-    @property
-    def kind(self) -> str:
-        return self.info.kind
-
-    @property
-    def max_draft(self) -> int:
-        return self.info.max_draft
 
     @property
     def ctx(self) -> _BlockRows:  # type: ignore[override]
