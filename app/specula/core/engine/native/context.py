@@ -234,3 +234,18 @@ def ext_batch(ctx: Context, what: str) -> tuple[Any, ctypes.c_int32, Any]:
     embd = L.llama_embd()
     embd.n_rows = 1
     return batch, ctypes.c_int32(0), embd
+
+
+class ExtBatchOwner(NativeHandle):
+    """A context of its own with an extension batch (a head's, the MTP layers'): closing
+    frees the batch, then the context (either may be missing after a failed open)."""
+
+    ctx: Context
+    _batch: Any
+
+    def close(self) -> None:
+        if getattr(self, "_batch", None):
+            L.llama_batch_ext_free(self._batch)
+            self._batch = None
+        if getattr(self, "ctx", None) is not None:
+            self.ctx.close()

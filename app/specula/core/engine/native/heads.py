@@ -27,8 +27,7 @@ import llama_cpp as L
 import numpy as np
 import numpy.typing as npt
 
-from specula.core.engine.native.context import Context, ext_batch
-from specula.core.engine.native.handle import NativeHandle
+from specula.core.engine.native.context import Context, ExtBatchOwner, ext_batch
 from specula.core.engine.native.llama import DecodeError, LoadError, MemoryKind, Model
 
 F32 = npt.NDArray[np.float32]
@@ -190,7 +189,7 @@ def layer_rows(target: Context, layer_ids: list[int], n: int, n_embd: int) -> F3
     return out
 
 
-class HeadContext(NativeHandle):
+class HeadContext(ExtBatchOwner):
     """A head's context beside its target's, with one reusable extended batch.
 
     The three things a head does go through here: :meth:`encode` (EAGLE-3: target
@@ -301,10 +300,3 @@ class HeadContext(NativeHandle):
         if not ptr:
             raise DecodeError("the head returned no row")
         return np.array(_floats(ptr, self.n_embd))
-
-    def close(self) -> None:
-        if getattr(self, "_batch", None):
-            L.llama_batch_ext_free(self._batch)
-            self._batch = None
-        if getattr(self, "ctx", None) is not None:
-            self.ctx.close()

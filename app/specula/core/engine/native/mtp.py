@@ -23,8 +23,7 @@ import llama_cpp as L
 import numpy as np
 import numpy.typing as npt
 
-from specula.core.engine.native.context import Context, ext_batch
-from specula.core.engine.native.handle import NativeHandle
+from specula.core.engine.native.context import Context, ExtBatchOwner, ext_batch
 from specula.core.engine.native.llama import DecodeError, LoadError, MemoryKind, Model
 from specula.core.gguf.memory_kind import MTP_ARCHS
 
@@ -84,7 +83,7 @@ def set_target_rows(target: Context, on: bool) -> None:
         _ext.llama_set_embeddings_nextn(target.ptr, on, False)
 
 
-class MTPContext(NativeHandle):
+class MTPContext(ExtBatchOwner):
     """An MTP context beside a target context, with one reusable extended batch.
 
     Positions, tokens and rows go in through :meth:`decode`; logits come out of the
@@ -146,13 +145,6 @@ class MTPContext(NativeHandle):
             raise DecodeError("the MTP head returned no hidden row")
         out: F32 = np.array(np.ctypeslib.as_array(ptr, shape=(self.n_embd,)), dtype=np.float32)
         return out
-
-    def close(self) -> None:
-        if getattr(self, "_batch", None):
-            L.llama_batch_ext_free(self._batch)
-            self._batch = None
-        if getattr(self, "ctx", None) is not None:
-            self.ctx.close()
 
 
 def target_rows(target: Context, n: int, n_embd: int) -> F32 | None:
