@@ -22,7 +22,6 @@ timing is taken, so it may run on a busy machine.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -34,12 +33,12 @@ import numpy as np
 from specula.core.bench import load_prompts
 from specula.core.engine.config import Mode, SpecConfig
 from specula.core.engine.drafters.model import skipped_stretch
-from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import Done
 from specula.core.engine.native.batch import Batch
 from specula.core.engine.native.context import Context
 from specula.core.engine.native.llama import Model
 from specula.core.engine.sampling.rules import SamplingParams
+from specula_tools.lab.pair_args import open_pair, pair_parser
 
 
 def agreement(draft: Model, prompt: list[int], reply: list[int], threads: int | None) -> dict[str, list[object]]:
@@ -83,13 +82,8 @@ def window_view(prompt: Sequence[int], window: int) -> list[int]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--target", required=True)
-    ap.add_argument("--draft", required=True)
-    ap.add_argument("--prompts-file", help="JSONL prompts (default: the packaged suite)")
+    ap = pair_parser(__doc__, threads=None)
     ap.add_argument("--prompts", help="only these prompt ids (comma-separated)")
-    ap.add_argument("--max-tokens", type=int, default=96)
-    ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--target-confidence", action="store_true",
                     help="also record the target's top probability and entropy per position")
     ap.add_argument("--windows", default="",
@@ -101,8 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.prompts:
         wanted = a.prompts.split(",")
         prompts = [p for p in prompts if p.id in wanted]
-    eng = Engine(EngineOptions(n_ctx=4096, n_threads=a.threads, calibrate=False))
-    eng.load_target(a.target)
+    eng = open_pair(a, calibrate=False, draft=False)
     draft = Model(a.draft)
     target = Model(a.target) if a.target_confidence else None
     out: dict[str, dict[str, object]] = {}

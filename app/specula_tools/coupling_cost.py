@@ -19,7 +19,6 @@ arXiv 2408.07978); what it costs on a real pair is what this prints.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 
@@ -27,10 +26,11 @@ import numpy as np
 
 from specula.core.bench import load_prompts
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.engine import Engine, EngineOptions
+from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done
 from specula.core.engine.native.kv import KVCache
 from specula.core.engine.sampling.rules import SamplingParams, candidates, coupled_choice, densify
+from specula_tools.lab.pair_args import open_pair, pair_parser
 
 CHUNK = 8  # tokens per teacher-forced decode: within the contexts' n_outputs_max
 
@@ -79,19 +79,13 @@ def measure(engine: Engine, prompt_ids: Sequence[int], params: SamplingParams,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m specula_tools.coupling_cost", description=__doc__.split("\n")[0])
-    ap.add_argument("--target", required=True)
-    ap.add_argument("--draft", required=True)
+    ap = pair_parser(__doc__, prompts_file=None, max_tokens=128, prog="python -m specula_tools.coupling_cost")
     ap.add_argument("--categories", default="code")
     ap.add_argument("--limit", type=int, default=4)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--temp", type=float, default=0.8)
-    ap.add_argument("--max-tokens", type=int, default=128)
-    ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args(argv)
-    engine = Engine(EngineOptions(n_threads=a.threads, calibrate=False))
-    engine.load_target(a.target)
-    engine.load_draft(a.draft)
+    engine = open_pair(a, calibrate=False)
     params = SamplingParams(temperature=a.temp, top_k=40, top_p=0.95, min_p=0.05, seed=a.seed,
                             max_tokens=a.max_tokens)
     cats = set(a.categories.split(","))

@@ -79,12 +79,11 @@ def main(argv: list[str] | None = None) -> int:
     for var in ("HF_HUB_CACHE", "XDG_CACHE_HOME"):
         os.environ.pop(var, None)
 
-    from PySide6.QtGui import QGuiApplication
 
     from specula.gui.app import create_window, ensure_qapp
     from specula.gui.models.library_page import LibraryPage
     from specula.gui.models.load_defaults_dialog import LoadDefaultsDialog
-    from specula_tools.qt_waits import Waits
+    from specula_tools.qt_waits import Waits, grab
 
     app = ensure_qapp()
     waits = Waits(app, timeout=300.0, settle_s=0.6)
@@ -92,11 +91,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def shoot(name: str) -> None:
         settle()
-        screen = QGuiApplication.primaryScreen()
-        g = window.frameGeometry()
-        path = out / f"{name}-{width}x{height}.png"
-        screen.grabWindow(0, g.x(), g.y(), g.width(), g.height()).save(str(path))
-        print(path)
+        print(grab(window, out / f"{name}-{width}x{height}.png"))
 
     window = create_window()
     window.resize(width, height)

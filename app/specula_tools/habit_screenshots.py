@@ -65,23 +65,18 @@ def main(argv: list[str] | None = None) -> int:
     save_defaults(target, LoadDefaults(n_ctx=a.ctx, draft=str(draft), mode="adaptive"))
 
     from PySide6.QtCore import QPoint
-    from PySide6.QtGui import QGuiApplication
 
     from specula.gui.app import create_window, ensure_qapp
-    from specula_tools.qt_waits import Waits
+    from specula_tools.qt_waits import Waits, grab
+
+    def shoot(name: str) -> None:  # once the window below is up
+        settle()
+        print(grab(window, out / f"{name}-{width}x{height}.png"))
 
     app = ensure_qapp()
 
     waits = Waits(app, timeout=900.0, settle_s=0.6)
     wait, settle = waits.wait, waits.settle
-
-    def shoot(name: str) -> None:
-        settle()
-        screen = QGuiApplication.primaryScreen()
-        g = window.frameGeometry()
-        path = out / f"{name}-{width}x{height}.png"
-        screen.grabWindow(0, g.x(), g.y(), g.width(), g.height()).save(str(path))
-        print(path)
 
     window = create_window(str(target))
     window.resize(width, height)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
@@ -33,3 +34,12 @@ class Waits:
         end = time.monotonic() + (self.settle_s if seconds is None else seconds)
         while time.monotonic() < end:
             self.app.processEvents()
+
+
+def grab(window: Any, path: Path) -> Path:
+    """Save ``window`` with its frame, as the screen shows it, to ``path`` (a PNG)."""
+    from PySide6.QtGui import QGuiApplication
+
+    g = window.frameGeometry()
+    QGuiApplication.primaryScreen().grabWindow(0, g.x(), g.y(), g.width(), g.height()).save(str(path))
+    return path

@@ -14,12 +14,12 @@ from specula.core.gguf.model_info import read_model_info
 # family -> lines `specula info` must show (the memory, the experts, the MTP layers)
 INFO_LINES = {
     "mamba": ["memory: recurrent memory", "checkpoints and replay",
-              "recurrent state: 19.0 KiB per sequence in 2 of 2 layers", "experts: none",
+              "recurrent state: 19.5 kB per sequence in 2 of 2 layers", "experts: none",
               "MTP layers: none"],
     "qwen35": ["memory: hybrid memory: speculation is exact through checkpoints and replay",
-               "recurrent state: 16.5 KiB per sequence in 3 of 4 layers", "experts: none"],
+               "recurrent state: 16.9 kB per sequence in 3 of 4 layers", "experts: none"],
     "granitehybrid": ["memory: hybrid memory", "in 3 of 4 layers"],
-    "lfm2": ["memory: hybrid memory", "recurrent state: 1.5 KiB per sequence in 3 of 4 layers"],
+    "lfm2": ["memory: hybrid memory", "recurrent state: 1.54 kB per sequence in 3 of 4 layers"],
     "qwen3moe": ["memory: attention memory: a rejected draft is cut out of the KV cache exactly",
                  "experts: 4 total, 2 active per token"],
     "qwen35-mtp": ["layers: 4 + 1 MTP", "MTP layers: 1 layer, a built-in draft, no draft model needed",

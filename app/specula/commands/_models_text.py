@@ -10,17 +10,7 @@ from specula.core.hub.client import RepoListing, RepoSummary
 from specula.core.hub.download import DownloadProgress, DownloadState
 from specula.core.library.scan import Library, LocalModel
 from specula.core.pairing.drafts import DraftCandidate, HubDrafts
-
-
-def human(n: float | None) -> str:
-    if n is None:
-        return "?"
-    size = float(n)
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if size < 1024 or unit == "TB":
-            return f"{size:.0f} {unit}" if unit in ("B", "KB") else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
+from specula.core.sizes import byte_size
 
 
 def _duration(seconds: float | None) -> str:
@@ -49,8 +39,8 @@ class ProgressBar:
         bar = "#" * filled + "-" * (self.width - filled)
         part = f" part {p.part}/{p.parts}" if p.parts > 1 else ""
         state = "" if p.state is DownloadState.RUNNING else f" {p.state.value}"
-        line = (f"\r[{bar}] {p.fraction * 100:5.1f}% {human(p.downloaded)}/{human(p.total)} "
-                f"{human(p.speed)}/s ETA {_duration(p.eta)}{part}{state}")
+        line = (f"\r[{bar}] {p.fraction * 100:5.1f}% {byte_size(p.downloaded)}/{byte_size(p.total)} "
+                f"{byte_size(p.speed)}/s ETA {_duration(p.eta)}{part}{state}")
         self.stream.write(line.ljust(78))
         self.stream.flush()
         self._drawn = True
@@ -86,7 +76,7 @@ def files_table(listing: RepoListing, headers: dict[str, dict[str, object]]) -> 
     for m in listing.models:
         h = headers.get(m.filename, {})
         parts = f"{len(m.files)}" + ("" if m.complete else " (incomplete)")
-        rows.append((m.filename, human(m.total_size), m.quantization or "?", parts,
+        rows.append((m.filename, byte_size(m.total_size), m.quantization or "?", parts,
                      str(h.get("context_length") or ""), str(h.get("size_label") or "")))
     lines.append(_table(rows))
     return "\n".join(lines)
@@ -106,7 +96,7 @@ def library_table(library: Library, models: list[LocalModel],
             label = f"{m.repo_id}/{m.name}" if m.repo_id else m.name
             if not m.complete:
                 label += f" (parts missing: {len(m.parts)} present)"
-            rows.append((label, human(m.size),
+            rows.append((label, byte_size(m.size),
                          (info.quantization or "?") if info else "unreadable",
                          (info.size_label or "?") if info else "",
                          str(info.context_length or "?") if info else "",
@@ -123,7 +113,7 @@ def library_table(library: Library, models: list[LocalModel],
 
 def _candidate_line(c: DraftCandidate) -> str:
     return (f"  {c.source}\n      {c.report.verdict.value}; {', '.join(c.reasons)}; "
-            f"{human(c.size)}")
+            f"{byte_size(c.size)}")
 
 
 def drafts_text(target: str, local: list[DraftCandidate], remote: HubDrafts | None) -> str:

@@ -6,11 +6,11 @@ import argparse
 
 from specula.commands._common import fail, print_json, say
 from specula.commands._engine_args import rpc_endpoints
-from specula.commands._models_text import human
 from specula.core.gguf.draft_head import head_info_from_header, is_head
 from specula.core.gguf.memory_kind import MTP_ARCHS, MemoryKind
 from specula.core.gguf.model_info import GGUFError, ModelInfo, read_model_info
 from specula.core.gguf.speculation_notes import kind_rows
+from specula.core.sizes import byte_size
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -21,17 +21,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --system: also list these rpc-server workers")
 
 
-def _human_bytes(n: int | None) -> str:
-    return human(n)
-
-
 def format_info(info: ModelInfo) -> str:
     rows = [
         ("name", info.display_name),
         ("architecture", info.architecture),
         ("parameters", f"{info.parameter_count:,} ({info.size_label})" if info.parameter_count else info.size_label),
         ("quantization", info.quantization),
-        ("file size", _human_bytes(info.file_size)),
+        ("file size", byte_size(info.file_size)),
         ("context length", info.context_length),
         ("layers", f"{info.trunk_layers} + {info.nextn_layers} MTP" if info.nextn_layers
          else info.n_layers),

@@ -24,6 +24,7 @@ from specula.core.library.configured import configured_library
 from specula.core.library.scan import Library, LibraryError
 from specula.core.pairing.badges import detected_gpu_free
 from specula.core.pairing.drafts import hub_drafts, library_drafts
+from specula.core.sizes import byte_size
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -158,7 +159,7 @@ def _pull(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result.to_dict())
     elif result.state is DownloadState.DONE:
-        resumed = f" (resumed at {text.human(result.resumed_from)})" if result.resumed_from else ""
+        resumed = f" (resumed at {byte_size(result.resumed_from)})" if result.resumed_from else ""
         say(f"downloaded {result.paths[0]}{resumed}")
         for extra in result.paths[1:]:
             say(f"           {extra}")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from specula.commands._common import say
-from specula.commands._models_text import human
 from specula.core.engine.drafters.ngram_store import cache_dir, clear_caches, list_caches
+from specula.core.sizes import byte_size
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -23,6 +23,6 @@ def run(args: argparse.Namespace) -> int:
         say(f"no n-gram caches in {cache_dir()}")
         return 0
     for f in files:
-        say(f"{f.target:<48} {f.learned:>10,} tokens learned {human(f.size):>10}  {f.path.name}")
+        say(f"{f.target:<48} {f.learned:>10,} tokens learned {byte_size(f.size):>10}  {f.path.name}")
     say(f"folder: {cache_dir()}  (specula ngrams --clear deletes them)")
     return 0

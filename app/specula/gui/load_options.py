@@ -43,8 +43,8 @@ from specula.core.gguf.model_info import ModelInfo
 from specula.core.hardware import fit, offload
 from specula.core.hardware.system import GGMLDevice, list_devices, plan_offload
 from specula.core.library.load_defaults import defaults_for, save_defaults
-from specula.core.pairing.badges import human_size
 from specula.core.settings import Settings
+from specula.core.sizes import byte_size
 from specula.gui.context import AppContext
 from specula.gui.dialog_buttons import accept_cancel
 
@@ -222,7 +222,7 @@ class LoadOptions(QWidget):
         if free:
             s = offload.split(self._target, n_ctx, self._layers_shown())
             lines.append(f"Target with {s.layers} / {s.total} layers on the GPU: "
-                         f"{human_size(s.vram)} in VRAM, {human_size(s.ram)} in RAM.")
+                         f"{byte_size(s.vram)} in VRAM, {byte_size(s.ram)} in RAM.")
         else:
             lines.append("No GPU that this llama.cpp build can use: every layer runs on the CPU.")
         return "\n".join(lines)

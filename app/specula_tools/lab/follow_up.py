@@ -14,16 +14,16 @@ seconds), drafted and accepted tokens, and whether the text is plain's.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from specula.core.bench import load_prompts
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.engine import Engine, EngineOptions
+from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done
 from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.policy.fixed import DraftPolicy
 from specula.core.engine.sampling.rules import SamplingParams
+from specula_tools.lab.pair_args import open_pair, pair_parser
 
 FOLLOW_UP = "Thanks. Now write a short test for it with pytest."
 
@@ -38,19 +38,12 @@ def answer(eng: Engine, prompt: list[int], spec: SpecConfig, policy: DraftPolicy
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--target", required=True)
-    ap.add_argument("--draft", required=True)
-    ap.add_argument("--prompts-file", help="JSONL prompts (default: the packaged suite)")
+    ap = pair_parser(__doc__)
     ap.add_argument("--categories", default="multi-turn-edit,long-chat")
-    ap.add_argument("--max-tokens", type=int, default=96)
-    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--follow-up", default=FOLLOW_UP, help="the second user turn")
     ap.add_argument("--only", default="", help="comma-separated prompt ids (default: every chat)")
     a = ap.parse_args()
-    eng = Engine(EngineOptions(n_ctx=4096, n_threads=a.threads, calibrate=False))
-    eng.load_target(a.target)
-    eng.load_draft(a.draft)
+    eng = open_pair(a, calibrate=False)
     gen = eng.generator
     assert gen is not None and gen.draft_model is not None
     prompts = [p for p in load_prompts(a.prompts_file) if p.category in a.categories.split(",")

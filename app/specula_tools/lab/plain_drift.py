@@ -10,33 +10,27 @@ side is mostly this drift; ``reply_losses.py`` judges a reply against its own pl
 
 from __future__ import annotations
 
-import argparse
 import statistics
 
 from specula.core.bench import load_prompts
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.engine import Engine, EngineOptions
 from specula_tools.adaptive_trace import greedy_reply
+from specula_tools.lab.pair_args import open_pair, pair_parser
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--target", required=True)
-    ap.add_argument("--draft", required=True)
-    ap.add_argument("--prompts-file", default="docs/lab/peer-prompts-six.jsonl")
+    ap = pair_parser(__doc__, prompts_file="docs/lab/peer-prompts-six.jsonl")
     ap.add_argument("--prompt", default="unseen-csv-stats")
     ap.add_argument("--pairs", type=int, default=3)
     a = ap.parse_args()
-    eng = Engine(EngineOptions(n_ctx=4096, n_threads=1))
-    eng.load_target(a.target)
-    eng.load_draft(a.draft)
+    eng = open_pair(a, calibrate=True)
     messages = {p.id: p for p in load_prompts(a.prompts_file)}[a.prompt].messages
     sides = (("plain", SpecConfig(mode=Mode.PLAIN)), ("adaptive", SpecConfig(mode=Mode.ADAPTIVE, draft_max=3)))
     for _, spec in sides:  # warm-up
         greedy_reply(eng, [{"role": "user", "content": "hi"}], spec, 8)
     for i in range(a.pairs):
         for label, spec in sides:
-            done, recs = greedy_reply(eng, messages, spec, 96)
+            done, recs = greedy_reply(eng, messages, spec, a.max_tokens)
             one = [r.verify_s for r in recs if r.drafted == 0]
             host = [r.overhead_s for r in recs if r.drafted == 0]
             print(f"{i} {label:8} {done.stats.tokens_per_s:.2f} tok/s  plain steps {len(one)} median decode "

@@ -17,17 +17,17 @@ is emptied before each reply.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 
 from specula.core.bench import load_prompts
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.engine import Engine, EngineOptions
+from specula.core.engine.engine import Engine
 from specula.core.engine.events import Done
 from specula.core.engine.policy import probe_cadence
 from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.sampling.rules import SamplingParams
+from specula_tools.lab.pair_args import open_pair, pair_parser
 
 SIDES = ("plain", "window", "whole")
 
@@ -56,18 +56,11 @@ def reply(eng: Engine, prompt: list[int], side: str, max_tokens: int) -> Done:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--target", required=True)
-    ap.add_argument("--draft", required=True)
-    ap.add_argument("--prompts-file", help="JSONL prompts (default: the packaged suite)")
+    ap = pair_parser(__doc__)
     ap.add_argument("--categories", default="multi-turn-edit,long-chat")
     ap.add_argument("--repeat", type=int, default=2)
-    ap.add_argument("--max-tokens", type=int, default=96)
-    ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args()
-    eng = Engine(EngineOptions(n_ctx=4096, n_threads=a.threads, calibrate=False))
-    eng.load_target(a.target)
-    eng.load_draft(a.draft)
+    eng = open_pair(a, calibrate=False)
     prompts = [p for p in load_prompts(a.prompts_file) if p.category in a.categories.split(",")]
     print(f"PROBE_WINDOW {probe_cadence.PROBE_WINDOW}; {len(prompts)} prompts x {a.repeat}, "
           f"max {a.max_tokens} tokens, greedy, {a.threads} thread(s)")

@@ -23,37 +23,29 @@ which the reply was.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 
 from specula.core.bench import load_prompts
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import Done, StepEvent, TokenOrigin
 from specula.core.engine.policy.adaptive import RECHECK_EVERY, AdaptivePolicy
 from specula.core.engine.policy.fixed import DraftPolicy, Plan, PlanInput
 from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.engine.stats import StepRecord
+from specula_tools.lab.pair_args import open_pair, pair_parser
 
 WARM = ("unseen-csv-stats", "unseen-py-dataclass", "explain-http")
 PROBED = ("unseen-ts-retry", "code-lru", "unseen-go-server")
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--target", required=True)
-    ap.add_argument("--draft", required=True)
-    ap.add_argument("--prompts-file", default="docs/lab/peer-prompts-six.jsonl")
+    ap = pair_parser(__doc__, prompts_file="docs/lab/peer-prompts-six.jsonl")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--max-tokens", type=int, default=96)
-    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--recheck", action="store_true",
                     help="the 8-reply re-check, not a forced probe")
     a = ap.parse_args()
-    eng = Engine(EngineOptions(n_ctx=4096, n_threads=a.threads, calibrate=True))
-    eng.load_target(a.target)
-    eng.load_draft(a.draft)
+    eng = open_pair(a, calibrate=True)
     gen = eng.generator
     assert gen is not None and gen.draft_model is not None
     prompts = {p.id: p for p in load_prompts(a.prompts_file)}

@@ -15,17 +15,16 @@ depend on them.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 
 from specula.core.bench import load_prompts
 from specula.core.engine.config import Mode, SpecConfig
-from specula.core.engine.engine import Engine, EngineOptions
 from specula.core.engine.events import Done, StepEvent
 from specula.core.engine.policy.adaptive import AdaptivePolicy
 from specula.core.engine.sampling.rules import SamplingParams
 from specula.core.engine.stats import StepRecord
+from specula_tools.lab.pair_args import open_pair, pair_parser
 
 
 def _loss(steps: list[StepRecord], plain_step: float) -> float:
@@ -33,17 +32,10 @@ def _loss(steps: list[StepRecord], plain_step: float) -> float:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--target", required=True)
-    ap.add_argument("--draft", required=True)
-    ap.add_argument("--prompts-file", default="docs/lab/peer-prompts-six.jsonl")
+    ap = pair_parser(__doc__, prompts_file="docs/lab/peer-prompts-six.jsonl")
     ap.add_argument("--repeat", type=int, default=2)
-    ap.add_argument("--max-tokens", type=int, default=96)
-    ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args()
-    eng = Engine(EngineOptions(n_ctx=4096, n_threads=a.threads, calibrate=True))
-    eng.load_target(a.target)
-    eng.load_draft(a.draft)
+    eng = open_pair(a, calibrate=True)
     gen = eng.generator
     assert gen is not None
     spec = SpecConfig(mode=Mode.ADAPTIVE)

@@ -9,7 +9,6 @@ from specula.core.gguf.memory_kind import MemoryKind
 from specula.core.gguf.model_info import read_model_info
 from specula.core.gguf.speculation_notes import (
     experts_note,
-    human_bytes,
     kind_rows,
     memory_note,
     mtp_note,
@@ -27,7 +26,6 @@ def test_notes() -> None:
     assert "unused" in mtp_note(1, "llama")  # no MTP graph for it in llama.cpp
     assert memory_note(None).startswith("memory kind unknown")
     assert memory_note(MemoryKind.HYBRID).startswith("hybrid memory: speculation is exact")
-    assert (human_bytes(512), human_bytes(1536), human_bytes(50 * 2**20)) == ("512 B", "1.5 KiB", "50.0 MiB")
 
 
 def test_an_entry_without_the_new_fields_says_not_known(families: dict[str, Path]) -> None:

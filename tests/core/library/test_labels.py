@@ -29,4 +29,4 @@ def test_the_label_takes_the_files_own_quantization(tiny: dict[str, Path]) -> No
 
 def test_without_a_header_the_file_name_speaks() -> None:
     label = label_for("/m/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", None, 1_117_000_000)
-    assert (label.name, label.size, label.quant) == ("qwen2.5-coder-1.5b-instruct", "1.1 GB", "Q4_K_M")
+    assert (label.name, label.size, label.quant) == ("qwen2.5-coder-1.5b-instruct", "1.12 GB", "Q4_K_M")

@@ -9,6 +9,7 @@ from PySide6.QtGui import QKeySequence, QShortcut
 
 from specula.core.engine.events import StopReason
 from specula.gui.chat.export_menu import write_export
+from specula.gui.chat.reply_notes import SAME_TEXT_TITLE
 from specula.gui.shortcuts_help import COMPOSER_KEYS, SHORTCUTS
 from tests.gui.conftest import send_and_wait
 
@@ -36,6 +37,20 @@ def test_regenerate_keeps_earlier_versions_and_switches(loaded, qtbot) -> None: 
     assert again.version_label.text() == "1/3" and again.text == first
     again.next_button.click()
     assert again.text == texts[1] and again.version_label.text() == "2/3"
+
+
+def test_a_greedy_regeneration_that_repeats_itself_says_why(loaded, qtbot) -> None:  # type: ignore[no-untyped-def]
+    """At temperature 0 a regeneration is the same text: the banner says why, and only then
+    (the rule the engine reports is compared with AcceptanceRule.GREEDY)."""
+    page = loaded.chat
+    page.settings_panel.temperature.setValue(0.0)
+    page.settings_panel.max_tokens.setValue(8)
+    first = send_and_wait(qtbot, loaded, "tell me something").text
+    assert page.banner.title.text() != SAME_TEXT_TITLE
+    with qtbot.waitSignal(page.reply_finished, timeout=120000) as blocker:
+        page.transcript.messages[-1].regen_button.click()
+    assert blocker.args[0].text == first
+    assert page.banner.title.text() == SAME_TEXT_TITLE
 
 
 def test_continue_after_the_token_limit_goes_on_in_the_same_message(loaded, qtbot) -> None:  # type: ignore[no-untyped-def]

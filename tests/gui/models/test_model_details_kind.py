@@ -20,7 +20,7 @@ def _local(path: Path) -> LocalModel:
     ("qwen35-mtp", ["<b>Memory</b></td><td>hybrid memory: speculation is exact through checkpoints "
                     "and replay; each rejected step costs a state copy and a replay",
                     "<b>MTP layers</b></td><td>1 layer, a built-in draft, no draft model needed",
-                    "<b>Recurrent state</b></td><td>16.5 KiB per sequence"]),
+                    "<b>Recurrent state</b></td><td>16.9 kB per sequence"]),
     ("mamba", ["<b>Memory</b></td><td>recurrent memory"]),
     ("qwen3moe", ["<b>Memory</b></td><td>attention memory",
                   "<b>Experts</b></td><td>4 total, 2 active per token"]),

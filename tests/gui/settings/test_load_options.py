@@ -5,7 +5,7 @@ from __future__ import annotations
 from specula.core import gpu_layers
 from specula.core.engine.native.devices import GGMLDevice
 from specula.core.hardware import fit
-from specula.core.pairing.badges import human_size
+from specula.core.sizes import byte_size
 from specula.gui.load_options import LayerSpin, LoadChoice, LoadOptions
 
 GiB = 1024**3
@@ -27,7 +27,7 @@ def test_slider_reads_layers_and_the_split(qtbot, qwen7b, qwen05b) -> None:  # t
     # independent arithmetic: weights + KV spread evenly over 29 layers, compute goes along
     mem = fit.model_memory(qwen7b, 4096)
     vram = int(14 * (mem.weights + mem.kv_cache) / 29) + mem.compute
-    assert f"{human_size(vram)} in VRAM, {human_size(mem.total - vram)} in RAM" in opts.fit_text()
+    assert f"{byte_size(vram)} in VRAM, {byte_size(mem.total - vram)} in RAM" in opts.fit_text()
     assert "Partially offloaded" in opts.fit_text()
     opts.slider.setValue(29)
     assert opts.choice().target_layers == gpu_layers.ALL

@@ -53,10 +53,6 @@ class SpecConfig:
     relaxed_ratio: float = 0.0  # or when p_target / p_draft exceeds this
 
     @property
-    def uses_draft_model(self) -> bool:
-        return self.mode in (Mode.CHAIN, Mode.ADAPTIVE, Mode.TREE)
-
-    @property
     def lossy(self) -> bool:
         return self.relaxed_top_k > 0 or self.relaxed_ratio > 0
 

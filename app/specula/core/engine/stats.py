@@ -184,10 +184,6 @@ class GenerationStats:
                      for a, d in zip(self.accepted_per_pos, self.drafted_per_pos, strict=True))
 
     @property
-    def tokens_per_step(self) -> float:
-        return self.tokens / self.steps if self.steps else 0.0
-
-    @property
     def host_share(self) -> float:
         """The share of the steps' time spent outside llama_decode, the drafter's
         Python work included: what a faster accelerator cannot shrink."""

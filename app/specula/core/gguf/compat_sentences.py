@@ -37,20 +37,7 @@ def refusal_sentences(report: CompatReport) -> list[str]:
     return [sentence(c) for c in report.failures]
 
 
-def warning_sentences(report: CompatReport) -> list[str]:
-    return [sentence(c) for c in report.warnings]
-
-
 def details(report: CompatReport) -> str:
     """The technical text: each failed or warned check's own message, one per line."""
     failed = [c for c in report.checks if not c.passed]
     return "\n".join(f"{c.name}: {c.message}" for c in failed)
-
-
-def short_reason(report: CompatReport) -> str:
-    """One line for a disabled menu entry or button: the first reason and how many more."""
-    sentences = refusal_sentences(report)
-    if not sentences:
-        return ""
-    more = len(sentences) - 1
-    return sentences[0] + (f" (and {more} more)" if more else "")

@@ -361,11 +361,6 @@ def read_model_info(source: str | os.PathLike[str] | ByteSource) -> ModelInfo:
     return model_info_from_header(read_header(src))
 
 
-def weights_bytes(info: ModelInfo) -> int | None:
-    """Bytes the weights occupy (the file size is a close upper bound)."""
-    return info.file_size
-
-
 def tensor_bytes(header: GGUFHeader) -> int:
     """Exact bytes of all tensors from their types and shapes (for remote headers)."""
     total = 0

@@ -13,16 +13,7 @@ from __future__ import annotations
 
 from specula.core.gguf.memory_kind import MTP_ARCHS, MemoryKind
 from specula.core.gguf.model_info import ModelInfo
-
-
-def human_bytes(n: int) -> str:
-    """1536 -> '1.5 KiB' (binary units, one decimal)."""
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} B" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} GiB"
+from specula.core.sizes import byte_size
 
 
 def memory_note(kind: MemoryKind | None) -> str:
@@ -89,7 +80,7 @@ def recurrent_note(info: ModelInfo) -> str | None:
         return None
     if info.recurrent_state_bytes is None:
         return f"{info.recurrent_layers} recurrent layers (state size not in the header)"
-    return (f"{human_bytes(info.recurrent_state_bytes)} per sequence in {info.recurrent_layers} "
+    return (f"{byte_size(info.recurrent_state_bytes)} per sequence in {info.recurrent_layers} "
             f"of {info.trunk_layers} layers (about the size of one checkpoint)")
 
 

@@ -25,6 +25,7 @@ import psutil
 
 from specula.core.gguf.memory_kind import MTP_ARCHS, MemoryKind
 from specula.core.gguf.model_info import ModelInfo
+from specula.core.sizes import byte_size
 
 GiB = 1024**3
 MiB = 1024**2
@@ -146,12 +147,6 @@ def available_ram() -> int:
     return int(psutil.virtual_memory().available)
 
 
-def _gib(n: float) -> str:
-    if n >= GiB / 10:
-        return f"{n / GiB:.1f} GiB"
-    return f"{n / MiB:.0f} MiB" if n >= MiB else f"{n / 1024:.0f} KiB"
-
-
 @dataclass
 class FitEstimate:
     verdict: FitVerdict
@@ -209,8 +204,8 @@ def estimate(target: ModelInfo, draft: ModelInfo | None = None, *, n_ctx: int | 
         return FitEstimate(verdict, t, d, ctx, cache_type, ram, gpus, layers, message)
 
     if gpus and total <= gpu_usable:
-        return result(FitVerdict.GPU, f"Fits on the GPU: {what} {_gib(total)}, "
-                      f"{_gib(gpu_usable)} of VRAM is usable.", t.n_layers)
+        return result(FitVerdict.GPU, f"Fits on the GPU: {what} {byte_size(total)}, "
+                      f"{byte_size(gpu_usable)} of VRAM is usable.", t.n_layers)
     if gpus:
         # The draft runs every step: keep it and the compute buffers on the GPU, then
         # as many target layers as the rest of the VRAM holds.
@@ -223,15 +218,15 @@ def estimate(target: ModelInfo, draft: ModelInfo | None = None, *, n_ctx: int | 
         if on_gpu and in_ram <= ram_usable:
             return result(FitVerdict.PARTIAL,
                           f"Partially offloaded: {on_gpu} of {layers} target layers on the GPU "
-                          f"({_gib(gpu_usable)} usable), {_gib(in_ram)} in RAM "
-                          f"({_gib(ram_usable)} available).", on_gpu)
+                          f"({byte_size(gpu_usable)} usable), {byte_size(in_ram)} in RAM "
+                          f"({byte_size(ram_usable)} available).", on_gpu)
     if total <= ram_usable:
         why = "the GPU is too small, " if gpus else ""
-        return result(FitVerdict.CPU, f"CPU only: {why}{what} {_gib(total)}, "
-                      f"{_gib(ram_usable)} of RAM is available.", 0 if gpus else None)
-    vram = f" + {_gib(gpu_usable)} of VRAM" if gpus else ""
-    return result(FitVerdict.NO, f"Does not fit: {what} {_gib(total)}, only "
-                  f"{_gib(ram_usable)} of RAM{vram} is available; try a smaller quantization "
+        return result(FitVerdict.CPU, f"CPU only: {why}{what} {byte_size(total)}, "
+                      f"{byte_size(ram_usable)} of RAM is available.", 0 if gpus else None)
+    vram = f" + {byte_size(gpu_usable)} of VRAM" if gpus else ""
+    return result(FitVerdict.NO, f"Does not fit: {what} {byte_size(total)}, only "
+                  f"{byte_size(ram_usable)} of RAM{vram} is available; try a smaller quantization "
                   "or a shorter context.")
 
 
@@ -242,10 +237,10 @@ def format_estimate(est: FitEstimate) -> str:
     for role, m in (("target", est.target), ("draft", est.draft)):
         if m is None:
             continue
-        extra = (f", recurrent state {_gib(m.recurrent)}" if m.recurrent else "") + (
-            f", MTP context {_gib(m.mtp)}" if m.mtp else "")
-        lines.append(f"  {role:<6} {m.name}: weights {_gib(m.weights)}, KV cache {_gib(m.kv_cache)}"
-                     f"{extra}, compute {_gib(m.compute)} = {_gib(m.total)}")
-    gpu = ", ".join(_gib(g) for g in est.gpu_free) or "none"
-    lines.append(f"  free: RAM {_gib(est.ram_available)}, GPU {gpu}")
+        extra = (f", recurrent state {byte_size(m.recurrent)}" if m.recurrent else "") + (
+            f", MTP context {byte_size(m.mtp)}" if m.mtp else "")
+        lines.append(f"  {role:<6} {m.name}: weights {byte_size(m.weights)}, KV cache {byte_size(m.kv_cache)}"
+                     f"{extra}, compute {byte_size(m.compute)} = {byte_size(m.total)}")
+    gpu = ", ".join(byte_size(g) for g in est.gpu_free) or "none"
+    lines.append(f"  free: RAM {byte_size(est.ram_available)}, GPU {gpu}")
     return "\n".join(lines)

@@ -24,6 +24,7 @@ import psutil
 from specula.core.engine.native.devices import GGMLDevice, list_devices, rpc_supported
 from specula.core.gguf.model_info import ModelInfo
 from specula.core.hardware import fit
+from specula.core.sizes import byte_size
 
 __all__ = [
     "GGMLDevice",
@@ -105,10 +106,6 @@ def describe_system() -> SystemReport:
     )
 
 
-def _gib(n: int) -> str:
-    return f"{n / fit.GiB:.1f} GiB"
-
-
 def format_system(report: SystemReport | None = None) -> str:
     """The text `specula info --system` prints."""
     r = report or describe_system()
@@ -120,11 +117,11 @@ def format_system(report: SystemReport | None = None) -> str:
         f"llama-cpp-python {r.llama_cpp_python}; {r.os}",
         f"CPU: {r.cpu}, {r.physical_cores} physical / {r.logical_cores} logical cores "
         f"(default threads: {r.default_threads})",
-        f"RAM: {_gib(r.ram_available)} available of {_gib(r.ram_total)}",
+        f"RAM: {byte_size(r.ram_available)} available of {byte_size(r.ram_total)}",
         "devices:",
     ]
     for d in r.devices:
-        mem = f"{_gib(d.memory_free)} free of {_gib(d.memory_total)}" if d.memory_total else "memory ?"
+        mem = f"{byte_size(d.memory_free)} free of {byte_size(d.memory_total)}" if d.memory_total else "memory ?"
         lines.append(f"  [{d.index}] {d.name:<8} {d.type:<5} {d.backend:<8} {d.description} ({mem})")
     if not r.devices:
         lines.append("  none reported")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specula.core.gguf.model_info import ModelInfo, quantization_from_name
+from specula.core.sizes import byte_size
 
 # Quantization and format words a name may carry from where it was converted.
 _STALE = re.compile(
@@ -31,10 +32,6 @@ def clean_name(name: str) -> str:
     out = re.sub(r"([\s_-])[\s_-]+", r"\1", out)
     out = _SEPARATORS.sub("", out)
     return out or name
-
-
-def human_bytes(n: int) -> str:
-    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.0f} MB"
 
 
 @dataclass(frozen=True)
@@ -58,11 +55,11 @@ def label_for(path: str | Path, info: ModelInfo | None = None,
     """The label of the file at ``path``: from its header summary when known, else its name."""
     p = Path(path)
     if info is not None:
-        size = info.size_label or (human_bytes(info.file_size) if info.file_size else "")
+        size = info.size_label or (byte_size(info.file_size) if info.file_size else "")
         quant = info.quantization or quantization_from_name(p.name) or ""
         return ModelLabel(clean_name(info.display_name), size, quant)
     quant = quantization_from_name(p.name) or ""
-    size = human_bytes(file_size) if file_size else ""
+    size = byte_size(file_size) if file_size else ""
     return ModelLabel(clean_name(p.stem), size, quant)
 
 

@@ -38,20 +38,6 @@ class Badge:
 READING = Badge("reading header", Tone.BUSY, "Reading the file's header from the hub…")
 
 
-def human_size(n: float | None) -> str:
-    """Decimal units as the hub shows them: 491 MB, 1.12 GB."""
-    if n is None:
-        return "?"
-    value = float(n)
-    for unit in ("B", "kB", "MB", "GB", "TB"):
-        if value < 1000 or unit == "TB":
-            if unit in ("B", "kB", "MB"):
-                return f"{value:.0f} {unit}"
-            return f"{value:.2f} {unit}" if value < 10 else f"{value:.1f} {unit}"
-        value /= 1000
-    return f"{n} B"
-
-
 def human_count(n: int | None) -> str:
     """1234567 -> 1.2M, 4321 -> 4.3k, None -> ?"""
     if n is None:

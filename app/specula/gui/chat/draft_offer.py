@@ -16,8 +16,8 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
 
 from specula.core.gguf.model_info import read_model_info
 from specula.core.hub.client import HubClient, split_target
-from specula.core.pairing.badges import human_size
 from specula.core.pairing.drafts import hub_drafts
+from specula.core.sizes import byte_size
 from specula.gui.context import AppContext
 from specula.gui.tasks import Task, TaskContext, TaskError, start_task
 
@@ -33,7 +33,7 @@ class Offer:
     @property
     def text(self) -> str:
         return f"No compatible draft in the library. Download {self.title} " \
-               f"({human_size(self.size)}) as a draft?"
+               f"({byte_size(self.size)}) as a draft?"
 
 
 def find_offer(ctx: TaskContext, target: str, repo_id: str | None) -> Offer | None:
@@ -113,7 +113,7 @@ class DraftOffer(QFrame):
             return
         self._waiting = (offer.repo_id, offer.filename)
         self.ctx.downloads.start(offer.repo_id, offer.filename, offer.size)
-        self.label.setText(f"Downloading {offer.title} ({human_size(offer.size)}); it is loaded "
+        self.label.setText(f"Downloading {offer.title} ({byte_size(offer.size)}); it is loaded "
                            "as the draft when done. Progress: Downloads page.")
         self.accept.setEnabled(False)
         self.accept.setText("Downloading…")

@@ -24,6 +24,7 @@ from specula.core.chat import versions
 from specula.core.chat.attachments import attachments_of
 from specula.core.chat.conversations import Message, title_from
 from specula.core.engine.events import Done
+from specula.core.engine.sampling.rules import AcceptanceRule
 from specula.core.pairing.heads import HEAD_LABELS
 from specula.gui.chat.attach import chip_text
 from specula.gui.chat.chat_column import ChatColumn
@@ -382,7 +383,7 @@ class ChatPage(QWidget):
             widget.set_footer(reply.footer)
             widget.set_can_continue(reply.can_continue)
             widget.render()
-            if same_as_earlier(reply.text, self._earlier, done.stats.acceptance_rule == "greedy"):
+            if same_as_earlier(reply.text, self._earlier, done.stats.acceptance_rule == AcceptanceRule.GREEDY):
                 self.banner.show_message(SAME_TEXT_TITLE, SAME_TEXT_SENTENCES, kind="info")
             if self.conversation_id is not None:
                 meta = stored_meta(reply, [list(t) for t in widget.tokens], old, self._earlier)

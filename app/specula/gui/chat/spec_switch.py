@@ -85,11 +85,6 @@ class SpecSwitch(ElidedCheckBox):
         self.blockSignals(False)
         self._label()
 
-    @property
-    def shown_pause(self) -> PolicyVerdict | None:
-        """The paused verdict the label states (None: it states none)."""
-        return self._shown
-
     def _label(self) -> None:
         self._write_label()
         v = self._verdict

@@ -14,7 +14,8 @@ from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelInde
 
 from specula.core.hub.download import DownloadState
 from specula.core.hub.download_records import DownloadRecord
-from specula.core.pairing.badges import human_duration, human_size
+from specula.core.pairing.badges import human_duration
+from specula.core.sizes import byte_size
 
 ITEM_ROLE = Qt.ItemDataRole.UserRole + 1
 STATE_ROLE = Qt.ItemDataRole.UserRole + 2
@@ -52,19 +53,19 @@ class DownloadItem:
     def status_text(self) -> str:
         """The line under the title: what the download is doing, or how it ended."""
         r, state = self.record, self.state
-        got = f"{human_size(r.downloaded)} of {human_size(r.size)}"
+        got = f"{byte_size(r.downloaded)} of {byte_size(r.size)}"
         if state is DownloadState.PENDING:
             return "Waiting to start…"
         if state is DownloadState.RUNNING:
             part = f" · part {self.part} of {self.parts}" if self.parts > 1 else ""
-            speed = f"{human_size(self.speed)}/s" if self.speed > 0 else "starting…"
+            speed = f"{byte_size(self.speed)}/s" if self.speed > 0 else "starting…"
             return f"{got} · {speed} · {human_duration(self.eta)} left{part}"
         if state is DownloadState.VERIFYING:
-            return f"Checking the sha256 checksum… ({human_size(r.size)})"
+            return f"Checking the sha256 checksum… ({byte_size(r.size)})"
         if state is DownloadState.PAUSED:
             return f"Paused at {got} ({self.fraction:.0%}); Resume continues where it stopped"
         if state is DownloadState.DONE:
-            return f"Done: {human_size(r.size)}, checksum verified · {r.path}"
+            return f"Done: {byte_size(r.size)}, checksum verified · {r.path}"
         if state is DownloadState.CANCELLED:
             return "Cancelled; the incomplete file was deleted"
         return f"Failed: {r.message}"

@@ -22,7 +22,6 @@ from PySide6.QtWidgets import (
 from specula.core.gguf.model_info import ModelInfo
 from specula.core.hub.client import HubClient, split_target
 from specula.core.library.scan import LocalModel
-from specula.core.pairing.badges import human_size
 from specula.core.pairing.drafts import (
     DraftCandidate,
     HubDrafts,
@@ -31,6 +30,7 @@ from specula.core.pairing.drafts import (
     library_drafts,
     merge_hub,
 )
+from specula.core.sizes import byte_size
 from specula.gui.elided import ElidedLabel
 from specula.gui.models.widgets import SidePane
 from specula.gui.tasks import Task, TaskContext, TaskError, start_task
@@ -61,7 +61,7 @@ def recommend(ctx: TaskContext, target: ModelInfo, repo_id: str | None,
 
 def candidate_label(c: DraftCandidate) -> str:
     where = "on the hub" if c.location == "hub" else "downloaded" if c.hub_source else "in library"
-    return f"{c.info.display_name} · {c.info.quantization or '?'} · {human_size(c.size)} · {where}"
+    return f"{c.info.display_name} · {c.info.quantization or '?'} · {byte_size(c.size)} · {where}"
 
 
 def load_refusal(c: DraftCandidate, loaded: ModelInfo | None) -> str:

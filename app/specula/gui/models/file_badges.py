@@ -14,7 +14,8 @@ from pathlib import Path
 from specula.core.gguf.model_info import ModelInfo
 from specula.core.hub.client import HubClient, RemoteModel
 from specula.core.hub.remote_header import read_remote_info
-from specula.core.pairing.badges import FileBadges, badges_for, detected_gpu_free, human_size
+from specula.core.pairing.badges import FileBadges, badges_for, detected_gpu_free
+from specula.core.sizes import byte_size
 from specula.gui.models.repo_files_view import FileRow
 
 HeaderKey = tuple[str, str]  # (repo id, file name)
@@ -59,4 +60,4 @@ def download_state(row: FileRow | None, running: bool, models_dir: Path) -> tupl
         return ok, "Downloading: see Downloads."
     if not row.model.complete:
         return ok, "Some parts of this split model are missing on the hub."
-    return ok, f"{human_size(row.model.total_size)} into {models_dir}"
+    return ok, f"{byte_size(row.model.total_size)} into {models_dir}"

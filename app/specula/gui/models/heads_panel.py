@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QPushButton, QWidget
 
 from specula.core.gguf.model_info import ModelInfo
 from specula.core.hub.client import HubClient, split_target
-from specula.core.pairing.badges import human_size
+from specula.core.sizes import byte_size
 from specula.core.pairing.heads import HeadChoice, HubHeads, hub_heads
 from specula.gui.elided import ElidedLabel
 from specula.gui.models.widgets import SidePane
@@ -25,7 +25,7 @@ NO_TARGET = "Load a target to look for its EAGLE-3, DFlash and DSpark heads on t
 
 def head_text(c: HeadChoice) -> str:
     """One row: "EAGLE-3 head · owner/repo/file · 300 kB", or why it does not fit."""
-    text = f"{c.label} · {c.source} · {human_size(c.size)}"
+    text = f"{c.label} · {c.source} · {byte_size(c.size)}"
     return text if c.usable else f"{text} — does not fit: {c.reason}"
 
 

@@ -12,8 +12,9 @@ from PySide6.QtGui import QColor
 
 from specula.core.gguf.model_info import ModelInfo
 from specula.core.library.scan import LocalModel
-from specula.core.pairing.badges import human_params, human_size
+from specula.core.pairing.badges import human_params
 from specula.core.pairing.pair_status import PairKind, PairStatus
+from specula.core.sizes import byte_size
 from specula.gui import theme
 from specula.gui.models.row_table import ROW_ROLE, RowTableModel
 
@@ -110,7 +111,7 @@ class LibraryTableModel(RowTableModel):
                 suffix += f"  — {unreadable_reason(m)}"  # Arch says "unreadable"
             return m.name + suffix
         if column == "Size":
-            return human_size(m.size)
+            return byte_size(m.size)
         if column == "Location":
             return _location(m)
         if info is None:

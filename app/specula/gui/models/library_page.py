@@ -26,8 +26,9 @@ from PySide6.QtWidgets import (
 
 from specula.core.library.load_defaults import context_words
 from specula.core.library.scan import LocalModel
-from specula.core.pairing.badges import human_size, plural
+from specula.core.pairing.badges import plural
 from specula.core.pairing.pair_status import PairStatus, library_statuses
+from specula.core.sizes import byte_size
 from specula.gui.context import AppContext
 from specula.gui.errors import show_error
 from specula.gui.models.folder_offers import FolderOffers
@@ -159,7 +160,7 @@ class LibraryPage(QWidget):
         self.splitter.setVisible(not empty)
         total = sum(m.size for m in models)
         folders = len(self.library.library().roots)
-        self.summary.setText(f"   {plural(len(models), 'model')} · {human_size(total)} · "
+        self.summary.setText(f"   {plural(len(models), 'model')} · {byte_size(total)} · "
                              f"{plural(folders, 'folder')}")
         if current is not None:
             self.select_path(str(current.path))
@@ -221,7 +222,7 @@ class LibraryPage(QWidget):
         self.ctx.page_requested.emit("chat")
 
     def remove(self, model: LocalModel) -> None:
-        text = (f"Delete {model.name} ({human_size(model.size)}) from {model_folder(model)}?"
+        text = (f"Delete {model.name} ({byte_size(model.size)}) from {model_folder(model)}?"
                 "\n\nThe file is removed from disk.")
         if self.confirm(self, "Remove model", text):
             self.library.remove(model)

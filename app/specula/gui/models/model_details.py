@@ -31,9 +31,10 @@ from specula.core.hardware import fit
 from specula.core.library.labels import clean_name, label_for
 from specula.core.library.load_defaults import defaults_for
 from specula.core.library.scan import LocalModel
-from specula.core.pairing.badges import detected_gpu_free, human_params, human_size, plural
+from specula.core.pairing.badges import detected_gpu_free, human_params, plural
 from specula.core.pairing.drafts import DraftCandidate, LibraryPairs, library_pairs
 from specula.core.pairing.pair_status import PairStatus, pair_status
+from specula.core.sizes import byte_size
 from specula.gui.models.load_defaults_dialog import LoadDefaultsDialog
 from specula.gui.models.widgets import caption, muted, side_list
 from specula.gui.tasks import Task, TaskContext, TaskError, start_task
@@ -44,7 +45,7 @@ PATH_ROLE = Qt.ItemDataRole.UserRole + 1
 def metadata_html(m: LocalModel, loads_with: str = "") -> str:
     """The full metadata as a two-column table; ``loads_with``: the context it loads with."""
     info = m.info
-    rows: list[tuple[str, str]] = [("File", str(m.path)), ("Size", human_size(m.size))]
+    rows: list[tuple[str, str]] = [("File", str(m.path)), ("Size", byte_size(m.size))]
     if len(m.parts) > 1:
         rows.append(("Parts", f"{len(m.parts)}" + ("" if m.complete else " (some missing)")))
     rows.append(("Repository", m.repo_id or "—"))
@@ -293,7 +294,7 @@ class ModelDetails(QFrame):
             mark = "✓" if p.report.verdict.value == "identical" else "≈"
             folder = p.model.root.name if p.model is not None else ""
             item = QListWidgetItem(f"{mark} {role}: {clean_name(p.info.display_name)}\n{p.name} · "
-                                   f"{human_size(p.size)}" + (f" · in {folder}" if folder else ""))
+                                   f"{byte_size(p.size)}" + (f" · in {folder}" if folder else ""))
             item.setToolTip(f"{p.source}\n{', '.join(p.reasons)}\n{p.report.reason()}")
             item.setData(PATH_ROLE, p.source)
             self.pairs.addItem(item)

@@ -15,7 +15,8 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidge
 
 from specula.core.gguf.model_info import ModelInfo
 from specula.core.hub.client import RemoteModel
-from specula.core.pairing.badges import READING, Badge, FileBadges, error_badge, human_size
+from specula.core.pairing.badges import READING, Badge, FileBadges, error_badge
+from specula.core.sizes import byte_size
 from specula.gui.models.badge_delegate import BADGE_ROLE, BadgeDelegate
 from specula.gui.models.row_table import ROW_ROLE, RowTableModel
 
@@ -145,7 +146,7 @@ class RepoFilesModel(RowTableModel):
             if col == 0:
                 return row.label()
             if col == 1:
-                return human_size(row.model.total_size)
+                return byte_size(row.model.total_size)
             return row.model.quantization or "?"
         if role == Qt.ItemDataRole.ToolTipRole and col == 0:
             return "\n".join(f.path for f in row.model.files)

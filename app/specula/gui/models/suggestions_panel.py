@@ -22,7 +22,7 @@ from specula.core.cancel import Cancelled
 from specula.core.gguf.model_info import ModelInfo, quantization_from_name
 from specula.core.hub.client import HubClient
 from specula.core.library.scan import LocalModel
-from specula.core.pairing.badges import human_size, plural
+from specula.core.pairing.badges import plural
 from specula.core.pairing.suggestions import (
     End,
     SuggestedPair,
@@ -30,6 +30,7 @@ from specula.core.pairing.suggestions import (
     hub_suggestions,
     library_suggestions,
 )
+from specula.core.sizes import byte_size
 from specula.gui.elided import ElidedLabel
 from specula.gui.models.widgets import SidePane
 from specula.gui.tasks import Task, TaskContext, TaskError, start_task
@@ -62,7 +63,7 @@ def pair_label(p: SuggestedPair) -> str:
 
 
 def pair_detail(p: SuggestedPair) -> str:
-    size = human_size((p.target.size or 0) + (p.draft.size or 0)) if p.target.size else "?"
+    size = byte_size((p.target.size or 0) + (p.draft.size or 0)) if p.target.size else "?"
     return f"{p.why} · {size} together"
 
 

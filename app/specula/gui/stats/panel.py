@@ -18,16 +18,13 @@ from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QVBoxLayout, QWidget
 from specula.core.engine.stats import GenerationStats
 from specula.core.engine.verdict import PolicyVerdict
 from specula.core.pairing.heads import mode_label
+from specula.core.sizes import byte_size
 from specula.gui.engine_worker import ReplyBatch
 from specula.gui.stats import live_stats as ls
 from specula.gui.stats.chart import RateChart
 
 REFRESH_MS = 200
 NUMBER_KEYS = ("tokens", "drafted", "accepted", "acceptance", "per_step", "ttft", "mode")
-
-
-def _mib(n: int) -> str:
-    return f"{n / 2**20:,.0f} MiB" if n < 2**30 else f"{n / 2**30:.2f} GiB"
 
 
 class StatsPanel(QFrame):
@@ -116,10 +113,6 @@ class StatsPanel(QFrame):
             self.stats = batch.stats
         self._dirty = True
 
-    def final_figures(self, stats: GenerationStats) -> ls.LiveFigures:
-        """The reply's figures from its final totals (what the footer shows too)."""
-        return ls.figures(stats)
-
     def finish(self, stats: GenerationStats, held_back: bool = False, stopped: bool = False) -> None:
         """The reply's final totals; ``held_back``: the adaptive verdict at its end said the
         draft was not fed for this short answer; ``stopped``: its stop-loss ended the reply's
@@ -136,7 +129,7 @@ class StatsPanel(QFrame):
         self._dirty = False
         self.refreshes += 1
         v = self.values
-        v["memory"].setText(_mib(psutil.Process().memory_info().rss))
+        v["memory"].setText(byte_size(psutil.Process().memory_info().rss))
         v["backend"].setText(self.backend or ls.DASH)
         v["threads"].setText(str(self.n_threads) if self.n_threads else ls.DASH)
         self.chart.set_points(self.live.chart)

@@ -35,6 +35,7 @@ from specula.core.engine.drafters import base  # patch points, looked up at call
 from specula.core.engine.drafters.model import ChainDrafter
 from specula.core.engine.drafters.mtp import FEED_AT, MTPDrafter, MTPHead
 from specula.core.engine.drafters.proposal import DraftRequest, Proposal
+from specula.core.engine.drafters.target_rows import TargetWatch, linear_run
 from specula.core.engine.events import TokenOrigin
 from specula.core.engine.native import heads as native
 from specula.core.engine.native.batch import Batch
@@ -90,7 +91,21 @@ class _Eagle3Native:
         self.h.close()
 
 
-class Eagle3Head(MTPHead):
+class _Described:
+    """What a head's header says it is: its kind and how far it drafts."""
+
+    info: HeadInfo
+
+    @property
+    def kind(self) -> str:
+        return self.info.kind
+
+    @property
+    def max_draft(self) -> int:
+        return self.info.max_draft
+
+
+class Eagle3Head(_Described, MTPHead):
     """An EAGLE-3 head beside the target: an MTP head fed with its encoder's rows."""
 
     label = "EAGLE-3 head"
@@ -103,14 +118,6 @@ class Eagle3Head(MTPHead):
         super().__init__(model, target, 1)
         # what the target's rows are read as (a test feeds the wrong layer on purpose)
         self.read_ids = self.layer_ids
-
-    @property
-    def kind(self) -> str:
-        return self.info.kind
-
-    @property
-    def max_draft(self) -> int:
-        return self.info.max_draft
 
     def _open(self, model: Model, target: Context) -> _Eagle3Native:  # type: ignore[override]
         self.hctx = native.HeadContext(model, target, n_batch=target.n_batch, n_outputs_max=HEAD_OUTPUTS)
@@ -152,7 +159,7 @@ class _BlockRows:
         return self.head.hctx.ctx.logits(self.at)
 
 
-class DFlashHead:
+class DFlashHead(_Described, TargetWatch):
     """A DFlash (or DSpark) head beside the target: its cache holds the target's features
     of the committed positions ``0..held-1`` (``tokens``: the tokens they belong to)."""
 
@@ -181,14 +188,6 @@ class DFlashHead:
         self.missing_rows = 0  # positions written with zero features (the target's were gone)
         self.rows = _BlockRows(self)
         self.feats_for = self._feats_for  # patch point: a test breaks the features on purpose
-
-    @property
-    def kind(self) -> str:
-        return self.info.kind
-
-    @property
-    def max_draft(self) -> int:
-        return self.info.max_draft
 
     @property
     def ctx(self) -> _BlockRows:  # type: ignore[override]
@@ -225,20 +224,12 @@ class DFlashHead:
     def lag(self, committed: Sequence[int]) -> int:
         return max(len(committed) - 1 - self.held, 1)
 
-    # -- the target's features ------------------------------------------------------------
-    def watch(self, on: bool) -> None:
-        if on == self.watching:
-            return
-        self.watching = on
-        obs = self.target.observers
-        if on:
-            obs.append(self._observe)
-        else:
-            if self._observe in obs:
-                obs.remove(self._observe)
-            self._win_toks, self._win_feats = [], []
-        if self.target.ptr:
-            native.set_layer_rows(self.target, self.layer_ids, on)
+    # -- the target's features: ``watch`` is TargetWatch's ---------------------------------
+    def _rows_on(self, on: bool) -> None:
+        native.set_layer_rows(self.target, self.layer_ids, on)
+
+    def _drop_window(self) -> None:
+        self._win_toks, self._win_feats = [], []
 
     def _observe(self, batch: Batch) -> None:
         """A target decode just ran: keep its features of what it put in sequence 0, and
@@ -247,11 +238,7 @@ class DFlashHead:
         n = batch.n_tokens
         if n <= 0:
             return
-        pos = batch.pos[:n]
-        p0 = int(pos[0])
-        linear = bool(np.all(batch.n_seq_id[:n] == 1)) and bool(np.all(np.diff(pos) == 1)) \
-            and all(int(batch.seq_ids[i][0]) == 0 for i in range(n))
-        toks = [int(t) for t in batch.token[:n]] if linear else []
+        p0, toks, linear = linear_run(batch)
         if self.held > p0:
             same = self.tokens[p0:min(self.held, p0 + len(toks))]
             if not toks or toks[:len(same)] != same:

@@ -35,6 +35,7 @@ import numpy as np
 from specula.core.engine.drafters import base  # patch points, looked up at call time
 from specula.core.engine.drafters.model import ChainDrafter, DraftModel
 from specula.core.engine.drafters.proposal import DraftRequest, Proposal
+from specula.core.engine.drafters.target_rows import TargetWatch, linear_run
 from specula.core.engine.events import TokenOrigin
 from specula.core.engine.native import mtp as mtp_native
 from specula.core.engine.native.batch import Batch
@@ -48,7 +49,7 @@ F32 = mtp_native.F32
 FEED_AT = 256
 
 
-class MTPHead(DraftModel):
+class MTPHead(TargetWatch, DraftModel):
     """The MTP context's mirror and the target's recent rows.
 
     A :class:`DraftModel` to the chain drafter (logits through ``ctx``, one more
@@ -140,33 +141,16 @@ class MTPHead(DraftModel):
         self._sure, self._sure_of = n, committed
         return n
 
-    # -- the target's rows (llama.cpp's process()) ---------------------------------------
-    def watch(self, on: bool) -> None:
-        """Take the target's rows after each of its decodes (a reply that may draft with
-        MTP), or stop (the target then skips computing and copying them)."""
-        if on == self.watching:
-            return
-        self.watching = on
-        obs = self.target.observers
-        if on:
-            obs.append(self._observe)
-        else:
-            if self._observe in obs:
-                obs.remove(self._observe)
-            self._win_toks, self._win_rows = [], []
-        if self.target.ptr:
-            self._rows_on(on)
+    # -- the target's rows (llama.cpp's process()): ``watch`` is TargetWatch's -------------
+    def _drop_window(self) -> None:
+        self._win_toks, self._win_rows = [], []
 
     def _observe(self, batch: Batch) -> None:
         """A target decode just ran: keep its rows of what it put in sequence 0."""
         n = batch.n_tokens
         if n <= 0:
             return
-        pos = batch.pos[:n]
-        p0 = int(pos[0])
-        linear = bool(np.all(batch.n_seq_id[:n] == 1)) and bool(np.all(np.diff(pos) == 1)) \
-            and all(int(batch.seq_ids[i][0]) == 0 for i in range(n))
-        toks = [int(t) for t in batch.token[:n]] if linear else []
+        p0, toks, linear = linear_run(batch)
         self._forget_from(p0, toks)
         if not linear:  # a token tree: not one path (the positions it commits get zeros)
             return

@@ -16,7 +16,7 @@ from specula.core.engine.grammar.json_schema_limits import SchemaError
 # that span: so U+D000-U+D7FF (lead byte ED, like the surrogates) and plane 16 (lead
 # byte F4, like U+110000 on) are admitted by positive classes of their own. Then a lone
 # lead byte is admitted exactly when a token starting with it can be, which the
-# full-vocabulary prefilter (grammar_prefilter.py) relies on.
+# full-vocabulary prefilter (grammar/prefilter.py) relies on.
 BASE_RULES = {
     "space": '| " " | "\\n" [ \\t]{0,20}',
     "char": ('[^"\\\\\\x7F\\x00-\\x1F\\uD000-\\uDFFF\\U00100000-\\U003FFFFF] '

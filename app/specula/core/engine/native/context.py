@@ -133,6 +133,22 @@ class Context(NativeHandle):
             observe(batch)
         return spent
 
+    def process(self, kind: int, batch: Any, what: str) -> float:
+        """Run an extension batch (``llama_process``: a head's or the MTP layers' own
+        context, no observers) and wait for it; its seconds are added to ``decode_s`` as
+        :meth:`decode`'s are. ``what`` names the batch in the errors."""
+        t0 = time.perf_counter()
+        rc = L.llama_process(self._ctx, kind, batch)
+        if rc == 0:
+            L.llama_synchronize(self._ctx)
+        spent = time.perf_counter() - t0
+        self.decode_s += spent
+        if rc == 1:
+            raise ContextFull(f"no KV slot for the {what} batch")
+        if rc != 0:
+            raise DecodeError(f"llama_process ({what}) returned {rc}")
+        return spent
+
     def logits(self, i: int) -> F32:
         """Zero-copy, read-only view of the i-th output's logits (valid until the next decode)."""
         if not self._ctx:
@@ -205,3 +221,31 @@ class Context(NativeHandle):
             self._ctx = None
             self._mem = None
             self.model._context_closed()
+
+
+def ext_batch(ctx: Context, what: str) -> tuple[Any, ctypes.c_int32, Any]:
+    """An extension batch for ``ctx`` (a head's or the MTP layers' context), with the
+    position and one-row embedding holders its entries are set through; ``ctx`` is
+    closed and :class:`LoadError` raised, naming ``what``, when llama.cpp gives none."""
+    batch = L.llama_batch_ext_init(ctx.ptr)
+    if not batch:
+        ctx.close()
+        raise LoadError(f"{ctx.model.path}: could not allocate {what}")
+    embd = L.llama_embd()
+    embd.n_rows = 1
+    return batch, ctypes.c_int32(0), embd
+
+
+class ExtBatchOwner(NativeHandle):
+    """A context of its own with an extension batch (a head's, the MTP layers'): closing
+    frees the batch, then the context (either may be missing after a failed open)."""
+
+    ctx: Context
+    _batch: Any
+
+    def close(self) -> None:
+        if getattr(self, "_batch", None):
+            L.llama_batch_ext_free(self._batch)
+            self._batch = None
+        if getattr(self, "ctx", None) is not None:
+            self.ctx.close()

@@ -21,16 +21,14 @@ head's ``n_ubatch`` (``GGML_ASSERT(cparams.n_ubatch >= n_tokens)``).
 from __future__ import annotations
 
 import ctypes
-import time
 from typing import Any
 
 import llama_cpp as L
 import numpy as np
 import numpy.typing as npt
 
-from specula.core.engine.native.context import Context
-from specula.core.engine.native.handle import NativeHandle
-from specula.core.engine.native.llama import ContextFull, DecodeError, LoadError, MemoryKind, Model
+from specula.core.engine.native.context import Context, ExtBatchOwner, ext_batch
+from specula.core.engine.native.llama import DecodeError, LoadError, MemoryKind, Model
 
 F32 = npt.NDArray[np.float32]
 
@@ -195,7 +193,7 @@ def layer_rows(target: Context, layer_ids: list[int], n: int, n_embd: int) -> F3
     return out
 
 
-class HeadContext(NativeHandle):
+class HeadContext(ExtBatchOwner):
     """A head's context beside its target's, with one reusable extended batch.
 
     The three things a head does go through here: :meth:`encode` (EAGLE-3: target
@@ -216,13 +214,7 @@ class HeadContext(NativeHandle):
         _fn["set_nextn"](self.ctx.ptr, True, True)  # the head's rows of the outputs asked for
         if not causal:
             L.llama_set_causal_attn(self.ctx.ptr, False)
-        self._batch = L.llama_batch_ext_init(self.ctx.ptr)
-        if not self._batch:
-            self.ctx.close()
-            raise LoadError(f"{model.path}: could not allocate the head's batch")
-        self._pos = ctypes.c_int32(0)
-        self._embd = L.llama_embd()
-        self._embd.n_rows = 1
+        self._batch, self._pos, self._embd = ext_batch(self.ctx, "the head's batch")
 
     @property
     def n_ctx(self) -> int:
@@ -238,17 +230,7 @@ class HeadContext(NativeHandle):
             raise DecodeError("the head's batch refused an entry")
 
     def _run(self, kind: int) -> float:
-        t0 = time.perf_counter()
-        rc = L.llama_process(self.ctx.ptr, kind, self._batch)
-        if rc == 0:
-            L.llama_synchronize(self.ctx.ptr)
-        spent = time.perf_counter() - t0
-        self.ctx.decode_s += spent
-        if rc == 1:
-            raise ContextFull("no KV slot for the head's batch")
-        if rc != 0:
-            raise DecodeError(f"llama_process (head) returned {rc}")
-        return spent
+        return self.ctx.process(kind, self._batch, "head")
 
     def _embd_view(self, addr: int, width: int) -> Any:
         self._embd.n_embd = width
@@ -322,10 +304,3 @@ class HeadContext(NativeHandle):
         if not ptr:
             raise DecodeError("the head returned no row")
         return np.array(_floats(ptr, self.n_embd))
-
-    def close(self) -> None:
-        if getattr(self, "_batch", None):
-            L.llama_batch_ext_free(self._batch)
-            self._batch = None
-        if getattr(self, "ctx", None) is not None:
-            self.ctx.close()

@@ -17,16 +17,14 @@ only a :class:`~specula.core.engine.native.llama.Model` that says it loaded them
 from __future__ import annotations
 
 import ctypes
-import time
 from typing import Any
 
 import llama_cpp as L
 import numpy as np
 import numpy.typing as npt
 
-from specula.core.engine.native.context import Context
-from specula.core.engine.native.handle import NativeHandle
-from specula.core.engine.native.llama import ContextFull, DecodeError, LoadError, MemoryKind, Model
+from specula.core.engine.native.context import Context, ExtBatchOwner, ext_batch
+from specula.core.engine.native.llama import DecodeError, LoadError, MemoryKind, Model
 from specula.core.gguf.memory_kind import MTP_ARCHS
 
 F32 = npt.NDArray[np.float32]
@@ -85,7 +83,7 @@ def set_target_rows(target: Context, on: bool) -> None:
         _ext.llama_set_embeddings_nextn(target.ptr, on, False)
 
 
-class MTPContext(NativeHandle):
+class MTPContext(ExtBatchOwner):
     """An MTP context beside a target context, with one reusable extended batch.
 
     Positions, tokens and rows go in through :meth:`decode`; logits come out of the
@@ -108,13 +106,7 @@ class MTPContext(NativeHandle):
         # (llama-model.cpp, create_memory), whatever the trunk's memory: a cut is a seq_rm
         self.ctx.memory = MemoryKind.ATTENTION
         _ext.llama_set_embeddings_nextn(self.ctx.ptr, True, True)
-        self._batch = L.llama_batch_ext_init(self.ctx.ptr)
-        if not self._batch:
-            self.ctx.close()
-            raise LoadError(f"{model.path}: could not allocate the MTP batch")
-        self._pos = ctypes.c_int32(0)
-        self._embd = L.llama_embd()
-        self._embd.n_rows = 1
+        self._batch, self._pos, self._embd = ext_batch(self.ctx, "the MTP batch")
         self._embd.n_embd = self.n_embd
 
     @property
@@ -144,17 +136,7 @@ class MTPContext(NativeHandle):
                     and L.llama_batch_ext_set_embd_token(b, idx, self._embd)
                     and L.llama_batch_ext_set_output_logits(b, idx, logits and i == n - 1)):
                 raise DecodeError("MTP batch entry refused")
-        t0 = time.perf_counter()
-        rc = L.llama_process(self.ctx.ptr, LLAMA_PROCESS_TYPE_DECODE, b)
-        if rc == 0:
-            L.llama_synchronize(self.ctx.ptr)
-        spent = time.perf_counter() - t0
-        self.ctx.decode_s += spent
-        if rc == 1:
-            raise ContextFull("no KV slot for the MTP batch")
-        if rc != 0:
-            raise DecodeError(f"llama_process (MTP) returned {rc}")
-        return spent
+        return self.ctx.process(LLAMA_PROCESS_TYPE_DECODE, b, "MTP")
 
     def row(self) -> F32:
         """A copy of the head's hidden row for the last decoded token (the next step's input)."""
@@ -163,13 +145,6 @@ class MTPContext(NativeHandle):
             raise DecodeError("the MTP head returned no hidden row")
         out: F32 = np.array(np.ctypeslib.as_array(ptr, shape=(self.n_embd,)), dtype=np.float32)
         return out
-
-    def close(self) -> None:
-        if getattr(self, "_batch", None):
-            L.llama_batch_ext_free(self._batch)
-            self._batch = None
-        if getattr(self, "ctx", None) is not None:
-            self.ctx.close()
 
 
 def target_rows(target: Context, n: int, n_embd: int) -> F32 | None:

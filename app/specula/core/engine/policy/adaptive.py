@@ -3,7 +3,7 @@
 Each step it maximises expected *tokens per second* (not tokens per step:
 SpecKV's per-step objective rewards long drafts that cost more than they
 save), from two models kept per (target, draft, machine) and saved between
-sessions (``policy_state.py``), so a second session starts at the right shape:
+sessions (``policy/state.py``), so a second session starts at the right shape:
 
 * the cost model (``cost_model.py``): the target's verify time for each batch
   size, the draft's time per decode and per token of catch-up; a new pair's is
@@ -426,7 +426,7 @@ class AdaptivePolicy(ProbeCadence):
                 "phase": self.governor.phase.value}
 
     def load(self, path: Path) -> None:
-        """Read the saved models (a bad file is discarded: see policy_state.py)."""
+        """Read the saved models (a bad file is discarded: see policy/state.py)."""
         loaded = policy_state.load_into(path, self.cost, self.acc)
         if loaded is not None:
             self.shape_rate, phase = loaded

@@ -3,7 +3,7 @@ draft's time per decode, measured as the engine runs (and at draft load, see
 :mod:`specula.core.engine.loop.calibration`).
 
 The adaptive policy chooses a draft length from these figures, so they are kept
-per (target, draft, machine) and start the next session (``policy_state.py``).
+per (target, draft, machine) and start the next session (``policy/state.py``).
 
 Robust to a busy machine: each figure is the median of its last WINDOW samples
 (a step that another process preempted is one sample among many, not a fifth of
@@ -158,14 +158,6 @@ class CostModel:
         self.draft_window.clear()
         self.voted.clear()
         self.trust_saved = False
-
-    def forget_session(self) -> None:
-        """Drop this session's samples and its erratic flag (the figures stay)."""
-        self.verify_window.clear()
-        self.draft_window.clear()
-        self.deviations.clear()
-        self.voted.clear()
-        self.erratic = False
 
     def observe_draft(self, n_decodes: int, catchup: int, seconds: float) -> None:
         if n_decodes <= 0:

@@ -25,8 +25,6 @@ from specula.core.engine.events import TokenOrigin
 from specula.core.engine.stats import StepRecord
 from specula.core.engine.verdict import PolicyVerdict
 
-DRAFT_MODEL_SOURCES = frozenset({TokenOrigin.CHAIN, TokenOrigin.TREE})
-
 
 @dataclass
 class Plan:

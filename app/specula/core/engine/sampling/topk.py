@@ -25,7 +25,7 @@ thousand values at most:
 * :func:`argmax`: the row's argmax without the copy numpy makes of a read-only row.
 
 Array methods (``a.nonzero()[0]``, ``a.cumsum()``, a copy's ``partition``) rather than
-numpy's module functions, here and in sampling.py: the functions are Python wrappers
+numpy's module functions, here and in sampling/rules.py: the functions are Python wrappers
 around the same methods, and right after a decode each wrapper costs several
 microseconds of cache misses (docs/lab/2026-12-01-host-work.md, "Where a step's host time
 goes").
