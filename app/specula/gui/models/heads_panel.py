@@ -14,8 +14,8 @@ from PySide6.QtWidgets import QPushButton, QWidget
 
 from specula.core.gguf.model_info import ModelInfo
 from specula.core.hub.client import HubClient, split_target
-from specula.core.sizes import byte_size
 from specula.core.pairing.heads import HeadChoice, HubHeads, hub_heads
+from specula.core.sizes import byte_size
 from specula.gui.elided import ElidedLabel
 from specula.gui.models.widgets import SidePane
 from specula.gui.tasks import Task, TaskError, start_task
