@@ -64,6 +64,8 @@ def test_picker_offers_fitting_heads_and_switches_to_them(make_window, tiny: dic
     assert bar.speculating and bar.draft_switch.text() == "Speculative: on (EAGLE-3 head)"
     assert "Draft: EAGLE-3 head (tiny-llama-eagle3.gguf)" in bar.status.text()
     assert compare.mode.findData("eagle3") >= 0  # Compare offers the head's mode now
+    # the empty chat does not ask for a draft while a head drafts
+    qtbot.waitUntil(lambda: "Load a smaller model" not in w.chat.empty.text.text(), timeout=10000)
     # a reply drafts with the head; the panel and the footer count its tokens
     w.chat.settings_panel.max_tokens.setValue(40)
     done = send_and_wait(qtbot, w, "hello world the model")

@@ -99,6 +99,8 @@ class ChatPage(QWidget):
         self.client.target_unloaded.connect(self.update_empty)
         self.client.draft_loaded.connect(lambda *_a: self.update_empty())
         self.client.draft_unloaded.connect(self.update_empty)
+        self.client.head_loaded.connect(lambda *_a: self.update_empty())  # a head drafts too
+        self.client.head_unloaded.connect(self.update_empty)
         self.client.load_started.connect(lambda *_a: self.update_empty())
         self.client.load_failed.connect(lambda *_a: self.update_empty())
         self.client.load_cancelled.connect(lambda *_a: self.update_empty())
