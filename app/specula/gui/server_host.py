@@ -13,7 +13,7 @@ import threading
 from collections import deque
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, Signal, Slot
 
 from specula.core.engine.config import SpecConfig
 from specula.core.engine.sampling.rules import SamplingParams
@@ -91,7 +91,13 @@ class ServerSwitch(QObject):
         # Settings page: requests behave like the chat the user is looking at.
         self.sampling: SamplingParams | None = None
         self.spec: SpecConfig | None = None
-        self.request_answered.connect(self.log.append)
+        # A slot of this object, so the append is queued to the GUI thread like the chip's
+        # update: a bare callable would run on the HTTP thread, before the chip had heard.
+        self.request_answered.connect(self._logged)
+
+    @Slot(object)
+    def _logged(self, answered: Answered) -> None:
+        self.log.append(answered)
 
     @property
     def running(self) -> bool:

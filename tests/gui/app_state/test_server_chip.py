@@ -72,8 +72,8 @@ def test_the_chip_logs_requests_answered_with_the_chats_settings(loaded, qtbot) 
     qtbot.waitUntil(lambda: not t.is_alive(), timeout=120000)
     assert "reply" in out, out
     assert out["reply"]["usage"]["completion_tokens"] <= 5  # type: ignore[index]
-    qtbot.waitUntil(lambda: len(w.ctx.server.log) == 1, timeout=10000)
-    assert chip.text() == f"Serving :{port} · 1 request"
+    qtbot.waitUntil(lambda: len(w.ctx.server.log) == 1, timeout=60000)
+    assert chip.text() == f"Serving :{port} · 1 request"  # the log and the chip move together
     panel = chip.show_log()
     line = panel.requests.item(0).text()
     tokens = out["reply"]["usage"]["completion_tokens"]  # type: ignore[index]
