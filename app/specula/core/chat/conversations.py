@@ -150,12 +150,10 @@ class ConversationStore:
         try:
             disk = self._connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
             try:
-                db = sqlite3.connect(":memory:", check_same_thread=False)
+                db = self._connect(":memory:")
                 disk.backup(db)
             finally:
                 disk.close()
-            db.row_factory = sqlite3.Row
-            db.execute("PRAGMA foreign_keys = ON")
             migrate(db)
             self.saved = False
         except (sqlite3.DatabaseError, OSError, StoreTooNew) as again:
